@@ -1,0 +1,47 @@
+"""The ninja API under ``/api/`` (OpenAPI at ``/api/docs``) and its error shape."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import HttpRequest, JsonResponse
+from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
+
+from groupx_site.errors import GroupXError
+from groupx_site.health import health_report
+from groupx_site.middleware import error_response
+from rooms.api import router as rooms_router
+
+logger = logging.getLogger("groupx.api")
+
+api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
+api.add_router("/", rooms_router)
+
+
+@api.exception_handler(GroupXError)
+def on_groupx_error(request: HttpRequest, error: GroupXError):
+    return error_response(error)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, error: ValidationError):
+    issues = [{"path": ".".join(map(str, e.get("loc", ()))), "code": e.get("type", "invalid")} for e in error.errors]
+    return error_response(GroupXError("INVALID_ENVELOPE", "invalid request", details={"issues": issues[:20]}))
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, error: HttpError):
+    return error_response(GroupXError("INVALID_ENVELOPE", str(error), status=error.status_code))
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, error: Exception):
+    logger.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(GroupXError("INTERNAL_ERROR", "internal error"))
+
+
+@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
+def get_health(request: HttpRequest):
+    status, body = health_report()
+    return JsonResponse(body, status=status)

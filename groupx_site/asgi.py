@@ -1,0 +1,77 @@
+"""The ASGI entry point: a small router in front of Django (ARCHITECTURE "One process, four surfaces").
+
+- ``/mcp`` and ``/mcp/operator`` go to the MCP servers (reserved: 503 ``MCP_UNAVAILABLE`` until the
+  member tools land);
+- everything else goes to Django (API, room page, admin, static files).
+
+Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
+from a lifespan event under uvicorn, or lazily by the first request; ``ensure_started`` is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
+
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_app = ASGIStaticFilesHandler(get_asgi_application())  # wraps only Django: lifespan has no path
+
+from groupx_site import runtime  # noqa: E402  (after Django is set up)
+
+
+async def send_json(send, status: int, body: dict) -> None:
+    payload = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def mcp_unavailable(scope, receive, send) -> None:
+    await send_json(send, 503, {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32603, "message": "the GroupX MCP tools are not available",
+                  "data": {"code": "MCP_UNAVAILABLE"}},
+    })
+
+
+async def lifespan(scope, receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await runtime.ensure_started()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await runtime.shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":
+        return await lifespan(scope, receive, send)
+    await runtime.ensure_started()
+    if scope["type"] == "http" and is_mcp_path(scope["path"]):
+        return await mcp_unavailable(scope, receive, send)
+    return await django_app(scope, receive, send)
+
+
+def _start_with_the_reactor() -> None:
+    """Under daphne (and ``manage.py runserver``) start the runtime as soon as the reactor runs."""
+    if "daphne.server" not in sys.modules:
+        return
+    from twisted.internet import reactor
+
+    reactor.callWhenRunning(runtime.schedule_start)
+
+
+_start_with_the_reactor()

@@ -1,0 +1,67 @@
+"""``GET /api/health`` (PROTOCOL §10.6, FEATURES §16, ARCHITECTURE "Decisions" 14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from agents import health, roster
+from groupx_site import identity, lifecycle
+from turns.models import Turn
+from turns.states import IN_FLIGHT_STATUSES, QUEUED
+
+SCHEMA_VERSION = 9
+
+
+def identity_fields() -> dict[str, str]:
+    return {
+        "service": identity.SERVICE,
+        "protocol": identity.PROTOCOL,
+        "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
+        "runtimeScopeKey": identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH),
+    }
+
+
+def store_status() -> dict[str, Any]:
+    try:
+        with connection.cursor() as cursor:
+            journal_mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+        return {"available": True, "schemaVersion": SCHEMA_VERSION, "journalMode": journal_mode}
+    except Exception:  # a broken store is reported, never raised at the health endpoint
+        return {"available": False, "schemaVersion": SCHEMA_VERSION}
+
+
+def agent_health() -> list[dict[str, Any]]:
+    entries = []
+    for agent in roster.live_agents():
+        state = health.snapshot(agent.actor_id)
+        entries.append({"actorId": agent.actor_id, "adapterId": agent.driver, "driver": agent.driver, **state})
+    return entries
+
+
+def health_report() -> tuple[int, dict[str, Any]]:
+    readiness = lifecycle.readiness()
+    if readiness == "closing":
+        return 503, {"status": "closing", "readiness": readiness, **identity_fields()}
+    store = store_status()
+    agents = agent_health()
+    degraded = not store["available"] or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents)
+    counts = {"activeTurns": 0, "queuedTurns": 0}
+    if store["available"]:
+        counts = {
+            "activeTurns": Turn.objects.filter(status__in=IN_FLIGHT_STATUSES).count(),
+            "queuedTurns": Turn.objects.filter(status=QUEUED).count(),
+        }
+    return 200, {
+        "status": "degraded" if degraded else "ok",
+        "readiness": readiness,
+        **identity_fields(),
+        "transport": "structured",
+        "transportLifecycle": "active",
+        "access": "unrestricted",
+        "store": store,
+        "agents": agents,
+        **counts,
+    }

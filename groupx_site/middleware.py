@@ -1,0 +1,119 @@
+"""HTTP guards that hold for every API route.
+
+- Writes must be JSON and must not come from a foreign page: a hostile site in the user's browser
+  can send a ``text/plain`` form POST to 127.0.0.1 without a CORS preflight (ARCHITECTURE
+  "Security", "Decisions" 16). A request without ``Origin`` (curl, the CLIs, tests) is accepted.
+- The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
+- Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
+- Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
+"""
+
+from __future__ import annotations
+
+import json
+
+from asgiref.sync import iscoroutinefunction
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import sync_and_async_middleware
+
+from groupx_site.errors import GroupXError
+
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
+
+
+def error_response(error: GroupXError, **headers: str) -> JsonResponse:
+    response = JsonResponse(error.as_body(), status=error.status, json_dumps_params={"ensure_ascii": False})
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+def is_own_origin(origin: str, host: str) -> bool:
+    hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return hostname in LOOPBACK_HOSTNAMES and origin in {f"http://{host}", f"https://{host}"}
+
+
+def check_api_write(request: HttpRequest) -> GroupXError | None:
+    content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        return GroupXError("INVALID_ENVELOPE", "writes must be sent as application/json", status=415)
+    origin = request.META.get("HTTP_ORIGIN")
+    if origin is not None and not is_own_origin(origin, request.get_host()):
+        return GroupXError("INVALID_ENVELOPE", "cross-origin writes are refused", status=403)
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return GroupXError("INVALID_ENVELOPE", "invalid Content-Length")
+    if length > settings.GROUPX_MAX_BODY_BYTES:
+        return GroupXError("MESSAGE_TOO_LARGE", "request body exceeds 2 MiB")
+    return None
+
+
+def _write_guard(request: HttpRequest) -> HttpResponse | None:
+    if request.path.startswith("/api/") and request.method in WRITE_METHODS:
+        error = check_api_write(request)
+        if error is not None:
+            return error_response(error)
+    return None
+
+
+def _reshape_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    if not request.path.startswith("/api/") or response.get("Content-Type", "").startswith("application/json"):
+        return response
+    if response.status_code == 404:
+        return error_response(GroupXError("UNKNOWN_TARGET", f"no API route {request.path}", status=404))
+    if response.status_code == 405:
+        return error_response(
+            GroupXError("INVALID_ENVELOPE", f"{request.method} is not allowed here", status=405),
+            Allow=response.get("Allow", ""),
+        )
+    return response
+
+
+def _security_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    response.setdefault("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+    response.setdefault("X-Content-Type-Options", "nosniff")
+    response.setdefault("Referrer-Policy", "no-referrer")
+    return response
+
+
+def _hybrid(before=None, after=None):
+    """A middleware that runs natively in both sync and async stacks, so the async SSE view is
+    never pushed through a thread by a sync-only middleware."""
+
+    @sync_and_async_middleware
+    def middleware(get_response):
+        if iscoroutinefunction(get_response):
+
+            async def async_call(request):
+                early = before(request) if before else None
+                response = early if early is not None else await get_response(request)
+                return after(request, response) if after else response
+
+            return async_call
+
+        def sync_call(request):
+            early = before(request) if before else None
+            response = early if early is not None else get_response(request)
+            return after(request, response) if after else response
+
+        return sync_call
+
+    return middleware
+
+
+ApiWriteGuardMiddleware = _hybrid(before=_write_guard)
+ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
+SecurityHeadersMiddleware = _hybrid(after=_security_headers)
+
+
+def json_body(request: HttpRequest) -> object:
+    """The parsed JSON body; an empty or malformed body is INVALID_ENVELOPE."""
+    if not request.body:
+        raise GroupXError("INVALID_ENVELOPE", "the request body is empty")
+    try:
+        return json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        raise GroupXError("INVALID_ENVELOPE", "the request body is not valid JSON") from None

@@ -1,0 +1,119 @@
+"""Django settings for GroupX.
+
+The storage path and the listen address come from ``groupx.json`` (``--config``, ``GROUPX_CONFIG``
+or ``./groupx.json``). An invalid config stops the process here, before any database file or child
+process is opened; a missing one falls back to the defaults so ``manage.py`` commands still work
+(``runserver`` and ``groupx start`` write a starter file first).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from setup_wizard.config import GroupXConfig, config_path_from_env, load_config, storage_path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+GROUPX_CONFIG_PATH = config_path_from_env()
+GROUPX_CONFIG = load_config(GROUPX_CONFIG_PATH) if GROUPX_CONFIG_PATH.exists() else GroupXConfig()
+GROUPX_DB_PATH = Path(os.environ.get("GROUPX_DB") or storage_path(GROUPX_CONFIG, GROUPX_CONFIG_PATH))
+GROUPX_DB_PATH.parent.mkdir(parents=True, exist_ok=True)  # only after the config was validated
+
+# Not a credential store: GroupX serves only loopback and has no accounts beyond the admin's.
+SECRET_KEY = os.environ.get("GROUPX_SECRET_KEY", "groupx-local-only-not-a-secret")
+DEBUG = os.environ.get("GROUPX_DEBUG") == "1"
+# Loopback names only: a DNS-rebinding page cannot reach the API under another Host.
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+
+INSTALLED_APPS = [
+    # groupx_site's runserver is daphne's ASGI runserver plus groupx.json's listen address; Django
+    # takes a command from the earliest app that has it, so this app comes before daphne, and daphne
+    # before staticfiles (whose WSGI runserver it replaces).
+    "groupx_site",
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_extensions",
+    "rooms",
+    "turns",
+    "agents",
+    "memory",
+    "setup_wizard",
+]
+
+MIDDLEWARE = [
+    "groupx_site.middleware.SecurityHeadersMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "groupx_site.middleware.ApiWriteGuardMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "groupx_site.middleware.ApiErrorShapeMiddleware",
+]
+
+ROOT_URLCONF = "groupx_site.urls"
+ASGI_APPLICATION = "groupx_site.asgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": GROUPX_DB_PATH,
+        "OPTIONS": {
+            # BEGIN IMMEDIATE: a DEFERRED read lock upgraded to a write lock fails at once with
+            # SQLITE_BUSY; IMMEDIATE waits for the lock instead (research/STACK_POC.md §5).
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": (
+                "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA foreign_keys=ON;PRAGMA temp_store=MEMORY"
+            ),
+        },
+        "TEST": {"NAME": os.environ.get("GROUPX_TEST_DB") or None},
+    }
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# The protocol's HTTP body ceiling; the write guard answers 413 before Django reads more.
+GROUPX_MAX_BODY_BYTES = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = GROUPX_MAX_BODY_BYTES
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "groupx": {"handlers": ["console"], "level": os.environ.get("GROUPX_LOG_LEVEL", "INFO")},
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
+}

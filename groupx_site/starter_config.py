@@ -1,0 +1,22 @@
+"""Write a starter groupx.json when none exists, and load it into the running settings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from agents import roster
+from setup_wizard.config import load_config
+from setup_wizard.starter import write_starter_config
+
+
+def ensure_config(out) -> bool:
+    """Returns True when a starter file was written."""
+    path = settings.GROUPX_CONFIG_PATH
+    if path.exists():
+        return False
+    raw = write_starter_config(path)
+    agents = ", ".join(f"agent:{agent_id}" for agent_id in raw.get("agents", {})) or "the default codex, grok, kimi"
+    out.write(f"No config found: wrote a starter {path} (agents: {agents}). Edit it to change the room.\n")
+    settings.GROUPX_CONFIG = load_config(path)
+    roster.configured_agents.cache_clear()
+    return True

@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import path
+
+from groupx_site.api import api
+from rooms.views import room_page
+
+admin.site.site_header = "GroupX administration"
+admin.site.site_title = "GroupX"
+
+urlpatterns = [
+    path("", room_page, name="room"),
+    path("api/", api.urls),
+    path("admin/", admin.site.urls),
+]

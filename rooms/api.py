@@ -1,0 +1,30 @@
+"""Room endpoints: thin wrappers over ``rooms.actions`` and the read models."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from ninja import Router
+
+from groupx_site.middleware import json_body
+from rooms import actions, bootstrap, sse
+
+router = Router(tags=["room"])
+
+
+@router.post("/messages", response={202: dict}, summary="Post a user message and queue one Turn per target")
+def post_message(request: HttpRequest):
+    return 202, actions.post_message(json_body(request))
+
+
+@router.get("/bootstrap", summary="The room snapshot and the cursor to stream from")
+def get_bootstrap(request: HttpRequest):
+    return JsonResponse(bootstrap.bootstrap(), json_dumps_params={"ensure_ascii": False})
+
+
+@router.get("/events", summary="Server-Sent Events: durable events replayed from a cursor, then live")
+async def get_events(request: HttpRequest, afterSeq: str | None = None):  # noqa: N803 (wire name)
+    cursor = sse.parse_cursor(request.GET.get("afterSeq"), request.headers.get("Last-Event-ID"))
+    response = StreamingHttpResponse(sse.event_stream(cursor), content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    return response

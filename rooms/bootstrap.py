@@ -1,0 +1,75 @@
+"""``GET /api/bootstrap`` (PROTOCOL §10.1, FEATURES §10): one bounded read snapshot.
+
+The recent events come from a reverse ``LIMIT`` on the primary key and the Turns from the status
+index, so the cost does not grow with history. ``room.throughSeq`` is the cursor the client then
+passes to ``/api/events``; anything committed in between is read by the stream's own tail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import health, roster
+from groupx_site.dbsnapshot import read_snapshot
+from rooms.events import ENVELOPE_FIELDS, envelope_from_row
+from rooms.models import ROOM_ID, Event
+from turns.models import Turn
+from turns.states import ACTIVE_STATUSES
+
+RECENT_EVENTS = 100
+
+
+def agent_cards() -> list[dict[str, Any]]:
+    cards = []
+    for agent in roster.live_agents():
+        state = health.snapshot(agent.actor_id)
+        card = {
+            "actorId": agent.actor_id,
+            "displayName": agent.display_name,
+            "driver": agent.driver,
+            "status": state["status"],
+            "cwd": agent.cwd,
+            "enabled": agent.enabled,
+            "capabilities": {
+                "transport": "structured",
+                "transportLifecycle": "active",
+                "access": "unrestricted",
+                "currentTurnMcp": state.get("mcpVerified", False),
+            },
+        }
+        if state.get("instanceId"):
+            card["instanceId"] = state["instanceId"]
+        if state.get("lastError"):
+            card["lastError"] = state["lastError"]
+        cards.append(card)
+    return cards
+
+
+def bootstrap() -> dict[str, Any]:
+    with read_snapshot():
+        rows = list(Event.objects.order_by("-seq").values(*ENVELOPE_FIELDS)[:RECENT_EVENTS])
+        rows.reverse()
+        turns = list(
+            Turn.objects.filter(status__in=ACTIVE_STATUSES)
+            .order_by("enqueue_seq")
+            .values("turn_id", "target_actor_id", "status", "source_event_id")
+        )
+    through_seq = rows[-1]["seq"] if rows else 0
+    snapshot: dict[str, Any] = {
+        "schema": "groupx.bootstrap/0.1",
+        "room": {"roomId": ROOM_ID, "throughSeq": through_seq},
+        "agents": agent_cards(),
+        "recentEvents": [envelope_from_row(row) for row in rows],
+        "activeTurns": [
+            {
+                "turnId": t["turn_id"],
+                "targetActorId": t["target_actor_id"],
+                "status": t["status"],
+                "sourceEventId": t["source_event_id"],
+            }
+            for t in turns
+        ],
+    }
+    if rows and rows[0]["seq"] > 1:
+        snapshot["previousPage"] = {"beforeSeq": rows[0]["seq"]}
+    return snapshot

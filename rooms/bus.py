@@ -1,0 +1,111 @@
+"""The in-process notification bus between writers and SSE streams.
+
+The bus never carries durable events themselves: it only says "read the table again", so a lost
+or coalesced wake-up can delay a durable event but never drop it. Transient deltas travel through
+it whole and may be merged or dropped for a slow reader (PROTOCOL §11).
+
+Writers call ``wake_readers`` from ``transaction.on_commit`` in any thread; listeners live on the
+server's event loop and are offered items with ``call_soon_threadsafe``. The seam for scaling out
+is this module: a channel-layer backend would implement the same three calls (docs/DECISIONS.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from typing import Any
+
+_listeners: set[Listener] = set()
+_lock = threading.Lock()
+
+
+class Listener:
+    """One SSE connection's inbox: a durable wake flag plus a bounded queue of transient frames."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, max_frames: int, max_bytes: int):
+        self.loop = loop
+        self.max_frames = max_frames
+        self.max_bytes = max_bytes
+        self.durable_pending = False
+        self.transients: deque[dict[str, Any]] = deque()
+        self.transient_bytes = 0
+        self.dropped = 0
+        self.signal = asyncio.Event()
+
+    def _wake_durable(self) -> None:
+        self.durable_pending = True
+        self.signal.set()
+
+    def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
+        if self._merge_into_last(envelope):
+            self.signal.set()
+            return
+        if len(self.transients) >= self.max_frames or self.transient_bytes + size > self.max_bytes:
+            self.dropped += 1  # a slow reader loses deltas, never durable events
+            return
+        self.transients.append(envelope)
+        self.transient_bytes += size
+        self.signal.set()
+
+    def _merge_into_last(self, envelope: dict[str, Any]) -> bool:
+        """Consecutive content deltas of one turn are merged while the reader is behind."""
+        if not self.transients or envelope["type"] != "turn.content.delta":
+            return False
+        last = self.transients[-1]
+        if last["type"] != "turn.content.delta" or last["body"].get("turnId") != envelope["body"].get("turnId"):
+            return False
+        if len(self.transients) < max(8, self.max_frames // 4):
+            return False  # merge only under pressure; normally each chunk goes out as sent
+        merged = dict(last["body"])
+        merged["text"] = merged.get("text", "") + envelope["body"].get("text", "")
+        merged["chunkIndex"] = envelope["body"].get("chunkIndex", merged.get("chunkIndex"))
+        self.transients[-1] = {**last, "body": merged}  # envelopes are shared between listeners: copy
+        return True
+
+    def take_transients(self) -> list[dict[str, Any]]:
+        items = list(self.transients)
+        self.transients.clear()
+        self.transient_bytes = 0
+        return items
+
+
+def subscribe(*, max_frames: int = 512, max_bytes: int = 2_097_152) -> Listener:
+    listener = Listener(asyncio.get_running_loop(), max_frames=max_frames, max_bytes=max_bytes)
+    with _lock:
+        _listeners.add(listener)
+    return listener
+
+
+def unsubscribe(listener: Listener) -> None:
+    with _lock:
+        _listeners.discard(listener)
+
+
+def listener_count() -> int:
+    return len(_listeners)
+
+
+def _each_listener():
+    with _lock:
+        return list(_listeners)
+
+
+def _call(listener: Listener, fn, *args) -> None:
+    try:
+        listener.loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # the loop is closed: the connection is gone
+        unsubscribe(listener)
+
+
+def wake_readers() -> None:
+    """Durable rows were committed: every stream re-reads ``seq > cursor``."""
+    for listener in _each_listener():
+        _call(listener, listener._wake_durable)
+
+
+def publish_transient(envelope: dict[str, Any]) -> None:
+    size = len(json.dumps(envelope, ensure_ascii=False))
+    for listener in _each_listener():
+        _call(listener, listener._offer_transient, envelope, size)

@@ -1,0 +1,225 @@
+"""The room's event vocabulary: one builder per event type, keyword-only arguments.
+
+Durable builders append a row inside the caller's transaction and wake SSE readers on commit;
+transient builders publish straight to the bus and are never stored (PROTOCOL §2.1, §2.2).
+Envelopes never carry binding ids or native ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from rooms import bus
+from rooms.ids import event_id as new_event_id
+from rooms.models import ROOM_ID, SCHEMA, Event
+
+# Namespaces the protocol reserves and forbids (PROTOCOL §15): they never enter the store.
+FORBIDDEN_PREFIXES = ("approval.", "permission.", "user_input.")
+
+
+@dataclass(frozen=True)
+class ActorRef:
+    actor_id: str
+    kind: str
+    display_name: str
+    instance_id: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        ref = {"actorId": self.actor_id, "kind": self.kind, "displayName": self.display_name}
+        if self.instance_id:
+            ref["instanceId"] = self.instance_id
+        return ref
+
+
+SYSTEM = ActorRef("system:groupx", "system", "GroupX")
+WEB_USER = ActorRef("user:web", "user", "You")
+
+ENVELOPE_FIELDS = (
+    "seq", "event_id", "room_id", "event_type", "actor_id", "actor_kind", "actor_display_name", "instance_id",
+    "targets", "reply_to_event_id", "forwarded_event_id", "causation_id", "correlation_id",
+    "root_correlation_id", "idempotency_key", "occurred_at", "body", "provenance",
+)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+def envelope_from_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The public envelope of a stored event (a ``values(*ENVELOPE_FIELDS)`` row)."""
+    actor = {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]}
+    if row["instance_id"]:
+        actor["instanceId"] = row["instance_id"]
+    envelope: dict[str, Any] = {
+        "schema": SCHEMA,
+        "eventId": row["event_id"],
+        "seq": row["seq"],
+        "roomId": row["room_id"],
+        "type": row["event_type"],
+        "actor": actor,
+        "to": row["targets"],
+        "correlationId": row["correlation_id"],
+        "rootCorrelationId": row["root_correlation_id"],
+        "occurredAt": iso(row["occurred_at"]),
+        "durability": "durable",
+        "body": row["body"],
+    }
+    for key, field in (
+        ("replyToEventId", "reply_to_event_id"),
+        ("forwardedEventId", "forwarded_event_id"),
+        ("causationId", "causation_id"),
+        ("idempotencyKey", "idempotency_key"),
+        ("provenance", "provenance"),
+    ):
+        if row[field]:
+            envelope[key] = row[field]
+    return envelope
+
+
+def envelope_of(event: Event) -> dict[str, Any]:
+    return envelope_from_row({field: getattr(event, field) for field in ENVELOPE_FIELDS})
+
+
+def append_event(
+    *,
+    event_type: str,
+    actor: ActorRef,
+    correlation_id: str,
+    root_correlation_id: str | None = None,
+    to: list[str] | None = None,
+    body: dict[str, Any] | None = None,
+    causation_id: str | None = None,
+    reply_to_event_id: str | None = None,
+    forwarded_event_id: str | None = None,
+    idempotency_key: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> Event:
+    """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit."""
+    assert not event_type.startswith(FORBIDDEN_PREFIXES), event_type
+    event = Event.objects.create(
+        event_id=new_event_id(),
+        room_id=ROOM_ID,
+        event_type=event_type,
+        actor_id=actor.actor_id,
+        actor_kind=actor.kind,
+        actor_display_name=actor.display_name,
+        instance_id=actor.instance_id,
+        targets=to or [],
+        reply_to_event_id=reply_to_event_id,
+        forwarded_event_id=forwarded_event_id,
+        causation_id=causation_id,
+        correlation_id=correlation_id,
+        root_correlation_id=root_correlation_id or correlation_id,
+        idempotency_key=idempotency_key,
+        occurred_at=timezone.now(),
+        body=body or {},
+        provenance=provenance,
+    )
+    transaction.on_commit(bus.wake_readers)
+    return event
+
+
+def publish_transient(
+    *, event_type: str, actor: ActorRef, body: dict[str, Any], correlation_id: str, to: list[str] | None = None,
+    root_correlation_id: str | None = None,
+) -> dict[str, Any]:
+    """Send a transient event to live streams only: no seq, no ``id:``, never replayed."""
+    envelope = {
+        "schema": SCHEMA,
+        "eventId": new_event_id(),
+        "seq": None,
+        "roomId": ROOM_ID,
+        "type": event_type,
+        "actor": actor.as_json(),
+        "to": to or [],
+        "correlationId": correlation_id,
+        "rootCorrelationId": root_correlation_id or correlation_id,
+        "occurredAt": iso(timezone.now()),
+        "durability": "transient",
+        "body": body,
+    }
+    bus.publish_transient(envelope)
+    return envelope
+
+
+# ---- durable builders ------------------------------------------------------------------------
+
+
+def message_created(
+    *, actor: ActorRef, content: str, to: list[str], correlation_id: str, root_correlation_id: str | None = None,
+    source_kind: str, reply_to_event_id: str | None = None, forwarded_event_id: str | None = None,
+    causation_id: str | None = None, idempotency_key: str | None = None, extra_body: dict[str, Any] | None = None,
+) -> Event:
+    return append_event(
+        event_type="message.created",
+        actor=actor,
+        to=to,
+        body={"content": content, **(extra_body or {})},
+        correlation_id=correlation_id,
+        root_correlation_id=root_correlation_id,
+        reply_to_event_id=reply_to_event_id,
+        forwarded_event_id=forwarded_event_id,
+        causation_id=causation_id,
+        idempotency_key=idempotency_key,
+        provenance={"sourceKind": source_kind, "authorActorId": actor.actor_id},
+    )
+
+
+def turn_queued(
+    *, turn_id: str, source_event: Event, target_actor_id: str, adapter_id: str, hop_count: int,
+    transport: str = "structured",
+) -> Event:
+    return append_event(
+        event_type="turn.queued",
+        actor=SYSTEM,
+        to=[target_actor_id],
+        body={
+            "turnId": turn_id,
+            "sourceEventId": source_event.event_id,
+            "targetActorId": target_actor_id,
+            "adapterId": adapter_id,
+            "transport": transport,
+            "hopCount": hop_count,
+        },
+        correlation_id=source_event.correlation_id,
+        root_correlation_id=source_event.root_correlation_id,
+        causation_id=source_event.event_id,
+        idempotency_key=f"turn:{turn_id}:queued",
+        provenance={"sourceKind": "system"},
+    )
+
+
+def turn_event(
+    *, event_type: str, actor: ActorRef, turn_id: str, target_actor_id: str, correlation_id: str,
+    root_correlation_id: str, body: dict[str, Any], idempotency_key: str | None = None,
+    causation_id: str | None = None, source_kind: str = "system",
+) -> Event:
+    """turn.dispatched | turn.started | turn.completed | failed | cancelled | interrupted and the
+    turn's reasoning/tool records: all carry the turn id and the turn's correlation."""
+    return append_event(
+        event_type=event_type,
+        actor=actor,
+        to=[target_actor_id],
+        body={"turnId": turn_id, **body},
+        correlation_id=correlation_id,
+        root_correlation_id=root_correlation_id,
+        causation_id=causation_id or turn_id,
+        idempotency_key=idempotency_key,
+        provenance={"sourceKind": source_kind},
+    )
+
+
+def session_event(*, event_type: str, actor: ActorRef, body: dict[str, Any]) -> Event:
+    """session.starting | ready | resumed | failed | stopped (durable, ARCHITECTURE "Decisions" 4)."""
+    return append_event(
+        event_type=event_type,
+        actor=actor,
+        body=body,
+        correlation_id=f"session:{actor.actor_id}",
+        provenance={"sourceKind": "system", "subjectActorId": actor.actor_id},
+    )

@@ -1,0 +1,21 @@
+"""Identifiers: a readable prefix plus 128 random bits (unguessable, globally unique)."""
+
+from __future__ import annotations
+
+import secrets
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+def event_id() -> str:
+    return new_id("evt")
+
+
+def correlation_id() -> str:
+    return new_id("corr")
+
+
+def turn_id() -> str:
+    return new_id("turn")

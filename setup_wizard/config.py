@@ -1,0 +1,283 @@
+"""The ``groupx.json`` schema (FEATURES §2.1), its loader and its writer.
+
+Every level is strict: an unknown key is an error that names the key. ``transport: "direct"`` is
+refused here, before settings open the database or the runtime starts any process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DRIVERS = ("codex", "grok", "kimi", "hermes", "claude")
+DEFAULT_AGENT_IDS = ("codex", "grok", "kimi")  # hermes and claude are never added implicitly
+RESERVED_AGENT_IDS = ("assistant", "__assistant__")
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
+MESSAGE_CHARACTERS = 131_072
+INTERPRETER_RE = re.compile(r"^(python(3(\.\d+)?)?|node(js)?)$")
+SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs")
+
+# An old generated default is upgraded only when the stored value equals it exactly.
+LEGACY_DEFAULTS = {
+    ("limits", "contextCharacters"): (48_000, 256_000),
+    ("limits", "messageCharacters"): (32_768, 131_072),
+    ("limits", "rootTurns"): (24, 48),
+    ("limits", "hopCount"): (12, 24),
+    ("limits", "actorCallsPerRoot"): (8, 16),
+    ("limits", "sseBytes"): (524_288, 2_097_152),
+    ("timeouts", "firstEventMs"): (90_000, 180_000),
+    ("timeouts", "idleMs"): (120_000, 300_000),
+}
+
+
+class ConfigError(Exception):
+    """groupx.json is missing, unreadable or invalid. The message names the offending key."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+
+class ServerConfig(Strict):
+    host: Literal["127.0.0.1"] = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 4310
+
+
+class StorageConfig(Strict):
+    path: Annotated[str, Field(min_length=1)] = ".groupx/groupx.db"
+
+
+class CommandSpec(Strict):
+    executable: Annotated[str, Field(min_length=1)]
+    prefixArgs: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_interpreter_plus_one_script(self) -> CommandSpec:
+        if not self.prefixArgs:
+            return self
+        if len(self.prefixArgs) != 1:
+            raise ValueError("prefixArgs may hold at most one script path")
+        if not INTERPRETER_RE.match(Path(self.executable).name):
+            raise ValueError("prefixArgs are allowed only when the executable is a Python or Node interpreter")
+        script = self.prefixArgs[0]
+        if script.startswith("-") or not script.endswith(SCRIPT_SUFFIXES):
+            raise ValueError("prefixArgs[0] must be a .py/.js/.mjs/.cjs script, not a flag")
+        if not Path(script).is_file():
+            raise ValueError(f"prefixArgs[0] does not exist: {script}")
+        return self
+
+
+class AgentConfig(Strict):
+    driver: Literal["codex", "grok", "kimi", "hermes", "claude"] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    identity: Annotated[str, Field(max_length=32_768)] = ""
+    command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
+    cwd: Annotated[str, Field(min_length=1)]
+    enabled: bool = True
+
+
+class AssistantBrain(Strict):
+    driver: Literal["codex", "grok", "kimi", "hermes", "claude"]
+    command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
+    cwd: Annotated[str, Field(min_length=1)]
+
+
+class AssistantConfig(Strict):
+    enabled: bool = False
+    name: Annotated[str, Field(min_length=1, max_length=64)] = "房间助理"
+    brain: AssistantBrain | None = None
+    extraInstructions: Annotated[str, Field(max_length=32_768)] = ""
+
+
+class LimitsConfig(Strict):
+    messageCharacters: Literal[131_072] = 131_072
+    queuePerAgent: Annotated[int, Field(ge=1, le=10_000)] = 64
+    rootTurns: Annotated[int, Field(ge=1, le=1_000)] = 48
+    hopCount: Annotated[int, Field(ge=1, le=1_000)] = 24
+    actorCallsPerRoot: Annotated[int, Field(ge=1, le=1_000)] = 16
+    steersPerSubjectTurn: Annotated[int, Field(ge=1, le=16)] = 3
+    contextCharacters: Annotated[int, Field(ge=1_024, le=10_000_000)] = 256_000
+    sseEvents: Annotated[int, Field(ge=8, le=100_000)] = 512
+    sseBytes: Annotated[int, Field(ge=16_384, le=100_000_000)] = 2_097_152
+
+
+def _ms(default: int) -> Any:
+    return Field(default=default, ge=1, le=86_400_000)
+
+
+class TimeoutsConfig(Strict):
+    handshakeMs: int = _ms(15_000)
+    requestMs: int = _ms(10_000)
+    firstEventMs: int = _ms(180_000)
+    idleMs: int = _ms(300_000)
+    cancelMs: int = _ms(10_000)
+    closeMs: int = _ms(5_000)
+    askMs: int = _ms(120_000)
+    watchMs: int = _ms(120_000)
+
+
+class GroupXConfig(Strict):
+    transport: Literal["structured"] = "structured"
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    agents: dict[str, AgentConfig] | None = None
+    assistant: AssistantConfig | None = None
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _direct_is_deprecated(cls, value: Any) -> Any:
+        if value == "direct":
+            raise ValueError('"direct" transport is deprecated and disabled; use "structured"')
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_ids(cls, agents: dict[str, AgentConfig] | None) -> dict[str, AgentConfig] | None:
+        if agents is None:
+            return None
+        if not agents:
+            raise ValueError("at least one agent is required")
+        for agent_id, agent in agents.items():
+            if agent_id in RESERVED_AGENT_IDS:
+                raise ValueError(f"agent id {agent_id!r} is reserved")
+            if not AGENT_ID_RE.match(agent_id):
+                raise ValueError(
+                    f"agent id {agent_id!r} must start and end with a letter or digit and use only "
+                    "A-Z a-z 0-9 . _ - (at most 64 characters)"
+                )
+            if agent.driver is None and agent_id not in DRIVERS:
+                raise ValueError(f"agents.{agent_id}.driver is required (the id is not a built-in driver name)")
+        return agents
+
+
+class ResolvedAgent(BaseModel):
+    """One roster entry with every default applied; what the runtime and the API use."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    actor_id: str
+    driver: str
+    display_name: str
+    identity: str
+    command: tuple[str, ...]  # executable [+ script], resolved against PATH at launch time
+    cwd: str
+    enabled: bool
+
+
+DISPLAY_NAMES = {"codex": "Codex", "grok": "Grok", "kimi": "Kimi", "hermes": "Hermes", "claude": "Claude"}
+
+
+def _format_error(error: ValidationError) -> str:
+    lines = []
+    for issue in error.errors()[:20]:
+        where = ".".join(str(part) for part in issue["loc"]) or "(top level)"
+        if issue["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key")
+        else:
+            lines.append(f"{where}: {issue['msg']}")
+    return "; ".join(lines)
+
+
+def upgrade_legacy_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    for (section, key), (old, new) in LEGACY_DEFAULTS.items():
+        block = raw.get(section)
+        if isinstance(block, dict) and type(block.get(key)) is int and block.get(key) == old:
+            block[key] = new
+    return raw
+
+
+def parse_config(raw: Any, *, source: str = "groupx.json") -> GroupXConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a JSON object")
+    try:
+        return GroupXConfig.model_validate(upgrade_legacy_defaults(raw))
+    except ValidationError as error:
+        raise ConfigError(f"{source}: {_format_error(error)}") from None
+
+
+def load_config(path: str | os.PathLike[str]) -> GroupXConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno})") from None
+    return parse_config(raw, source=str(path))
+
+
+def config_path_from_env(explicit: str | None = None) -> Path:
+    """``--config`` wins, then ``GROUPX_CONFIG``, then ``./groupx.json``; always absolute."""
+    chosen = explicit or os.environ.get("GROUPX_CONFIG") or "groupx.json"
+    return Path(chosen).expanduser().resolve()
+
+
+def storage_path(config: GroupXConfig, config_path: Path) -> Path:
+    return (config_path.parent / config.storage.path).resolve()
+
+
+def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgent]:
+    agents = config.agents
+    if agents is None:
+        agents = {agent_id: AgentConfig(cwd=".") for agent_id in DEFAULT_AGENT_IDS}
+    resolved = []
+    for agent_id, agent in agents.items():
+        driver = agent.driver or agent_id
+        if agent.command is None:
+            command: tuple[str, ...] = (driver,)
+        elif isinstance(agent.command, str):
+            command = (agent.command,)
+        else:
+            command = (agent.command.executable, *agent.command.prefixArgs)
+        resolved.append(
+            ResolvedAgent(
+                agent_id=agent_id,
+                actor_id=f"agent:{agent_id}",
+                driver=driver,
+                display_name=agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
+                identity=agent.identity,
+                command=command,
+                cwd=str((config_path.parent / agent.cwd).resolve()),
+                enabled=agent.enabled,
+            )
+        )
+    return resolved
+
+
+def resolve_executable(command: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The argv prefix with the executable resolved on PATH; None when it is not an executable file."""
+    executable = command[0]
+    found = shutil.which(executable) if os.sep not in executable else executable
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        return None
+    return (os.path.abspath(found), *command[1:])
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def dump_config(config: GroupXConfig) -> dict[str, Any]:
+    return config.model_dump(mode="json", exclude_none=True)
+
+
+def write_config(path: Path, raw: dict[str, Any]) -> None:
+    """Validate, then write atomically (a crash never leaves half a file)."""
+    parse_config(raw, source=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(raw, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

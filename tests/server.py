@@ -1,0 +1,143 @@
+"""A real GroupX server in a subprocess: daphne on port 0, its own config and SQLite file.
+
+Tests talk to it only over HTTP/SSE/MCP on 127.0.0.1, exactly as a browser or a CLI would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+FAKES_BIN = REPO / "agents" / "fakes" / "bin"
+LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
+
+
+def wait_until(predicate, *, timeout: float = 10.0, interval: float = 0.02, message: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+class GroupXServer:
+    def __init__(self, workdir: Path, config: dict, *, env: dict | None = None):
+        self.workdir = workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path = workdir / "groupx.json"
+        self.log_path = workdir / "server.log"
+        self.fake_log_dir = workdir / "fake-logs"
+        self.fake_log_dir.mkdir(exist_ok=True)
+        self.write_config(config)
+        self.env = {
+            **os.environ,
+            "GROUPX_CONFIG": str(self.config_path),
+            "GROUPX_FAKE_LOG_DIR": str(self.fake_log_dir),
+            "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"),
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen | None = None
+        self.base_url = ""
+        self._log_offset = 0
+
+    def write_config(self, config: dict) -> None:
+        self.config_path.write_text(json.dumps(config, indent=2))
+
+    def manage(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, check=check, timeout=timeout,
+            capture_output=True, text=True,
+        )
+
+    def start(self, *, timeout: float = 30.0) -> GroupXServer:
+        self.manage("migrate", "--noinput", "-v0")
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it for its lifetime)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "groupx_site.asgi:application"],
+            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        log.close()
+
+        def bound_port():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            match = LISTENING.search(self.log())
+            return match and int(match.group(1))
+
+        port = wait_until(bound_port, timeout=timeout, message="the server to listen")
+        self.base_url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: self.readiness() == "ready", timeout=timeout, message="readiness ready")
+        return self
+
+    def readiness(self) -> str | None:
+        try:
+            return httpx.get(f"{self.base_url}/api/health", timeout=2).json().get("readiness")
+        except httpx.HTTPError:
+            return None
+
+    def log(self) -> str:
+        if not self.log_path.exists():
+            return ""
+        with open(self.log_path, "rb") as f:
+            f.seek(self._log_offset)
+            return f.read().decode(errors="replace")
+
+    def stop(self, *, timeout: float = 20.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    def post(self, path: str, body, **kwargs) -> httpx.Response:
+        return httpx.post(self.url(path), json=body, timeout=kwargs.pop("timeout", 10), **kwargs)
+
+    def get(self, path: str, **kwargs) -> httpx.Response:
+        return httpx.get(self.url(path), timeout=kwargs.pop("timeout", 10), **kwargs)
+
+    def events(self, after_seq: int = 0) -> list[dict]:
+        """Every durable event after ``after_seq`` (read through the management command, not SQL)."""
+        out = self.manage("replay_events", "--after-seq", str(after_seq))
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def fake_agent(driver: str, workdir: Path, **extra) -> dict:
+    """An agent entry whose command is the bundled fake CLI shim for ``driver``."""
+    cwd = workdir / f"cwd-{driver}-{extra.pop('suffix', '')}".rstrip("-")
+    cwd.mkdir(parents=True, exist_ok=True)
+    return {"driver": driver, "command": str(FAKES_BIN / driver), "cwd": str(cwd), **extra}
+
+
+def hanging_agent(workdir: Path, name: str = "sleeper") -> dict:
+    """An agent whose CLI never answers its handshake, so its Turns stay queued."""
+    script = workdir / f"{name}.sh"
+    script.write_text("#!/bin/sh\nexec sleep 600\n")
+    script.chmod(0o755)
+    cwd = workdir / f"cwd-{name}"
+    cwd.mkdir(parents=True, exist_ok=True)
+    return {"driver": "kimi", "command": str(script), "cwd": str(cwd)}

@@ -1,0 +1,95 @@
+"""groupx.json parsing (FEATURES §2.1): strict, with errors that name the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from setup_wizard.config import ConfigError, parse_config, resolve_agents
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def agents(**entries):
+    return {"agents": entries or {"kimi": {"cwd": "."}}}
+
+
+def test_defaults_apply_and_missing_agents_mean_codex_grok_kimi(tmp_path):
+    config = parse_config({})
+    assert config.server.port == 4310 and config.storage.path == ".groupx/groupx.db"
+    assert config.limits.queuePerAgent == 64 and config.timeouts.idleMs == 300_000
+    assert [a.actor_id for a in resolve_agents(config, tmp_path / "groupx.json")] == [
+        "agent:codex", "agent:grok", "agent:kimi"]
+
+
+def test_direct_transport_is_refused_with_a_clear_message():
+    with pytest.raises(ConfigError, match="direct.*deprecated"):
+        parse_config({"transport": "direct"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ({"colour": 1}, "colour: unknown key"),
+        ({"server": {"host": "0.0.0.0"}}, "server.host"),
+        ({"server": {"port": 70000}}, "server.port"),
+        ({"limits": {"queuePerAgent": 0}}, "limits.queuePerAgent"),
+        ({"limits": {"messageCharacters": 1000}}, "limits.messageCharacters"),
+        ({"timeouts": {"idleMs": "5"}}, "timeouts.idleMs"),
+        ({"agents": {}}, "agents"),
+        ({"agents": {"assistant": {"cwd": "."}}}, "reserved"),
+        ({"agents": {"-bad": {"cwd": "."}}}, "-bad"),
+        ({"agents": {"reviewer": {"cwd": "."}}}, "driver is required"),
+        ({"agents": {"kimi": {"cwd": ".", "sandbox": "off"}}}, "agents.kimi.sandbox: unknown key"),
+        ({"agents": {"kimi": {}}}, "agents.kimi.cwd"),
+        ({"agents": {"kimi": {"cwd": ".", "command": {"executable": "kimi", "prefixArgs": ["--yolo"]}}}},
+         "prefixArgs"),
+    ],
+)
+def test_invalid_configs_name_the_offending_key(raw, names):
+    with pytest.raises(ConfigError) as error:
+        parse_config(raw)
+    assert names in str(error.value)
+
+
+def test_an_interpreter_may_run_exactly_one_existing_script(tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text("print()")
+    ok = parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
+                                        "command": {"executable": "python3", "prefixArgs": [str(script)]}}}})
+    assert ok.agents["x"].command.prefixArgs == [str(script)]
+    for bad in ([str(script), str(script)], [str(tmp_path / "missing.py")]):
+        with pytest.raises(ConfigError, match="prefixArgs"):
+            parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
+                                            "command": {"executable": "python3", "prefixArgs": bad}}}})
+    with pytest.raises(ConfigError, match="interpreter"):
+        parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
+                                        "command": {"executable": "/bin/sh", "prefixArgs": [str(script)]}}}})
+
+
+def test_legacy_generated_defaults_are_upgraded_and_custom_values_kept():
+    config = parse_config({"limits": {"contextCharacters": 48_000, "rootTurns": 30}, "timeouts": {"idleMs": 120_000}})
+    assert config.limits.contextCharacters == 256_000
+    assert config.limits.rootTurns == 30
+    assert config.timeouts.idleMs == 300_000
+
+
+def test_a_direct_config_stops_the_server_before_any_file_is_opened(tmp_path):
+    (tmp_path / "groupx.json").write_text('{"transport": "direct"}')
+    result = subprocess.run(
+        [sys.executable, "manage.py", "migrate"], cwd=REPO, capture_output=True, text=True,
+        env={"GROUPX_CONFIG": str(tmp_path / "groupx.json"), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode != 0
+    assert "deprecated" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groupx.json"]
+
+
+def test_storage_resolves_relative_to_the_config_file(tmp_path):
+    from setup_wizard.config import storage_path
+
+    config = parse_config({"storage": {"path": "data/room.db"}})
+    assert storage_path(config, tmp_path / "groupx.json") == tmp_path / "data" / "room.db"

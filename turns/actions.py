@@ -1,0 +1,91 @@
+"""Turn actions: enqueue, claim, record progress, finish, cancel (PROTOCOL §5, §7, §8.2).
+
+``check_*`` functions validate and raise ``GroupXError``; ``do_*`` functions mutate and must be
+called inside ``transaction.atomic()`` (every write is BEGIN IMMEDIATE, so the caller holds the
+database's write lock for the whole command and the checks cannot go stale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from groupx_site.errors import GroupXError
+from rooms import events
+from rooms.ids import turn_id as new_turn_id
+from rooms.models import Event
+from setup_wizard.config import ResolvedAgent
+from turns.models import Turn
+from turns.states import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, QUEUED
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    target: str
+    turn_id: str
+    status: str
+    queue_position: int
+    active_turn_id: str | None
+
+    def as_rest(self) -> dict:
+        return {"target": self.target, "turnId": self.turn_id, "status": self.status, "transport": "structured"}
+
+
+def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> None:
+    """QUEUE_CAPACITY_REACHED when a target already holds ``limit`` unfinished turns."""
+    full = [
+        agent.actor_id
+        for agent in agents
+        if Turn.objects.filter(target_actor_id=agent.actor_id, status__in=ACTIVE_STATUSES).count() + 1 > limit
+    ]
+    if full:
+        raise GroupXError(
+            "QUEUE_CAPACITY_REACHED",
+            f"the queue of {', '.join(full)} is full ({limit} unfinished turns)",
+            details={"targets": full, "limit": limit},
+        )
+
+
+def queue_metadata(target_actor_id: str, enqueue_seq: int) -> tuple[int, str | None]:
+    """(turns ahead that are not terminal, the target's in-flight turn ahead of this one)."""
+    ahead = Turn.objects.filter(
+        target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
+    )
+    active = ahead.filter(status__in=IN_FLIGHT_STATUSES).values_list("turn_id", flat=True).first()
+    return ahead.count(), active
+
+
+def do_enqueue_turns(
+    *, source_event: Event, agents: list[ResolvedAgent], command_type: str, hop_count: int = 0,
+    parent_turn: Turn | None = None,
+) -> list[QueuedTurn]:
+    """One ``turn.queued`` event and one Turn per target, in sorted target order."""
+    queued = []
+    for agent in sorted(agents, key=lambda a: a.actor_id):
+        turn_id = new_turn_id()
+        queued_event = events.turn_queued(
+            turn_id=turn_id,
+            source_event=source_event,
+            target_actor_id=agent.actor_id,
+            adapter_id=agent.driver,
+            hop_count=hop_count,
+        )
+        Turn.objects.create(
+            turn_id=turn_id,
+            source_event_id=source_event.event_id,
+            target_actor_id=agent.actor_id,
+            adapter_id=agent.driver,
+            command_type=command_type,
+            parent_turn=parent_turn,
+            correlation_id=source_event.correlation_id,
+            root_correlation_id=source_event.root_correlation_id,
+            hop_count=hop_count,
+            queued_event_id=queued_event.event_id,
+            enqueue_seq=queued_event.seq,
+            status=QUEUED,
+            queued_at=timezone.now(),
+        )
+        position, active = queue_metadata(agent.actor_id, queued_event.seq)
+        queued.append(QueuedTurn(agent.actor_id, turn_id, QUEUED, position, active))
+    return queued
