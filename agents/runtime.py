@@ -1,14 +1,76 @@
-"""The agent runtime: one session and one FIFO lane per live agent.
-
-This first version starts nothing: Turns stay ``queued`` until the lanes land (issue 3).
+"""The agent runtime: restart recovery, one session and one FIFO lane per live agent, and the
+commit-time wake-ups from the turn actions (ARCHITECTURE "The dispatch path", "Failure handling").
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
+from asgiref.sync import sync_to_async
+
+from agents import health, instances, roster
+from agents.lanes import Lane
+from agents.sessions import AgentSessions
+from turns import lifecycle, wakeups
+
+logger = logging.getLogger("groupx.runtime")
+
+_lanes: dict[str, Lane] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _recover() -> dict[str, int]:
+    closed = instances.close_stale_launches()
+    counts = lifecycle.recover_after_restart()
+    if closed or any(counts.values()):
+        logger.info("restart recovery: %s stale bindings closed, %s", closed, counts)
+    return counts
+
+
+def _on_new_work(actor_ids: list[str]) -> None:
+    if _loop is None:
+        return
+    for actor_id in actor_ids:
+        lane = _lanes.get(actor_id)
+        if lane is not None:
+            _loop.call_soon_threadsafe(lane.poke)
+
+
+def _on_cancel(turn_id: str) -> None:
+    if _loop is None:
+        return
+
+    def deliver() -> None:
+        for lane in _lanes.values():
+            if lane.request_cancel(turn_id):
+                return
+
+    _loop.call_soon_threadsafe(deliver)
+
 
 async def start() -> None:
-    return None
+    global _loop
+    _loop = asyncio.get_running_loop()
+    await sync_to_async(_recover, thread_sensitive=True)()
+    wakeups.clear()
+    wakeups.on_new_work(_on_new_work)
+    wakeups.on_cancel(_on_cancel)
+    for agent in roster.live_agents():
+        health.update(agent.actor_id, status="starting")
+        lane = Lane(AgentSessions(agent))
+        _lanes[agent.actor_id] = lane
+        lane.start()
 
 
 async def stop() -> None:
-    return None
+    """Close lanes and sessions; write no event (a Turn cut off here is interrupted on restart)."""
+    lanes = list(_lanes.values())
+    _lanes.clear()
+    for lane in lanes:
+        await lane.stop()
+    await asyncio.gather(*(lane.sessions.close() for lane in lanes), return_exceptions=True)
+
+
+def lane(actor_id: str) -> Lane | None:
+    return _lanes.get(actor_id)

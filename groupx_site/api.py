@@ -12,11 +12,13 @@ from groupx_site.errors import GroupXError
 from groupx_site.health import health_report
 from groupx_site.middleware import error_response
 from rooms.api import router as rooms_router
+from turns.api import router as turns_router
 
 logger = logging.getLogger("groupx.api")
 
 api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
 api.add_router("/", rooms_router)
+api.add_router("/", turns_router)
 
 
 @api.exception_handler(GroupXError)

@@ -10,6 +10,7 @@ from a lifespan event under uvicorn, or lazily by the first request; ``ensure_st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -69,9 +70,13 @@ def _start_with_the_reactor() -> None:
     """Under daphne (and ``manage.py runserver``) start the runtime as soon as the reactor runs."""
     if "daphne.server" not in sys.modules:
         return
-    from twisted.internet import reactor
+    from twisted.internet import defer, reactor
 
     reactor.callWhenRunning(runtime.schedule_start)
+    # daphne has no lifespan: close sessions and child processes before the reactor stops.
+    reactor.addSystemEventTrigger(
+        "before", "shutdown", lambda: defer.Deferred.fromFuture(asyncio.ensure_future(runtime.shutdown()))
+    )
 
 
 _start_with_the_reactor()

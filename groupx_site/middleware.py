@@ -17,6 +17,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 
+from groupx_site import lifecycle
 from groupx_site.errors import GroupXError
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -53,10 +54,20 @@ def check_api_write(request: HttpRequest) -> GroupXError | None:
 
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
     if request.path.startswith("/api/") and request.method in WRITE_METHODS:
-        error = check_api_write(request)
+        error = check_api_write(request) or check_readiness()
         if error is not None:
             return error_response(error)
     return None
+
+
+def check_readiness() -> GroupXError | None:
+    """Writes wait for restart recovery (FEATURES §5) and stop while the runtime drains."""
+    state = lifecycle.readiness()
+    if state == "ready":
+        return None
+    if state == "closing":
+        return GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down")
+    return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX is not ready yet ({state})")
 
 
 def _reshape_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:

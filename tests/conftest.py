@@ -16,7 +16,7 @@ def make_server(tmp_path_factory):
 
     def factory(agents: dict | None = None, *, workdir=None, **config) -> GroupXServer:
         workdir = workdir or tmp_path_factory.mktemp(f"groupx{next(_ids)}")
-        document = {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": {"handshakeMs": 600000}, **config}
+        document = {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}, **config}
         document["agents"] = agents if agents is not None else {"sleeper": hanging_agent(workdir)}
         server = GroupXServer(workdir, document)
         servers.append(server)
@@ -33,7 +33,7 @@ def room(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("room")
     agents = {name: hanging_agent(workdir, name) for name in ("alpha", "beta", "gamma")}
     agents["off"] = {**hanging_agent(workdir, "off"), "enabled": False}
-    server = GroupXServer(workdir, {"agents": agents, "timeouts": {"handshakeMs": 600000}})
+    server = GroupXServer(workdir, {"agents": agents, "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
     server.start()
     yield server
     server.stop()

@@ -93,11 +93,12 @@ def test_a_bad_or_conflicting_cursor_is_invalid_envelope(server, query, header):
 
 def test_a_cursor_beyond_the_head_is_signalled_then_the_stream_continues(server):
     post(server)
+    head = server.events()[-1]["seq"]
     with SseClient(server.base_url, after_seq=9999) as reader:
         reset = reader.wait_for(lambda e: e["type"] == "stream.reset")
         accepted = post(server, "after the reset")
         reader.wait_for(lambda e: e.get("eventId") == accepted["messageEventId"])
-    assert reset["seq"] is None and reset["body"]["headSeq"] == 2
+    assert reset["seq"] is None and reset["body"]["headSeq"] >= head
 
 
 def test_a_slow_reader_loses_no_durable_event(server):

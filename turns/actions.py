@@ -16,6 +16,7 @@ from rooms import events
 from rooms.ids import turn_id as new_turn_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
+from turns import wakeups
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, QUEUED
 
@@ -88,4 +89,5 @@ def do_enqueue_turns(
         )
         position, active = queue_metadata(agent.actor_id, queued_event.seq)
         queued.append(QueuedTurn(agent.actor_id, turn_id, QUEUED, position, active))
+    wakeups.new_work_on_commit(turn.target for turn in queued)
     return queued

@@ -1,0 +1,228 @@
+"""ACP v1 driver for Grok, Kimi and Hermes (NATIVE_PROTOCOLS §3).
+
+All three share this kernel; they differ in argv, in the mode set after every new/load, in the
+MCP-over-HTTP capability gate and (Grok only) in stderr policy markers. ``generic`` is the
+flavour of the fake agent used by kernel tests.
+
+Start sequence: ``initialize`` (no ``initialized`` notification: that is Codex/MCP, not ACP),
+then ``session/new`` or ``session/load``, then ``session/set_mode``. Each step is bounded by
+``handshake_ms``. Turns and close live in ``acp_session.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from .acp_policy import has_policy_evidence
+from .acp_session import AcpSession
+from .base import (
+    ADAPTER_START_FAILED,
+    MCP_BINDING_MISMATCH,
+    NATIVE_POLICY_BLOCKED,
+    NATIVE_RESUME_UNSUPPORTED,
+    PROTOCOL_HANDSHAKE_TIMEOUT,
+    PROTOCOL_INVALID_MESSAGE,
+    SESSION_NOT_AVAILABLE,
+    Driver,
+    DriverError,
+    LaunchProfile,
+    NativeSession,
+)
+from .jsonrpc import ConnectionLost, JsonRpcError, ProtocolViolation
+from .process import JsonLineProcess
+
+log = logging.getLogger(__name__)
+
+FLAVOR_ARGV: dict[str, tuple[str, ...]] = {
+    # Grok's global flags must come before the `agent stdio` subcommand.
+    "grok": ("--no-auto-update", "--permission-mode", "bypassPermissions", "--sandbox", "off", "--no-plan",
+             "agent", "stdio"),
+    "kimi": ("acp",),
+    "hermes": ("--yolo", "acp"),
+    "generic": ("--flavor", "generic"),
+}
+# The unrestricted mode set after every session/new and session/load (§1.9); None: no call.
+FLAVOR_MODE: dict[str, str | None] = {"grok": None, "kimi": "auto", "hermes": "dont_ask", "generic": None}
+HERMES_AGENT_NAME = "hermes-agent"
+ACP_PROTOCOL_VERSION = 1
+CLIENT_INFO = {"name": "groupx", "title": "GroupX", "version": "0.1.0"}
+STDERR_EXCERPT = 2000
+
+
+def mcp_servers(profile: LaunchProfile) -> list[dict[str, Any]]:
+    """The GroupX member endpoint as an ACP HTTP descriptor, on every session/new and load."""
+    if profile.mcp is None:
+        return []
+    return [{"type": "http", "name": "groupx", "url": profile.mcp.url,
+             "headers": [{"name": "X-GroupX-Binding", "value": profile.mcp.binding_id}]}]
+
+
+def _is_auth_required(error: JsonRpcError) -> bool:
+    # A1: real Grok and Kimi answer session/new with -32000 "Authentication required" offline.
+    return error.code == -32000 and "auth" in error.message.lower()
+
+
+class AcpDriver(Driver):
+    def __init__(self, flavor: str):
+        if flavor not in FLAVOR_ARGV:
+            raise ValueError(f"unknown ACP flavour {flavor!r}")
+        self.name = flavor
+        self.flavor = flavor
+
+    async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
+        if profile.mcp is not None and not profile.mcp.binding_id:
+            raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
+        argv = [*profile.command, *FLAVOR_ARGV[self.flavor]]
+        # profile.env overlays the server's environment; None inherits it unchanged (§1.4).
+        env = None if profile.env is None else {**os.environ, **profile.env}
+        session = AcpSession(self.flavor, profile)
+        try:
+            process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=env, on_stderr=session._on_stderr)
+        except OSError as exc:
+            raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
+        session.attach(process)
+        try:
+            await _Handshake(session, profile, resume_native_session_id).run()
+        except BaseException:
+            await _abort(session)
+            raise
+        return session
+
+
+async def _abort(session: AcpSession) -> None:
+    """Close a session whose start failed, after letting owed replies and cancels go out."""
+    if session.client is not None:
+        await session.client.drain_replies(1.0)
+    try:
+        await session.close()
+    except Exception:
+        log.exception("closing a failed %s start", session.flavor)
+
+
+class _Handshake:
+    def __init__(self, session: AcpSession, profile: LaunchProfile, resume_id: str | None):
+        self.session = session
+        self.profile = profile
+        self.resume_id = resume_id
+        self.step_timeout = profile.timeouts.handshake_ms / 1000
+        # During a resume, a refused step means "this session is gone", so the manager starts fresh.
+        self.refused_code = SESSION_NOT_AVAILABLE if resume_id else ADAPTER_START_FAILED
+
+    async def run(self) -> None:
+        session = self.session
+        init = await self.step("initialize", {"protocolVersion": ACP_PROTOCOL_VERSION, "clientCapabilities": {},
+                                              "clientInfo": CLIENT_INFO}, refused=ADAPTER_START_FAILED)
+        self.check_initialize(init)
+        self.check_fatal()  # a Grok policy marker stops the start before session/new
+        servers = mcp_servers(self.profile)
+        if self.resume_id is not None:
+            if session.agent_capabilities.get("loadSession") is not True:
+                raise DriverError(NATIVE_RESUME_UNSUPPORTED, f"{session.flavor} does not support session/load")
+            session.native_session_id = self.resume_id
+            session.set_loading(True)  # replayed history is buffered, never emitted
+            try:
+                await self.step("session/load", {"sessionId": self.resume_id, "cwd": self.profile.cwd,
+                                                 "mcpServers": servers}, refused=SESSION_NOT_AVAILABLE)
+            finally:
+                session.set_loading(False)
+        else:
+            result = await self.step("session/new", {"cwd": self.profile.cwd, "mcpServers": servers},
+                                     refused=ADAPTER_START_FAILED)
+            session_id = result.get("sessionId") if isinstance(result, dict) else None
+            if not isinstance(session_id, str) or not session_id:
+                raise DriverError(PROTOCOL_INVALID_MESSAGE, f"session/new returned no sessionId: {result!r:.200}")
+            session.native_session_id = session_id
+        await self.set_mode()
+        self.check_fatal()
+        session.started(resumed=self.resume_id is not None)
+
+    def check_initialize(self, result: Any) -> None:
+        session = self.session
+        if not isinstance(result, dict):
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"initialize returned {result!r:.200}")
+        version = result.get("protocolVersion")
+        if version != ACP_PROTOCOL_VERSION or isinstance(version, bool):
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"unsupported ACP protocol version {version!r}")
+        caps = result.get("agentCapabilities")
+        if not isinstance(caps, dict):
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, "initialize result has no agentCapabilities object")
+        info = result.get("agentInfo")
+        session.agent_capabilities = caps
+        session.agent_info = info if isinstance(info, dict) else {}
+        if session.flavor == "hermes" and session.agent_info.get("name") != HERMES_AGENT_NAME:
+            raise DriverError(PROTOCOL_INVALID_MESSAGE,
+                              f"expected agentInfo.name {HERMES_AGENT_NAME!r}, got {session.agent_info.get('name')!r}")
+        if self.profile.mcp is not None and session.flavor != "hermes":
+            # Hermes omits mcpCapabilities but reads HTTP descriptors, so it is forced on (§3.8).
+            mcp_caps = caps.get("mcpCapabilities")
+            if not (isinstance(mcp_caps, dict) and mcp_caps.get("http") is True):
+                raise DriverError(ADAPTER_START_FAILED,
+                                  f"{session.flavor} does not advertise MCP over HTTP (mcpCapabilities.http), "
+                                  "so the GroupX tools cannot be attached")
+
+    async def set_mode(self) -> None:
+        mode = FLAVOR_MODE[self.session.flavor]
+        if mode is None:
+            return
+        result = await self.step("session/set_mode", {"sessionId": self.session.native_session_id, "modeId": mode},
+                                 refused=self.refused_code)
+        if not isinstance(result, dict):
+            raise DriverError(ADAPTER_START_FAILED, f"session/set_mode {mode!r} returned {result!r:.100}, not an object")
+
+    def check_fatal(self) -> None:
+        fatal = self.session.start_fatal()
+        if fatal is not None:
+            raise fatal
+
+    async def step(self, method: str, params: dict[str, Any], *, refused: str) -> Any:
+        """One handshake request, raced against start-fatal evidence and ``handshake_ms``."""
+        self.check_fatal()
+        session = self.session
+        assert session.client is not None
+        try:
+            pending = await asyncio.wait_for(session.client.send_request(method, params), self.step_timeout)
+        except TimeoutError:
+            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {method} within "
+                                                          f"{self.step_timeout:g} s") from None
+        except ConnectionLost as exc:
+            raise await self.lost(method, exc) from exc
+        fatal = session._start_fatal
+        await asyncio.wait({pending.future, fatal}, timeout=self.step_timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if fatal.done():
+            pending.forget()
+            raise fatal.result()
+        if not pending.done():
+            pending.forget()
+            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"{method} got no response within {self.step_timeout:g} s")
+        try:
+            return pending.future.result()
+        except JsonRpcError as exc:
+            raise self.refusal(method, exc, refused) from exc
+        except ConnectionLost as exc:
+            raise await self.lost(method, exc) from exc
+
+    def refusal(self, method: str, error: JsonRpcError, code: str) -> DriverError:
+        detail = f"{method} failed: {error.code} {error.message}"
+        if has_policy_evidence(error.data):
+            return DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False)
+        if _is_auth_required(error):
+            cmd = self.profile.command[-1] if self.profile.command else self.session.flavor
+            return DriverError(ADAPTER_START_FAILED,
+                               f"{self.session.flavor} is not logged in ({error.message}); "
+                               f"log in once with the CLI itself ({cmd!r}) and restart the agent",
+                               retryable=False)
+        return DriverError(code, detail)
+
+    async def lost(self, method: str, exc: ConnectionLost) -> DriverError:
+        if isinstance(exc, ProtocolViolation):
+            return DriverError(PROTOCOL_INVALID_MESSAGE, f"during {method}: {exc}")
+        process = self.session.process
+        assert process is not None
+        await process.settle_stderr(0.5)  # the reason for a crash is usually its last words
+        tail = process.stderr_tail.strip()[-STDERR_EXCERPT:]
+        return DriverError(ADAPTER_START_FAILED, f"{self.session.flavor} exited during {method}: {exc}"
+                                                 + (f"; stderr: {tail}" if tail else ""))

@@ -1,0 +1,52 @@
+"""Driver lookup by the ``driver`` name of an agent's launch profile.
+
+Each entry is a zero-argument factory so that a driver module is only imported when an agent
+uses it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from .base import Driver, DriverError
+
+ADAPTER_NOT_FOUND = "ADAPTER_NOT_FOUND"
+
+
+def _acp(flavor: str) -> Callable[[], Driver]:
+    def make() -> Driver:
+        from .acp import AcpDriver
+
+        return AcpDriver(flavor)
+
+    return make
+
+
+def _lazy(module: str, class_name: str) -> Callable[[], Driver]:
+    def make() -> Driver:
+        return getattr(importlib.import_module(module), class_name)()
+
+    return make
+
+
+_FACTORIES: dict[str, Callable[[], Driver]] = {
+    "grok": _acp("grok"),
+    "kimi": _acp("kimi"),
+    "hermes": _acp("hermes"),
+    "codex": _lazy("agents.drivers.codex", "CodexDriver"),
+    "claude": _lazy("agents.drivers.claude", "ClaudeDriver"),
+}
+
+
+def available_drivers() -> tuple[str, ...]:
+    return tuple(sorted(_FACTORIES))
+
+
+def get_driver(driver_name: str) -> Driver:
+    """A fresh driver for ``driver_name``; DriverError(ADAPTER_NOT_FOUND) when there is none."""
+    factory = _FACTORIES.get(driver_name)
+    if factory is None:
+        raise DriverError(ADAPTER_NOT_FOUND, f"no native driver named {driver_name!r} "
+                                             f"(known: {', '.join(available_drivers())})", retryable=False)
+    return factory()

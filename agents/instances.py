@@ -1,0 +1,78 @@
+"""Database side of agent launches: instances, bindings and their lineage (sync ORM functions)."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import AgentInstance, SessionBinding
+
+PROTOCOLS = {
+    "codex": "codex-app-server-stdio-jsonrpc-v2",
+    "claude": "claude-cli-stream-json-v1",
+    "kimi": "acp",
+    "hermes": "acp",
+    "grok": "acp",
+}
+
+
+def create_launch(actor_id: str, driver: str, cwd: str) -> tuple[str, str]:
+    """A new instance and an unguessable binding, registered before the process starts (a CLI that
+    connects to MCP while starting must already find its binding)."""
+    instance_id = f"{actor_id.split(':', 1)[1]}/main@{secrets.token_hex(6)}"
+    binding_id = f"bind_{secrets.token_urlsafe(24)}"
+    with transaction.atomic():
+        instance = AgentInstance.objects.create(
+            instance_id=instance_id, actor_id=actor_id, adapter_id=driver, driver=driver, transport="structured",
+            status="starting", process_started_at=timezone.now(),
+        )
+        SessionBinding.objects.create(
+            binding_id=binding_id, instance=instance, actor_id=actor_id, transport="structured",
+            protocol=PROTOCOLS.get(driver, driver), status="active", cwd=cwd,
+        )
+    return instance_id, binding_id
+
+
+def mark_ready(instance_id: str, binding_id: str, *, native_session_id: str, mcp_verified: bool, resumed: bool) -> None:
+    with transaction.atomic():
+        AgentInstance.objects.filter(instance_id=instance_id).update(status="ready")
+        SessionBinding.objects.filter(binding_id=binding_id).update(
+            native_session_id=native_session_id, last_ready_at=timezone.now(),
+            capabilities={"mcp": "verified" if mcp_verified else "unavailable", "resumed": resumed},
+        )
+
+
+def mark_closed(instance_id: str, binding_id: str, status: str = "stopped") -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        AgentInstance.objects.filter(instance_id=instance_id).update(status=status, process_ended_at=now)
+        SessionBinding.objects.filter(binding_id=binding_id, status="active").update(status="closed", closed_at=now)
+
+
+def last_native_session_id(actor_id: str, driver: str, cwd: str) -> str | None:
+    """The native session to resume: the newest one this actor had with the same driver and cwd."""
+    return (
+        SessionBinding.objects.filter(
+            actor_id=actor_id, protocol=PROTOCOLS.get(driver, driver), cwd=cwd, native_session_id__isnull=False
+        )
+        .order_by("-last_ready_at")
+        .values_list("native_session_id", flat=True)
+        .first()
+    )
+
+
+def close_stale_launches() -> int:
+    """On start: every agent binding of a previous process is closed (its process is gone)."""
+    now = timezone.now()
+    with transaction.atomic():
+        stale = SessionBinding.objects.filter(status="active", transport="structured")
+        AgentInstance.objects.filter(bindings__in=stale, process_ended_at__isnull=True).update(
+            status="stopped", process_ended_at=now
+        )
+        return stale.update(status="closed", closed_at=now)
+
+
+def binding_is_active(binding_id: str) -> bool:
+    return SessionBinding.objects.filter(binding_id=binding_id, status="active").exists()

@@ -1,0 +1,256 @@
+"""One FIFO lane per agent: claim the oldest queued Turn, run it on the agent's native session,
+record its outcome (PROTOCOL §5, ARCHITECTURE "The dispatch path").
+
+Lanes run in parallel; within a lane one Turn runs at a time, in ``enqueue_seq`` order. Content,
+reasoning and tool progress go out as transient SSE events while the native turn streams; nothing
+per-token is stored except a partial-text checkpoint every 4,096 characters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from agents.drivers.base import (
+    ContentDelta,
+    DriverError,
+    NativeSession,
+    NativeTurn,
+    ReasoningDelta,
+    ToolProgress,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+from agents.sessions import AgentSessions
+from memory.context import ContextBudgetExceeded, build_context_packet
+from rooms import events
+from turns import lifecycle
+from turns.lifecycle import Claim, TurnOutcome
+from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
+
+logger = logging.getLogger("groupx.lanes")
+CHECKPOINT_CHARACTERS = 4_096
+_END = object()
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+@dataclass
+class ActiveTurn:
+    claim: Claim | None
+    turn_id: str
+    native: NativeTurn | None = None
+    cancel_requested: bool = False
+    cancel_deadline: float | None = None
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tools: list[dict] = field(default_factory=list)
+    chunk_index: int = 0
+    checkpointed: int = 0
+
+
+class Lane:
+    def __init__(self, sessions: AgentSessions):
+        self.sessions = sessions
+        self.agent = sessions.agent
+        self.wake = asyncio.Event()
+        self.active: ActiveTurn | None = None
+        self.task: asyncio.Task | None = None
+
+    def poke(self) -> None:
+        self.wake.set()
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"lane:{self.agent.actor_id}")
+
+    async def _run(self) -> None:
+        with contextlib.suppress(DriverError):
+            await self.sessions.ensure()  # start eagerly so the room shows the agent ready
+        self.wake.set()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            while (turn := await _db(lifecycle.next_queued_turn)(self.agent.actor_id)) is not None:
+                try:
+                    await self._run_turn(turn.turn_id, turn.source_event_id)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a bug must not kill the lane: the turn fails, the lane goes on
+                    logger.exception("%s: turn %s crashed the lane", self.agent.actor_id, turn.turn_id)
+                    if self.active is None:
+                        await _db(lifecycle.fail_queued_head)(turn.turn_id, "INTERNAL_ERROR")
+                    else:
+                        await self._finish(self.active, TurnOutcome(status=FAILED, error_code="INTERNAL_ERROR"))
+                finally:
+                    self.active = None
+
+    # ---- one turn ---------------------------------------------------------------------------------
+
+    async def _run_turn(self, turn_id: str, source_event_id: str) -> None:
+        try:
+            session = await self.sessions.ensure()
+        except DriverError as error:
+            await _db(lifecycle.fail_queued_head)(turn_id, error.code)
+            return
+        try:
+            packet = await _db(build_context_packet)(self.agent, source_event_id)
+        except ContextBudgetExceeded:
+            await _db(lifecycle.fail_queued_head)(turn_id, "CONTEXT_BUDGET_EXCEEDED")
+            return
+        claim = await _db(lifecycle.claim)(
+            turn_id, binding_id=self.sessions.binding_id, instance_id=self.sessions.instance_id,
+            context_through_seq=packet.through_seq,
+        )
+        if claim is None:
+            return  # cancelled while we prepared it
+        active = self.active = ActiveTurn(claim=claim, turn_id=turn_id)
+        if not await _db(lifecycle.mark_prompt_invoked)(claim):
+            await self._finish(active, TurnOutcome(status=CANCELLED))  # cancelled before the prompt: never sent
+            return
+        outcome = await self._prompt(session, active, packet.text)
+        await self._finish(active, outcome)
+        if not self.sessions.usable():
+            await self.sessions.rebuild()
+
+    async def _prompt(self, session: NativeSession, active: ActiveTurn, text: str) -> TurnOutcome:
+        try:
+            active.native = await session.start_turn(active.turn_id, text)
+        except DriverError as error:
+            session.needs_rebuild = True
+            return TurnOutcome(status=FAILED, error_code=error.code)
+        if active.cancel_requested:
+            await self._send_cancel(active)
+        return await self._consume(active)
+
+    async def _consume(self, active: ActiveTurn) -> TurnOutcome:
+        timeouts = settings.GROUPX_CONFIG.timeouts
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        async def pump() -> None:
+            # Reading through a queue lets a timeout give up waiting without cancelling the
+            # driver's generator mid-frame.
+            try:
+                async for event in active.native.events():
+                    await queue.put(event)
+            finally:
+                await queue.put(_END)
+
+        pump_task = loop.create_task(pump())
+        started = False
+        try:
+            while True:
+                wait = (timeouts.idleMs if started else timeouts.firstEventMs) / 1000
+                if active.cancel_deadline is not None:
+                    wait = min(wait, max(0.0, active.cancel_deadline - loop.time()))
+                try:
+                    event = await asyncio.wait_for(queue.get(), timeout=wait)
+                except TimeoutError:
+                    return await self._timed_out(active, started)
+                if event is _END:
+                    self.sessions.session.needs_rebuild = True
+                    return self._outcome(active, FAILED, "PROTOCOL_INVALID_MESSAGE")
+                if not started:
+                    started = True
+                    native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
+                    await _db(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+                terminal = await self._handle(active, event)
+                if terminal is not None:
+                    return terminal
+        finally:
+            pump_task.cancel()
+
+    async def _timed_out(self, active: ActiveTurn, started: bool) -> TurnOutcome:
+        # The native session can no longer be trusted to be in step with us: rebuild it.
+        self.sessions.session.needs_rebuild = True
+        if active.cancel_requested:
+            return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
+        await self._send_cancel(active)
+        return self._outcome(active, FAILED, "TURN_IDLE_TIMEOUT" if started else "TURN_FIRST_EVENT_TIMEOUT")
+
+    async def _handle(self, active: ActiveTurn, event) -> TurnOutcome | None:
+        actor, claim = self.sessions.actor, active.claim
+        if isinstance(event, ContentDelta) and event.text:
+            active.content.append(event.text)
+            events.publish_transient(
+                event_type="turn.content.delta", actor=actor, correlation_id=claim.correlation_id,
+                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+                body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": event.text},
+            )
+            active.chunk_index += 1
+            text = "".join(active.content)
+            if len(text) - active.checkpointed >= CHECKPOINT_CHARACTERS:
+                active.checkpointed = len(text)
+                await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, text)
+        elif isinstance(event, ReasoningDelta) and event.text:
+            active.reasoning.append(event.text)
+            events.publish_transient(
+                event_type="turn.reasoning.delta", actor=actor, correlation_id=claim.correlation_id,
+                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+                body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": event.text},
+            )
+        elif isinstance(event, ToolProgress):
+            body = {"turnId": claim.turn_id, "nativeType": event.phase, "details": event.details}
+            if event.tool_call_id:
+                body["toolCallId"] = event.tool_call_id
+            active.tools.append({k: v for k, v in body.items() if k != "turnId"})
+            events.publish_transient(
+                event_type="tool.progress", actor=actor, correlation_id=claim.correlation_id,
+                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id], body=body,
+            )
+        elif isinstance(event, TurnCompleted):
+            content = event.content if event.content is not None else "".join(active.content)
+            return TurnOutcome(status=COMPLETED, content=content, reasoning="".join(active.reasoning),
+                               tool_records=active.tools)
+        elif isinstance(event, TurnCancelled):
+            return self._outcome(active, CANCELLED, None)
+        elif isinstance(event, TurnFailed):
+            return self._outcome(active, FAILED, event.error_code)
+        return None
+
+    @staticmethod
+    def _outcome(active: ActiveTurn, status: str, code: str | None) -> TurnOutcome:
+        return TurnOutcome(status=status, content="".join(active.content), error_code=code,
+                           reasoning="".join(active.reasoning), tool_records=active.tools)
+
+    async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
+        if active is None:
+            return
+        await _db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor)
+
+    # ---- cancel -----------------------------------------------------------------------------------
+
+    def request_cancel(self, turn_id: str) -> bool:
+        active = self.active
+        if active is None or active.turn_id != turn_id:
+            return False
+        if not active.cancel_requested:
+            active.cancel_requested = True
+            loop = asyncio.get_running_loop()
+            active.cancel_deadline = loop.time() + settings.GROUPX_CONFIG.timeouts.cancelMs / 1000
+            if active.native is not None:
+                loop.create_task(self._send_cancel(active))
+        return True
+
+    async def _send_cancel(self, active: ActiveTurn) -> None:
+        if active.native is None:
+            return
+        try:
+            await active.native.cancel()
+        except DriverError as error:
+            logger.info("%s: native cancel failed: %s", self.agent.actor_id, error)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task

@@ -1,0 +1,169 @@
+"""One agent's native session: start with retries, resume, rebuild, close (FEATURES §3,
+NATIVE_PROTOCOLS §1.3).
+
+Every launch gets a fresh instance and binding (same actor). A start is tried 3 times with backoff
+from 400 ms for transient failures; the stored native session is resumed first and a fresh session
+follows if the resume fails. Progress is public: durable ``session.starting | ready | resumed |
+failed | stopped`` and transient ``session.retrying``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from agents import health, instances
+from agents.drivers.base import (
+    RESUME_FALLBACK_CODES,
+    DriverError,
+    LaunchProfile,
+    NativeSession,
+    Timeouts,
+)
+from agents.drivers.registry import get_driver
+from rooms import events
+from rooms.events import ActorRef
+from setup_wizard.config import ResolvedAgent, resolve_executable
+
+logger = logging.getLogger("groupx.sessions")
+START_ATTEMPTS = 3
+BACKOFF_BASE_SECONDS = 0.4
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+def _session_event(event_type: str, actor: ActorRef, body: dict) -> None:
+    from django.db import transaction
+
+    with transaction.atomic():
+        events.session_event(event_type=event_type, actor=actor, body={"actorId": actor.actor_id, **body})
+
+
+class AgentSessions:
+    def __init__(self, agent: ResolvedAgent):
+        self.agent = agent
+        self.session: NativeSession | None = None
+        self.instance_id: str | None = None
+        self.binding_id: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def actor(self) -> ActorRef:
+        return ActorRef(self.agent.actor_id, "agent", self.agent.display_name, self.instance_id)
+
+    def usable(self) -> bool:
+        return self.session is not None and self.session.alive and not self.session.needs_rebuild
+
+    async def ensure(self) -> NativeSession:
+        """A usable session, starting or rebuilding one when needed. Raises DriverError."""
+        async with self._lock:
+            if self.usable():
+                return self.session
+            if self.session is not None:
+                await self._retire(reason="rebuild")
+            return await self._start()
+
+    async def _start(self) -> NativeSession:
+        agent = self.agent
+        health.update(agent.actor_id, status="starting", nativeSessionAvailable=False)
+        resume_id = await _db(instances.last_native_session_id)(agent.actor_id, agent.driver, agent.cwd)
+        await _db(_session_event)("session.starting", ActorRef(agent.actor_id, "agent", agent.display_name),
+                                  {"driver": agent.driver, "resume": resume_id is not None})
+        continuity = "resumed" if resume_id else "new_session"
+        last_error: DriverError | None = None
+        attempt = 0
+        while attempt < START_ATTEMPTS:
+            attempt += 1
+            try:
+                session = await self._launch(resume_id)
+            except DriverError as error:
+                last_error = error
+                if resume_id and error.code in RESUME_FALLBACK_CODES:
+                    # The native session could not be resumed: start a fresh one for future turns.
+                    logger.info("%s: resume failed (%s); starting a fresh session", agent.actor_id, error.code)
+                    resume_id, continuity = None, "new_session_after_resume_failure"
+                    attempt -= 1  # the fallback happens once and does not use up a start attempt
+                    continue
+                if not error.retryable or attempt >= START_ATTEMPTS:
+                    break
+                delay = BACKOFF_BASE_SECONDS * (2 ** (attempt - 1))
+                events.publish_transient(
+                    event_type="session.retrying", actor=self.actor, correlation_id=f"session:{agent.actor_id}",
+                    body={"actorId": agent.actor_id, "attempt": attempt, "maxAttempts": START_ATTEMPTS,
+                          "nextDelayMs": int(delay * 1000), "errorCode": error.code},
+                )
+                await asyncio.sleep(delay)
+                continue
+            self.session = session
+            kind = "session.resumed" if session.resumed else "session.ready"
+            health.update(agent.actor_id, status="ready", instanceId=self.instance_id, nativeSessionAvailable=True,
+                          mcpVerified=session.mcp_verified, lastError=None)
+            await _db(_session_event)(kind, self.actor, {
+                "driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
+                "mcp": "verified" if session.mcp_verified else "unavailable",
+            })
+            return session
+        assert last_error is not None
+        status = "native_policy_blocked" if last_error.code == "NATIVE_POLICY_BLOCKED" else "failed"
+        health.update(agent.actor_id, status=status, nativeSessionAvailable=False,
+                      lastError={"code": last_error.code, "message": last_error.message[:500]})
+        await _db(_session_event)("session.failed", self.actor, {
+            "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
+            "attempts": attempt,
+        })
+        raise last_error
+
+    async def _launch(self, resume_id: str | None) -> NativeSession:
+        agent = self.agent
+        command = resolve_executable(agent.command)
+        if command is None:
+            raise DriverError("ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found or is not "
+                                                   "executable", retryable=False)
+        driver = get_driver(agent.driver)
+        self.instance_id, self.binding_id = await _db(instances.create_launch)(agent.actor_id, agent.driver, agent.cwd)
+        timeouts = settings.GROUPX_CONFIG.timeouts
+        profile = LaunchProfile(
+            agent_id=agent.agent_id, actor_id=agent.actor_id, driver=agent.driver, command=command, cwd=agent.cwd,
+            instance_id=self.instance_id, binding_id=self.binding_id, mcp=None,
+            timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
+                              cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
+        )
+        try:
+            session = await driver.start(profile, resume_native_session_id=resume_id)
+        except DriverError:
+            await _db(instances.mark_closed)(self.instance_id, self.binding_id, "failed")
+            raise
+        await _db(instances.mark_ready)(self.instance_id, self.binding_id, native_session_id=session.native_session_id,
+                                        mcp_verified=session.mcp_verified, resumed=session.resumed)
+        return session
+
+    async def _retire(self, *, reason: str) -> None:
+        session, instance_id, binding_id = self.session, self.instance_id, self.binding_id
+        self.session = None
+        if session is not None:
+            await session.close()
+        if instance_id and binding_id:
+            await _db(instances.mark_closed)(instance_id, binding_id)
+            await _db(_session_event)("session.stopped", self.actor, {"reason": reason})
+
+    async def rebuild(self) -> None:
+        """Replace a poisoned session now, so later turns find a fresh one (never replays a turn)."""
+        try:
+            await self.ensure()
+        except DriverError as error:
+            logger.warning("%s: rebuild failed: %s", self.agent.actor_id, error)
+
+    async def close(self) -> None:
+        """Shutdown: close the process tree, write no event (PROTOCOL §10.8)."""
+        async with self._lock:
+            session, self.session = self.session, None
+            if session is not None:
+                await session.close()
+            if self.instance_id and self.binding_id:
+                await _db(instances.mark_closed)(self.instance_id, self.binding_id)
+            health.update(self.agent.actor_id, status="stopped", nativeSessionAvailable=False)

@@ -1,0 +1,341 @@
+"""The Turn lifecycle on the database side (PROTOCOL §2.1, §2.2, §5; FEATURES §7).
+
+Each function is one short IMMEDIATE transaction, called by the agent runtime through
+``sync_to_async``; none holds a transaction across an ``await``. Status changes are conditional
+UPDATEs, so a cancel racing a claim or a terminal can never produce two outcomes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import DeliveryCursor
+from rooms import events
+from rooms.events import ActorRef
+from rooms.ids import new_id
+from rooms.models import ROOM_ID, Event
+from turns.models import Turn, TurnAttempt
+from turns.states import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    DISPATCHING,
+    FAILED,
+    INTERRUPTED,
+    QUEUED,
+    RUNNING,
+    TERMINAL_STATUSES,
+    sources_for,
+)
+
+TURN_INTERRUPTED = "TURN_INTERRUPTED"
+
+
+@dataclass
+class Claim:
+    """What a lane needs to run one claimed Turn."""
+
+    turn_id: str
+    attempt_id: str
+    target_actor_id: str
+    source_event_id: str
+    correlation_id: str
+    root_correlation_id: str
+
+
+@dataclass
+class TurnOutcome:
+    """Everything the terminal transaction writes, gathered while the native turn ran."""
+
+    status: str  # completed | failed | cancelled | interrupted
+    content: str = ""
+    error_code: str | None = None
+    reasoning: str = ""
+    tool_records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def next_queued_turn(actor_id: str) -> Turn | None:
+    """The FIFO head of a lane (oldest enqueue_seq), or None."""
+    return Turn.objects.filter(target_actor_id=actor_id, status=QUEUED).order_by("enqueue_seq").first()
+
+
+def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
+    """CAS queued → dispatching, open a ``prepared + not_delivered`` attempt and append
+    ``turn.dispatched``. None when someone else moved the Turn first (a cancel)."""
+    with transaction.atomic():
+        moved = Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(
+            status=DISPATCHING, binding_id=binding_id
+        )
+        if moved != 1:
+            return None
+        turn = Turn.objects.get(turn_id=turn_id)
+        attempt = TurnAttempt.objects.create(
+            attempt_id=new_id("att"),
+            turn=turn,
+            binding_id=binding_id,
+            instance_id=instance_id,
+            context_through_seq=context_through_seq,
+            claimed_at=timezone.now(),
+        )
+        events.turn_event(
+            event_type="turn.dispatched",
+            actor=events.SYSTEM,
+            turn_id=turn.turn_id,
+            target_actor_id=turn.target_actor_id,
+            correlation_id=turn.correlation_id,
+            root_correlation_id=turn.root_correlation_id,
+            body={"attemptId": attempt.attempt_id, "targetActorId": turn.target_actor_id},
+            idempotency_key=f"turn:{turn.turn_id}:dispatched:{attempt.attempt_id}",
+        )
+    return Claim(turn.turn_id, attempt.attempt_id, turn.target_actor_id, turn.source_event_id,
+                 turn.correlation_id, turn.root_correlation_id)
+
+
+def mark_prompt_invoked(claim: Claim) -> bool:
+    """Write-ahead, in its own commit, before the native prompt is written: ``prompt_invoked +
+    unknown``. False when the Turn was cancelled first: then the prompt must never be sent."""
+    with transaction.atomic():
+        if not Turn.objects.filter(turn_id=claim.turn_id, status=DISPATCHING).exists():
+            return False
+        TurnAttempt.objects.filter(attempt_id=claim.attempt_id, dispatch_phase="prepared").update(
+            dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=timezone.now()
+        )
+    return True
+
+
+def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> None:
+    """The first native event: delivery is now certain; the Turn runs (unless already cancelling)."""
+    now = timezone.now()
+    with transaction.atomic():
+        TurnAttempt.objects.filter(attempt_id=claim.attempt_id).update(
+            dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id,
+            started_at=now,
+        )
+        Turn.objects.filter(turn_id=claim.turn_id, status=DISPATCHING).update(status=RUNNING, started_at=now)
+        Turn.objects.filter(turn_id=claim.turn_id).update(native_turn_id=native_turn_id)
+        body: dict[str, Any] = {"attemptId": claim.attempt_id}
+        if native_turn_id:
+            body["nativeTurnId"] = native_turn_id
+        events.turn_event(
+            event_type="turn.started",
+            actor=actor,
+            turn_id=claim.turn_id,
+            target_actor_id=claim.target_actor_id,
+            correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id,
+            body=body,
+            idempotency_key=f"turn:{claim.turn_id}:started:{claim.attempt_id}",
+            source_kind="adapter",
+        )
+
+
+def checkpoint_partial_text(turn_id: str, text: str) -> None:
+    with transaction.atomic():
+        Turn.objects.filter(turn_id=turn_id).exclude(status__in=TERMINAL_STATUSES).update(partial_text=text)
+
+
+def current_status(turn_id: str) -> str | None:
+    return Turn.objects.filter(turn_id=turn_id).values_list("status", flat=True).first()
+
+
+def finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: ActorRef) -> str | None:
+    """The terminal transaction, in the protocol's order: reasoning record → tool progress records
+    → response message (success only) → exactly one terminal event; then the Turn and attempt rows
+    and the delivery cursor. Returns the terminal status written, or None if the Turn was already
+    terminal (a duplicate or late native terminal is ignored)."""
+    status = outcome.status
+    with transaction.atomic():
+        turn = Turn.objects.filter(turn_id=turn_id).first()
+        if turn is None or turn.status in TERMINAL_STATUSES:
+            return None
+        attempt = TurnAttempt.objects.filter(attempt_id=claim.attempt_id).first() if claim else None
+        delivered = attempt is not None and attempt.delivery_certainty == "delivered"
+        if status == COMPLETED and not delivered:
+            status, outcome.error_code = FAILED, outcome.error_code or "PROTOCOL_INVALID_MESSAGE"
+        moved = Turn.objects.filter(turn_id=turn_id, status=turn.status).update(status=status)
+        if moved != 1:
+            return None
+        terminal_body: dict[str, Any] = {"status": status}
+        if outcome.reasoning:
+            record = _turn_record(turn, agent, "turn.reasoning.recorded",
+                                  {"content": outcome.reasoning, "terminalStatus": status}, "reasoning")
+            terminal_body["reasoningEventId"] = record.event_id
+        tool_ids = [
+            _turn_record(turn, agent, "tool.progress.recorded", tool, f"tool:{index}").event_id
+            for index, tool in enumerate(outcome.tool_records)
+        ]
+        if tool_ids:
+            terminal_body["toolProgressEventIds"] = tool_ids
+        response = None
+        if status == COMPLETED:
+            response = events.message_created(
+                actor=agent,
+                content=outcome.content,
+                to=[],
+                correlation_id=turn.correlation_id,
+                root_correlation_id=turn.root_correlation_id,
+                source_kind="adapter",
+                reply_to_event_id=turn.source_event_id,
+                causation_id=turn.turn_id,
+                idempotency_key=f"turn:{turn.turn_id}:response",
+                extra_body={"turnId": turn.turn_id},
+            )
+            terminal_body["responseEventId"] = response.event_id
+        if outcome.error_code and status != COMPLETED:
+            terminal_body["errorCode"] = outcome.error_code
+        terminal = events.turn_event(
+            event_type=f"turn.{status}",
+            actor=agent if status == COMPLETED else events.SYSTEM,
+            turn_id=turn.turn_id,
+            target_actor_id=turn.target_actor_id,
+            correlation_id=turn.correlation_id,
+            root_correlation_id=turn.root_correlation_id,
+            body=terminal_body,
+            idempotency_key=f"turn:{turn.turn_id}:terminal",
+        )
+        now = timezone.now()
+        Turn.objects.filter(turn_id=turn_id).update(
+            response_event_id=response.event_id if response else None,
+            terminal_event_id=terminal.event_id,
+            error_code=outcome.error_code if status != COMPLETED else None,
+            partial_text=outcome.content if status != COMPLETED else "",
+            terminal_at=now,
+        )
+        if attempt is not None:
+            TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
+            if delivered:
+                advance_delivery_cursor(turn.target_actor_id, attempt.context_through_seq)
+    return status
+
+
+def _turn_record(turn: Turn, agent: ActorRef, event_type: str, body: dict[str, Any], key: str) -> Event:
+    return events.turn_event(
+        event_type=event_type,
+        actor=agent,
+        turn_id=turn.turn_id,
+        target_actor_id=turn.target_actor_id,
+        correlation_id=turn.correlation_id,
+        root_correlation_id=turn.root_correlation_id,
+        body=body,
+        idempotency_key=f"turn:{turn.turn_id}:{key}",
+        source_kind="adapter",
+    )
+
+
+def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
+    cursor, _ = DeliveryCursor.objects.get_or_create(actor_id=actor_id, room_id=ROOM_ID)
+    if through_seq > cursor.last_delivered_seq:
+        DeliveryCursor.objects.filter(pk=cursor.pk, last_delivered_seq__lt=through_seq).update(
+            last_delivered_seq=through_seq
+        )
+
+
+def delivery_cursor(actor_id: str) -> int:
+    return (
+        DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
+        .values_list("last_delivered_seq", flat=True)
+        .first()
+        or 0
+    )
+
+
+# ---- cancel ---------------------------------------------------------------------------------
+
+
+def request_cancel(turn_id: str) -> tuple[bool, str]:
+    """(accepted, status) for PROTOCOL §10.3. A queued Turn is cancelled at once; an in-flight one
+    moves to ``cancelling`` and the lane sends the native cancel after commit."""
+    from turns import wakeups
+
+    with transaction.atomic():
+        turn = Turn.objects.get(turn_id=turn_id)
+        if turn.status in TERMINAL_STATUSES:
+            return False, turn.status
+        if turn.status == CANCELLING:
+            return True, CANCELLING
+        if turn.status == QUEUED:
+            if Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(status=CANCELLED, terminal_at=timezone.now()):
+                terminal = events.turn_event(
+                    event_type="turn.cancelled",
+                    actor=events.SYSTEM,
+                    turn_id=turn.turn_id,
+                    target_actor_id=turn.target_actor_id,
+                    correlation_id=turn.correlation_id,
+                    root_correlation_id=turn.root_correlation_id,
+                    body={"status": CANCELLED, "dispatched": False},
+                    idempotency_key=f"turn:{turn.turn_id}:terminal",
+                )
+                Turn.objects.filter(turn_id=turn_id).update(terminal_event_id=terminal.event_id)
+                return True, CANCELLED
+        moved = Turn.objects.filter(turn_id=turn_id, status__in=sources_for(CANCELLING)).update(status=CANCELLING)
+        if moved:
+            wakeups.cancel_on_commit(turn_id)
+            return True, CANCELLING
+        return False, Turn.objects.get(turn_id=turn_id).status
+
+
+# ---- restart recovery -------------------------------------------------------------------------
+
+
+def recover_after_restart() -> dict[str, int]:
+    """PROTOCOL §5 on start: only ``prepared + not_delivered`` goes back to the queue; a
+    ``cancelling`` one that never reached the CLI is cancelled; anything that may have been
+    delivered is ``interrupted`` with its partial text kept. Nothing is ever re-sent."""
+    counts = {"requeued": 0, "cancelled": 0, "interrupted": 0}
+    in_flight = list(Turn.objects.filter(status__in=[DISPATCHING, RUNNING, CANCELLING]).order_by("enqueue_seq"))
+    for turn in in_flight:
+        attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()
+        never_sent = attempt is None or (
+            attempt.dispatch_phase == "prepared" and attempt.delivery_certainty == "not_delivered"
+        )
+        claim_ = Claim(turn.turn_id, attempt.attempt_id, turn.target_actor_id, turn.source_event_id,
+                       turn.correlation_id, turn.root_correlation_id) if attempt else None
+        if never_sent and turn.status != CANCELLING:
+            with transaction.atomic():
+                if attempt is not None:
+                    TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(
+                        dispatch_phase="terminal", terminal_at=timezone.now()
+                    )
+                Turn.objects.filter(turn_id=turn.turn_id, status=turn.status).update(status=QUEUED, binding_id=None)
+            counts["requeued"] += 1
+        elif never_sent:
+            finish(claim_, turn.turn_id, TurnOutcome(status=CANCELLED), events.SYSTEM)
+            counts["cancelled"] += 1
+        else:
+            finish(claim_, turn.turn_id, TurnOutcome(status=INTERRUPTED, content=turn.partial_text,
+                                                      error_code=TURN_INTERRUPTED), events.SYSTEM)
+            counts["interrupted"] += 1
+    return counts
+
+
+def fail_queued_head(turn_id: str, error_code: str) -> bool:
+    """A queued Turn whose agent could not start: it fails visibly instead of waiting forever."""
+    with transaction.atomic():
+        turn = Turn.objects.filter(turn_id=turn_id, status=QUEUED).first()
+        if turn is None:
+            return False
+        if not Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(
+            status=FAILED, error_code=error_code, terminal_at=timezone.now()
+        ):
+            return False
+        terminal = events.turn_event(
+            event_type="turn.failed",
+            actor=events.SYSTEM,
+            turn_id=turn.turn_id,
+            target_actor_id=turn.target_actor_id,
+            correlation_id=turn.correlation_id,
+            root_correlation_id=turn.root_correlation_id,
+            body={"status": FAILED, "errorCode": error_code, "dispatched": False},
+            idempotency_key=f"turn:{turn.turn_id}:terminal",
+        )
+        Turn.objects.filter(turn_id=turn_id).update(terminal_event_id=terminal.event_id)
+    return True
+
+
+def lanes_with_work() -> list[str]:
+    return list(Turn.objects.filter(status=QUEUED).values_list("target_actor_id", flat=True).distinct())
+
