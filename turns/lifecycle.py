@@ -257,20 +257,9 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
             return False, turn.status
         if turn.status == CANCELLING:
             return True, CANCELLING
-        if turn.status == QUEUED:
-            if Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(status=CANCELLED, terminal_at=timezone.now()):
-                terminal = events.turn_event(
-                    event_type="turn.cancelled",
-                    actor=events.SYSTEM,
-                    turn_id=turn.turn_id,
-                    target_actor_id=turn.target_actor_id,
-                    correlation_id=turn.correlation_id,
-                    root_correlation_id=turn.root_correlation_id,
-                    body={"status": CANCELLED, "dispatched": False},
-                    idempotency_key=f"turn:{turn.turn_id}:terminal",
-                )
-                Turn.objects.filter(turn_id=turn_id).update(terminal_event_id=terminal.event_id)
-                return True, CANCELLED
+        if turn.status == QUEUED:  # the write lock is held: the status just read cannot change
+            _finish_undispatched(turn, CANCELLED)
+            return True, CANCELLED
         moved = Turn.objects.filter(turn_id=turn_id, status__in=sources_for(CANCELLING)).update(status=CANCELLING)
         if moved:
             wakeups.cancel_on_commit(turn_id)
@@ -318,22 +307,28 @@ def fail_queued_head(turn_id: str, error_code: str) -> bool:
         turn = Turn.objects.filter(turn_id=turn_id, status=QUEUED).first()
         if turn is None:
             return False
-        if not Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(
-            status=FAILED, error_code=error_code, terminal_at=timezone.now()
-        ):
-            return False
-        terminal = events.turn_event(
-            event_type="turn.failed",
-            actor=events.SYSTEM,
-            turn_id=turn.turn_id,
-            target_actor_id=turn.target_actor_id,
-            correlation_id=turn.correlation_id,
-            root_correlation_id=turn.root_correlation_id,
-            body={"status": FAILED, "errorCode": error_code, "dispatched": False},
-            idempotency_key=f"turn:{turn.turn_id}:terminal",
-        )
-        Turn.objects.filter(turn_id=turn_id).update(terminal_event_id=terminal.event_id)
+        _finish_undispatched(turn, FAILED, error_code)
     return True
+
+
+def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None) -> None:
+    """A Turn that never reached a CLI ends here; caller holds the write lock, status is queued."""
+    body: dict[str, Any] = {"status": status, "dispatched": False}
+    if error_code:
+        body["errorCode"] = error_code
+    terminal = events.turn_event(
+        event_type=f"turn.{status}",
+        actor=events.SYSTEM,
+        turn_id=turn.turn_id,
+        target_actor_id=turn.target_actor_id,
+        correlation_id=turn.correlation_id,
+        root_correlation_id=turn.root_correlation_id,
+        body=body,
+        idempotency_key=f"turn:{turn.turn_id}:terminal",
+    )
+    Turn.objects.filter(turn_id=turn.turn_id, status=QUEUED).update(
+        status=status, error_code=error_code, terminal_at=timezone.now(), terminal_event_id=terminal.event_id
+    )
 
 
 def lanes_with_work() -> list[str]:

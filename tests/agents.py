@@ -1,0 +1,72 @@
+"""Helpers for end-to-end tests that run agents: rooms of fake CLIs and turn-level assertions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+
+from agents.fakes import wirelog
+from tests.server import FAKES_BIN, GroupXServer, wait_until
+
+
+def fake_agents(workdir: Path, *drivers: str, scenarios: dict[str, dict] | None = None) -> dict:
+    """Agents named after their drivers, each with its own cwd (and optional fake scenario)."""
+    agents = {}
+    for driver in drivers:
+        cwd = workdir / f"cwd-{driver}"
+        cwd.mkdir(parents=True, exist_ok=True)
+        if scenarios and driver in scenarios:
+            (cwd / ".groupx-fake.json").write_text(json.dumps(scenarios[driver]))
+        agents[driver] = {"command": str(FAKES_BIN / driver), "cwd": str(cwd)}
+    return agents
+
+
+def send(server: GroupXServer, to: list[str] | str, content: str, **extra) -> dict:
+    to = [to] if isinstance(to, str) else to
+    body = {"clientCommandId": f"t-{uuid.uuid4()}", "to": to, "content": content, **extra}
+    response = server.post("/api/messages", body)
+    assert response.status_code == 202, response.text
+    return response.json()
+
+
+def cancel(server: GroupXServer, turn_id: str) -> dict:
+    response = server.post(f"/api/turns/{turn_id}/cancel", {"clientCommandId": f"c-{uuid.uuid4()}"})
+    assert response.status_code == 202, response.text
+    return response.json()
+
+
+def turn_events(server: GroupXServer, turn_id: str) -> list[dict]:
+    return [e for e in server.events() if e["body"].get("turnId") == turn_id]
+
+
+def wait_terminal(server: GroupXServer, turn_id: str, *, timeout: float = 30.0) -> dict:
+    def terminal():
+        found = [e for e in turn_events(server, turn_id)
+                 if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
+        return found[0] if found else None
+
+    return wait_until(terminal, timeout=timeout, interval=0.1, message=f"a terminal event for {turn_id}")
+
+
+def response_of(server: GroupXServer, terminal: dict) -> dict:
+    return next(e for e in server.events() if e["eventId"] == terminal["body"]["responseEventId"])
+
+
+def db_rows(server: GroupXServer, sql: str, *params) -> list[dict]:
+    """Read-only look at the server's SQLite file, for assertions on rows the API does not expose."""
+    db = sqlite3.connect(f"file:{server.workdir / '.groupx' / 'groupx.db'}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in db.execute(sql, params)]
+    finally:
+        db.close()
+
+
+def wire(server: GroupXServer, flavor: str | None = None, **filters) -> list[dict]:
+    return wirelog.read_records(server.fake_log_dir, flavor=flavor, **filters)
+
+
+def prompts_sent(server: GroupXServer, flavor: str, method: str = "session/prompt") -> list[dict]:
+    return [r["msg"] for r in wire(server, flavor, kind="in") if r["msg"].get("method") == method]
