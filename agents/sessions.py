@@ -20,10 +20,12 @@ from agents.drivers.base import (
     RESUME_FALLBACK_CODES,
     DriverError,
     LaunchProfile,
+    McpAttachment,
     NativeSession,
     Timeouts,
 )
 from agents.drivers.registry import get_driver
+from groupx_site import listen
 from rooms import events
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable
@@ -129,7 +131,8 @@ class AgentSessions:
         timeouts = settings.GROUPX_CONFIG.timeouts
         profile = LaunchProfile(
             agent_id=agent.agent_id, actor_id=agent.actor_id, driver=agent.driver, command=command, cwd=agent.cwd,
-            instance_id=self.instance_id, binding_id=self.binding_id, mcp=None,
+            instance_id=self.instance_id, binding_id=self.binding_id,
+            mcp=McpAttachment(url=f"{listen.origin()}/mcp", binding_id=self.binding_id),
             timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
                               cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
         )

@@ -1,7 +1,7 @@
 """The ASGI entry point: a small router in front of Django (ARCHITECTURE "One process, four surfaces").
 
-- ``/mcp`` and ``/mcp/operator`` go to the MCP servers (reserved: 503 ``MCP_UNAVAILABLE`` until the
-  member tools land);
+- ``/mcp`` goes to the member MCP server (``agents.mcp.server``); ``/mcp/operator`` is reserved and
+  answers 503 ``MCP_UNAVAILABLE`` until the operator surface is built;
 - everything else goes to Django (API, room page, admin, static files).
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
@@ -22,7 +22,8 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = ASGIStaticFilesHandler(get_asgi_application())  # wraps only Django: lifespan has no path
 
-from groupx_site import runtime  # noqa: E402  (after Django is set up)
+from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
+from groupx_site import runtime  # noqa: E402
 
 
 async def send_json(send, status: int, body: dict) -> None:
@@ -62,7 +63,9 @@ async def application(scope, receive, send):
         return await lifespan(scope, receive, send)
     await runtime.ensure_started()
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
-        return await mcp_unavailable(scope, receive, send)
+        if scope["path"].rstrip("/") == "/mcp":
+            return await member_mcp.handle(scope, receive, send)
+        return await mcp_unavailable(scope, receive, send)  # /mcp/operator: the operator surface is not built
     return await django_app(scope, receive, send)
 
 

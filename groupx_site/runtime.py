@@ -52,7 +52,11 @@ def schedule_start() -> None:
 
 
 async def shutdown() -> None:
+    """The protocol's order: MCP handlers, then agent sessions; the listener is released last by
+    the server itself."""
     from agents import runtime as agent_runtime
+    from agents.mcp import server as member_mcp
 
     lifecycle.set_readiness("closing")
+    await member_mcp.stop()
     await agent_runtime.stop()

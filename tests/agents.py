@@ -70,3 +70,41 @@ def wire(server: GroupXServer, flavor: str | None = None, **filters) -> list[dic
 
 def prompts_sent(server: GroupXServer, flavor: str, method: str = "session/prompt") -> list[dict]:
     return [r["msg"] for r in wire(server, flavor, kind="in") if r["msg"].get("method") == method]
+
+
+def mcp_calls(server: GroupXServer, flavor: str, tool: str | None = None) -> list[dict]:
+    """The fake CLI's MCP tools/call exchanges: [{"args", "result"|"status"/"body"}] in order."""
+    calls = []
+    for record in wire(server, flavor, kind="mcp"):
+        request = record.get("req") or {}
+        if request.get("method") != "tools/call":
+            continue
+        if tool and request["params"]["name"] != tool:
+            continue
+        response = record.get("resp") or {}
+        calls.append({"tool": request["params"]["name"], "args": request["params"].get("arguments"),
+                      "status": record.get("status"), "result": response.get("result"),
+                      "error": response.get("error")})
+    return calls
+
+
+def tool_payload(call: dict) -> dict:
+    """The JSON a tool returned (success or isError), parsed from its text content."""
+    return json.loads(call["result"]["content"][0]["text"])
+
+
+def active_binding(server: GroupXServer, actor_id: str) -> str:
+    rows = db_rows(server, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = ? AND status = 'active'"
+                           " ORDER BY created_at DESC", actor_id)
+    return rows[0]["binding_id"]
+
+
+def call_tool(server: GroupXServer, binding: str | None, tool: str, arguments: dict):
+    """A raw streamable-HTTP tools/call (stateless servers need no initialize first)."""
+    import httpx
+
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    if binding is not None:
+        headers["X-GroupX-Binding"] = binding
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    return httpx.post(server.url("/mcp"), json=body, headers=headers, timeout=70)

@@ -259,12 +259,18 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
             return True, CANCELLING
         if turn.status == QUEUED:  # the write lock is held: the status just read cannot change
             _finish_undispatched(turn, CANCELLED)
-            return True, CANCELLED
-        moved = Turn.objects.filter(turn_id=turn_id, status__in=sources_for(CANCELLING)).update(status=CANCELLING)
-        if moved:
+            outcome = (True, CANCELLED)
+        else:
+            Turn.objects.filter(turn_id=turn_id, status__in=sources_for(CANCELLING)).update(status=CANCELLING)
             wakeups.cancel_on_commit(turn_id)
-            return True, CANCELLING
-        return False, Turn.objects.get(turn_id=turn_id).status
+            outcome = (True, CANCELLING)
+        # A parent that stops no longer waits for its synchronous asks (PROTOCOL §6.3); its
+        # asynchronous sends are independent work and go on (ARCHITECTURE "Decisions" 5).
+        for child_id in Turn.objects.filter(parent_turn_id=turn_id, command_type="mcp.ask").exclude(
+            status__in=TERMINAL_STATUSES
+        ).values_list("turn_id", flat=True):
+            request_cancel(child_id)
+        return outcome
 
 
 # ---- restart recovery -------------------------------------------------------------------------

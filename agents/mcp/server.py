@@ -1,0 +1,141 @@
+"""The member MCP endpoint ``/mcp`` (FEATURES §11, PROTOCOL §12).
+
+A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response session manager with
+the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
+``X-GroupX-Binding`` header, checked here before the SDK sees the request: a missing, unknown or
+closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
+no verified MCP support is 503 ``MCP_UNAVAILABLE``. Tool bodies are one call into the actions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agents.mcp.tools import INSTRUCTIONS, TOOLS
+from agents.models import SessionBinding
+from groupx_site.errors import GroupXError
+from rooms import member_actions
+from turns import asks
+
+logger = logging.getLogger("groupx.mcp")
+BINDING_HEADER = b"x-groupx-binding"
+SECURITY = TransportSecuritySettings(
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+)
+
+
+def _sync(fn):
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+HANDLERS = {
+    "send": _sync(member_actions.member_send),
+    "publish": _sync(member_actions.member_publish),
+    "read": _sync(member_actions.member_read),
+    "ask": asks.member_ask,
+    "collect": asks.member_collect,
+    "watch": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "watch")),
+    "steer": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "steer")),
+}
+
+
+def _text_result(body: dict[str, Any], *, error: bool) -> types.CallToolResult:
+    text = json.dumps(body, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=None if error else body,
+        is_error=error,
+    )
+
+
+async def list_tools(ctx, params) -> types.ListToolsResult:
+    return types.ListToolsResult(
+        tools=[types.Tool(name=name, description=spec["description"], input_schema=spec["inputSchema"])
+               for name, spec in TOOLS.items()]
+    )
+
+
+async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    binding_id = ctx.request.scope.get("groupx.binding") if ctx.request is not None else None
+    handler = HANDLERS.get(params.name)
+    try:
+        if handler is None:
+            raise GroupXError("INVALID_ENVELOPE", f"no tool named {params.name!r}")
+        result = await handler(binding_id, dict(params.arguments or {}))
+        return _text_result(result, error=False)
+    except GroupXError as error:
+        return _text_result({k: v for k, v in error.as_body()["error"].items()}, error=True)
+    except Exception:  # the caller gets a protocol error, never a stack trace
+        logger.exception("tool %s failed", params.name)
+        return _text_result({"code": "INTERNAL_ERROR", "message": "internal error"}, error=True)
+
+
+server = Server("groupx", version="0.1.0", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+manager: StreamableHTTPSessionManager | None = None
+_runner: asyncio.Task | None = None
+_ready: asyncio.Event | None = None
+
+
+async def ensure_running() -> None:
+    """``run()`` of a session manager can be entered once: keep it open in one long-lived task."""
+    global manager, _runner, _ready
+    if _runner is None:
+        manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True,
+                                               security_settings=SECURITY)
+        _ready = asyncio.Event()
+
+        async def run() -> None:
+            async with manager.run():
+                _ready.set()
+                await asyncio.Event().wait()
+
+        _runner = asyncio.get_running_loop().create_task(run(), name="mcp-session-manager")
+    await _ready.wait()
+
+
+async def stop() -> None:
+    global _runner
+    if _runner is not None:
+        _runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await _runner
+        _runner = None
+
+
+def binding_state(binding_id: str) -> str:
+    binding = SessionBinding.objects.filter(binding_id=binding_id).values("status", "capabilities", "actor__kind").first()
+    if binding is None or binding["status"] != "active" or binding["actor__kind"] != "agent":
+        return "unknown"
+    return "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
+
+
+async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None,
+                       "error": {"code": -32602 if status == 400 else -32603, "message": message,
+                                 "data": {"code": code}}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def handle(scope, receive, send) -> None:
+    binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
+    state = await sync_to_async(binding_state, thread_sensitive=False)(binding_id) if binding_id else "unknown"
+    if state == "unknown":
+        return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
+    if state == "unavailable":
+        return await _json_rpc_error(send, 503, "MCP_UNAVAILABLE", "MCP is not verified for this session")
+    await ensure_running()
+    await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

@@ -1,0 +1,217 @@
+"""What an agent does to the room through its MCP binding: send, publish, read (PROTOCOL §6).
+
+The caller is always the binding's actor, and every call must belong to the binding's active Turn;
+nothing in the arguments can name a sender. ``ask`` and ``collect`` build on ``send_to_agents``
+in ``turns.asks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from agents import roster
+from agents.models import SessionBinding
+from groupx_site.errors import GroupXError, invalid
+from rooms import commands, events, validation
+from rooms.actions import check_references_exist
+from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
+from rooms.models import Event
+from turns import limits
+from turns.actions import check_queue_capacity, do_enqueue_turns
+from turns.models import Turn
+from turns.states import IN_FLIGHT_STATUSES
+
+AUDIT_ONLY_TYPES = ("turn.reasoning.recorded", "tool.progress.recorded")
+READ_DEFAULT_LIMIT, READ_MAX_LIMIT = 100, 500
+
+
+@dataclass(frozen=True)
+class Caller:
+    binding_id: str
+    actor: ActorRef
+    turn: Turn
+
+
+def resolve_binding(binding_id: str | None) -> SessionBinding:
+    binding = (
+        SessionBinding.objects.select_related("actor").filter(binding_id=binding_id, status="active").first()
+        if binding_id else None
+    )
+    if binding is None or binding.actor.kind != "agent":
+        raise GroupXError("MCP_BINDING_MISMATCH", "unknown or closed GroupX binding")
+    return binding
+
+
+def resolve_caller(binding_id: str) -> Caller:
+    """The binding's agent and its active Turn; a call outside a Turn is MCP_BINDING_MISMATCH."""
+    binding = resolve_binding(binding_id)
+    turn = (
+        Turn.objects.select_related("parent_turn")
+        .filter(binding_id=binding_id, status__in=IN_FLIGHT_STATUSES)
+        .order_by("-enqueue_seq")
+        .first()
+    )
+    if turn is None:
+        raise GroupXError("MCP_BINDING_MISMATCH", "this binding has no active turn; tools work only during a turn")
+    actor = ActorRef(binding.actor_id, "agent", binding.actor.display_name, binding.instance_id)
+    return Caller(binding_id, actor, turn)
+
+
+def _targets(to: list[str], caller: Caller) -> list:
+    """Agent ``@all`` means every live agent except the caller (PROTOCOL §4.1)."""
+    if validation.ALL_TOKEN in to:
+        agents = [a for a in roster.live_agents() if a.actor_id != caller.actor.actor_id]
+        named = [t for t in to if t != validation.ALL_TOKEN]
+    else:
+        agents, named = [], to
+    unknown = [t for t in named if roster.live_agent(t) is None]
+    if unknown:
+        raise GroupXError("UNKNOWN_TARGET", f"not an enabled agent of this room: {', '.join(unknown)}",
+                          details={"unknownTargets": unknown})
+    chosen = {a.actor_id: a for a in agents} | {t: roster.live_agent(t) for t in named}
+    if not chosen:
+        raise invalid("@all names no other agent in this room")
+    return sorted(chosen.values(), key=lambda a: a.actor_id)
+
+
+def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> dict[str, Any]:
+    payload = validation.reject_sender_fields(payload)
+    if "supervision" in payload:
+        raise invalid("supervision pairing is not available in this version of GroupX")
+    validation.reject_unknown_keys(payload, {"to", "content", "replyToEventId", "clientCommandId", *extra_fields})
+    return {
+        "clientCommandId": validation.client_command_id(payload),
+        "to": validation.targets(payload),
+        "content": validation.content(payload),
+        "replyToEventId": validation.optional_reference(payload, "replyToEventId"),
+    }
+
+
+def send_to_agents(binding_id: str, command: dict[str, Any], *, command_type: str) -> dict[str, Any]:
+    """send and ask: one message from the caller and one child Turn per target, atomically."""
+    caller = resolve_caller(binding_id)
+    digest = commands.canonical_hash(command_type, {k: v for k, v in command.items() if k != "clientCommandId"})
+    config = settings.GROUPX_CONFIG.limits
+    agents: list = []
+    try:
+        with transaction.atomic():
+            stored = commands.find_receipt(binding_id, command["clientCommandId"], command_type, digest)
+            if stored is not None:
+                return stored
+            agents = _targets(command["to"], caller)
+            target_ids = [a.actor_id for a in agents]
+            if command_type == "mcp.ask":
+                limits.check_causal_cycle(caller.turn, target_ids)
+            hop = limits.check_chain_limits(caller.turn, target_ids, hop_limit=config.hopCount,
+                                            root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
+            check_queue_capacity(agents, config.queuePerAgent)
+            check_references_exist(command["replyToEventId"])
+            message = events.message_created(
+                actor=caller.actor, content=command["content"], to=target_ids,
+                correlation_id=caller.turn.root_correlation_id, source_kind="mcp",
+                reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
+                causation_id=caller.turn.turn_id,
+            )
+            queued = do_enqueue_turns(source_event=message, agents=agents, command_type=command_type, hop_count=hop,
+                                      parent_turn=caller.turn)
+            result = {
+                "messageEventId": message.event_id,
+                "correlationId": message.correlation_id,
+                "turns": [
+                    {"target": t.target, "turnId": t.turn_id, "status": t.status, "queuePosition": t.queue_position,
+                     **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {})}
+                    for t in queued
+                ],
+            }
+            commands.store_receipt(binding_id, command["clientCommandId"], command_type, digest, result)
+    except GroupXError as error:
+        if error.code in limits.CHAIN_LIMIT_CODES:
+            limits.record_loop_stopped(error=error, caller=caller.actor, parent=caller.turn,
+                                       command_type=command_type, targets=[a.actor_id for a in agents])
+        raise
+    return result
+
+
+def member_send(binding_id: str, payload: Any) -> dict[str, Any]:
+    return send_to_agents(binding_id, check_wake_payload(payload), command_type="mcp.send")
+
+
+def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
+    """A public, durable message that wakes nobody (PROTOCOL §6.2)."""
+    caller = resolve_caller(binding_id)
+    payload = validation.reject_sender_fields(payload)
+    if "supervision" in payload or "to" in payload:
+        raise invalid("publish wakes nobody: it takes no to or supervision")
+    validation.reject_unknown_keys(payload, {"content", "replyToEventId", "clientCommandId"})
+    command = {
+        "clientCommandId": validation.client_command_id(payload),
+        "content": validation.content(payload),
+        "replyToEventId": validation.optional_reference(payload, "replyToEventId"),
+    }
+    digest = commands.canonical_hash("mcp.publish", {k: v for k, v in command.items() if k != "clientCommandId"})
+    with transaction.atomic():
+        stored = commands.find_receipt(binding_id, command["clientCommandId"], "mcp.publish", digest)
+        if stored is not None:
+            return stored
+        check_references_exist(command["replyToEventId"])
+        message = events.message_created(
+            actor=caller.actor, content=command["content"], to=[], correlation_id=caller.turn.root_correlation_id,
+            source_kind="mcp", reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
+            causation_id=caller.turn.turn_id,
+        )
+        result = {"messageEventId": message.event_id, "correlationId": message.correlation_id}
+        commands.store_receipt(binding_id, command["clientCommandId"], "mcp.publish", digest, result)
+    return result
+
+
+def _bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:
+    value = payload.get(field, default)
+    if value is None:
+        return None
+    if type(value) is not int or not low <= value <= high:
+        raise invalid(f"{field} must be an integer from {low} to {high}")
+    return value
+
+
+def member_read(binding_id: str, payload: Any) -> dict[str, Any]:
+    """Catch up on a correlation: its public events after a cursor and its Turns (PROTOCOL §6.5)."""
+    caller = resolve_caller(binding_id)
+    payload = validation.reject_sender_fields(payload or {})
+    validation.reject_unknown_keys(payload, {"correlationId", "afterSeq", "limit"})
+    correlation = validation.optional_reference(payload, "correlationId") or caller.turn.root_correlation_id
+    after = _bounded_int(payload, "afterSeq", 0, 2**62, 0)
+    limit = _bounded_int(payload, "limit", 1, READ_MAX_LIMIT, READ_DEFAULT_LIMIT)
+    in_correlation = Q(root_correlation_id=correlation) | Q(correlation_id=correlation)
+    rows = list(
+        Event.objects.filter(in_correlation, seq__gt=after)
+        .exclude(event_type__in=AUDIT_ONLY_TYPES)
+        .order_by("seq")
+        .values(*ENVELOPE_FIELDS)[:limit]
+    )
+    turns = Turn.objects.filter(Q(root_correlation_id=correlation) | Q(correlation_id=correlation)).order_by(
+        "enqueue_seq"
+    )
+    result: dict[str, Any] = {
+        "correlationId": correlation,
+        "events": [envelope_from_row(row) for row in rows],
+        "turns": [
+            {"target": t.target_actor_id, "turnId": t.turn_id, "status": t.status,
+             **({"responseEventId": t.response_event_id} if t.response_event_id else {}),
+             **({"errorCode": t.error_code} if t.error_code else {})}
+            for t in turns
+        ],
+    }
+    if len(rows) == limit:
+        result["nextAfterSeq"] = rows[-1]["seq"]
+    return result
+
+
+def supervision_only(binding_id: str, tool: str) -> None:
+    """watch/steer exist only on an observer's Watch Turn; every business Turn gets this code."""
+    resolve_caller(binding_id)
+    raise GroupXError("SUPERVISION_WATCH_REQUIRED", f"{tool} works only in a supervision Watch Turn")
