@@ -6,6 +6,7 @@ on; ``collect`` with the same message id picks them up later without dispatching
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -84,10 +85,8 @@ async def wait_for_children(message_event_id: str, timeout_ms: int) -> dict[str,
                 break
             listener.signal.clear()
             if not listener.durable_pending:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(listener.signal.wait(), timeout=min(remaining, 2.0))
-                except TimeoutError:
-                    pass
             listener.durable_pending = False
             listener.take_transients()
             result = await read(message_event_id)
@@ -138,5 +137,3 @@ async def member_collect(binding_id: str, payload: Any) -> dict[str, Any]:
     message_id, wait_ms = await sync_to_async(check_collect, thread_sensitive=True)(binding_id, payload)
     return await wait_for_children(message_id, wait_ms)
 
-
-__all__ = ["member_ask", "member_collect", "snapshot", "wait_for_children", "GroupXError"]
