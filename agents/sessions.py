@@ -141,6 +141,10 @@ class AgentSessions:
         except DriverError:
             await _db(instances.mark_closed)(self.instance_id, self.binding_id, "failed")
             raise
+        # A driver refuses to start a session it cannot give the MCP descriptor to (ACP without HTTP
+        # MCP fails at initialize), and Codex and Claude take it by their launch contract; their own
+        # "server ready" report arrives only during the first turn (docs/DECISIONS.md D11).
+        session.mcp_verified = session.mcp_verified or profile.mcp is not None
         await _db(instances.mark_ready)(self.instance_id, self.binding_id, native_session_id=session.native_session_id,
                                         mcp_verified=session.mcp_verified, resumed=session.resumed)
         return session

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,12 +65,13 @@ class GroupXServer:
             capture_output=True, text=True,
         )
 
-    def start(self, *, timeout: float = 30.0) -> GroupXServer:
+    def start(self, *, timeout: float = 30.0, port: int = 0) -> GroupXServer:
+        """Start daphne on ``port`` (0: any free port) and wait until it is ready."""
         self.manage("migrate", "--noinput", "-v0")
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it for its lifetime)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "groupx_site.asgi:application"],
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "groupx_site.asgi:application"],
             cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
@@ -83,6 +86,16 @@ class GroupXServer:
         self.base_url = f"http://127.0.0.1:{port}"
         wait_until(lambda: self.readiness() == "ready", timeout=timeout, message="readiness ready")
         return self
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
+
+    def restart(self, *, timeout: float = 30.0) -> GroupXServer:
+        """Stop, then start again on the same port (a "network drop" for clients that reconnect)."""
+        port = self.port
+        self.stop()
+        return self.start(timeout=timeout, port=port)
 
     def readiness(self) -> str | None:
         try:
@@ -121,9 +134,40 @@ class GroupXServer:
         return httpx.get(self.url(path), timeout=kwargs.pop("timeout", 10), **kwargs)
 
     def events(self, after_seq: int = 0) -> list[dict]:
-        """Every durable event after ``after_seq`` (read through the management command, not SQL)."""
-        out = self.manage("replay_events", "--after-seq", str(after_seq))
-        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        """Every durable event after ``after_seq``, read the way a client does: the bootstrap's
+        cursor says where the log ends, then the SSE replay is read up to it."""
+        head = self.get("/api/bootstrap").json()["room"]["throughSeq"]
+        if head <= after_seq:
+            return []
+        found: list[dict] = []
+        with httpx.stream("GET", self.url(f"/api/events?afterSeq={after_seq}"), timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: ") and found is not None:
+                    envelope = json.loads(line[6:])
+                    if envelope.get("seq") is None:
+                        continue
+                    found.append(envelope)
+                    if envelope["seq"] >= head:
+                        break
+        return found
+
+
+_TEMPLATE: Path | None = None
+
+
+def _copy_migrated_template(target: Path) -> None:
+    """Migrations run once per test session into a template database that each server copies:
+    running ``migrate`` in a subprocess for every server would dominate the suite's time."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        folder = Path(tempfile.mkdtemp(prefix="groupx-template-"))
+        (folder / "groupx.json").write_text('{"agents": {"kimi": {"cwd": "."}}}')
+        env = {**os.environ, "GROUPX_CONFIG": str(folder / "groupx.json")}
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True,
+                       timeout=120)
+        _TEMPLATE = folder / ".groupx" / "groupx.db"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_TEMPLATE, target)
 
 
 def fake_agent(driver: str, workdir: Path, **extra) -> dict:

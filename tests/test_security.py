@@ -57,8 +57,30 @@ def test_responses_carry_the_security_headers(room):
     assert "access-control-allow-origin" not in response.headers
 
 
-def test_mcp_paths_are_reserved_and_unavailable(room):
-    response = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+def test_the_operator_mcp_path_is_reserved_and_unavailable(room):
+    response = httpx.post(room.url("/mcp/operator"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 
     assert response.status_code == 503
     assert response.json()["error"]["data"]["code"] == "MCP_UNAVAILABLE"
+
+
+def test_the_member_mcp_path_refuses_a_request_without_a_binding(room):
+    response = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["data"]["code"] == "MCP_BINDING_MISMATCH"
+
+
+def test_the_member_mcp_path_refuses_a_foreign_host_even_with_a_real_binding(room):
+    from tests.agents import active_binding
+
+    binding = active_binding(room, "agent:alpha")
+    response = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers={"Host": "evil.example", "X-GroupX-Binding": binding,
+                                   "Accept": "application/json, text/event-stream"})
+    good = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                      headers={"X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"})
+
+    assert response.status_code == 421
+    assert good.status_code == 200
+    assert [t["name"] for t in good.json()["result"]["tools"]][:5] == ["send", "publish", "ask", "collect", "read"]

@@ -1,0 +1,174 @@
+"""Claude Code driver: ``claude --print`` in stream-json mode (NATIVE_PROTOCOLS §4).
+
+Launch: the fixed flags, then ``--mcp-config <json>`` when the GroupX MCP server is attached, then
+``--session-id <new uuid4>`` or ``--resume <stored uuid>``. ``system/init`` only comes after the
+first user message, so the handshake is two control requests, each bounded by ``handshake_ms``:
+``initialize`` (its ``current_permission_mode`` is optional, Decision 20) and
+``set_permission_mode bypassPermissions`` (refused or downgraded → ``NATIVE_POLICY_BLOCKED``).
+Turns and close live in ``claude_session.py`` and ``claude_turn.py``.
+
+Claude Code refuses bypassPermissions as root unless ``IS_SANDBOX=1`` (L1). GroupX never sets
+that variable itself; the refusal becomes ``NATIVE_POLICY_BLOCKED`` with a hint, and an operator
+who knows the machine is a sandbox can put it in the agent's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from .base import (
+    ADAPTER_START_FAILED,
+    MCP_BINDING_MISMATCH,
+    NATIVE_POLICY_BLOCKED,
+    PROTOCOL_HANDSHAKE_TIMEOUT,
+    PROTOCOL_INVALID_MESSAGE,
+    SESSION_NOT_AVAILABLE,
+    Driver,
+    DriverError,
+    LaunchProfile,
+    NativeSession,
+)
+from .claude_session import PERMISSION_MODE, ClaudeSession, ControlRefused
+from .jsonrpc import ConnectionLost, ProtocolViolation
+from .process import CLAUDE_LINE_LIMIT, JsonLineProcess
+from .turnkit import launch_env, short, stderr_excerpt
+
+log = logging.getLogger(__name__)
+
+CLAUDE_ARGV = ("--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+               "--include-partial-messages", "--permission-mode", PERMISSION_MODE)
+ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+UNKNOWN_SESSION = "No conversation found with session ID"
+ROOT_HINT = ("Claude Code refuses --permission-mode bypassPermissions when it runs as root. GroupX does not set "
+             "IS_SANDBOX=1 on its own: if this machine is a disposable sandbox, add IS_SANDBOX=1 to this "
+             "agent's environment; otherwise run GroupX as an unprivileged user")
+
+
+def mcp_config(profile: LaunchProfile) -> str | None:
+    """The inline ``--mcp-config`` JSON; merged with the user's own servers (no --strict-mcp-config)."""
+    if profile.mcp is None:
+        return None
+    server = {"type": "http", "url": profile.mcp.url, "headers": {"X-GroupX-Binding": profile.mcp.binding_id}}
+    return json.dumps({"mcpServers": {"groupx": server}}, separators=(",", ":"))
+
+
+def claude_argv(profile: LaunchProfile, session_id: str, *, resume: bool) -> list[str]:
+    argv = [*profile.command, *CLAUDE_ARGV]
+    config = mcp_config(profile)
+    if config is not None:
+        argv += ["--mcp-config", config]
+    argv += ["--resume" if resume else "--session-id", session_id]
+    return argv
+
+
+def _valid_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+class ClaudeDriver(Driver):
+    name = "claude"
+
+    async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
+        if profile.mcp is not None and not profile.mcp.binding_id:
+            raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
+        resume = resume_native_session_id is not None
+        if resume and not _valid_uuid(resume_native_session_id):
+            raise DriverError(SESSION_NOT_AVAILABLE, f"{resume_native_session_id!r} is not a Claude session id")
+        # A fresh UUID for every start: an id that already has a transcript is refused (L2).
+        session_id = resume_native_session_id if resume else str(uuid.uuid4())
+        argv = claude_argv(profile, session_id, resume=resume)
+        session = ClaudeSession(profile, session_id, resuming=resume)
+        try:
+            process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile),
+                                                  line_limit=CLAUDE_LINE_LIMIT)
+        except OSError as exc:
+            raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
+        session.attach(process)
+        try:
+            await _Handshake(session, profile).run()
+        except BaseException:
+            try:
+                await session.close()
+            except Exception:
+                log.exception("closing a failed claude start")
+            raise
+        return session
+
+
+class _Handshake:
+    def __init__(self, session: ClaudeSession, profile: LaunchProfile):
+        self.session = session
+        self.step_timeout = profile.timeouts.handshake_ms / 1000
+
+    async def run(self) -> None:
+        session = self.session
+        init = await self.step("initialize", {"hooks": None})
+        if not isinstance(init, dict):
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"initialize answered {init!r:.200}")
+        # Projected fields only: the rest holds account and model inventories that are never logged.
+        mode, pid, version = init.get("current_permission_mode"), init.get("pid"), init.get("claude_code_version")
+        session.initial_permission_mode = mode if isinstance(mode, str) else None
+        session.cli_pid = pid if isinstance(pid, int) else None
+        session.cli_version = short(version)
+        result = await self.step("set_permission_mode", {"mode": PERMISSION_MODE})
+        granted = result.get("mode") if isinstance(result, dict) else None
+        if granted != PERMISSION_MODE:
+            raise DriverError(NATIVE_POLICY_BLOCKED, f"Claude Code answered set_permission_mode with mode "
+                                                     f"{granted!r}, not {PERMISSION_MODE!r}", retryable=False)
+        session.started()
+
+    async def step(self, subtype: str, fields: dict[str, Any]) -> Any:
+        session = self.session
+        fatal = session.start_fatal
+        if fatal.done():
+            raise fatal.result()
+        try:
+            future = await asyncio.wait_for(session.control(subtype, fields), self.step_timeout)
+        except TimeoutError:
+            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {subtype} within "
+                                                          f"{self.step_timeout:g} s") from None
+        except ConnectionLost as exc:
+            raise await self.lost(subtype, exc) from exc
+        await asyncio.wait({future, fatal}, timeout=self.step_timeout, return_when=asyncio.FIRST_COMPLETED)
+        if fatal.done():
+            raise fatal.result()
+        if not future.done():
+            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"{subtype} got no response within {self.step_timeout:g} s")
+        try:
+            return future.result()
+        except ControlRefused as exc:
+            raise await self.refused(subtype, exc) from exc
+        except ConnectionLost as exc:
+            raise await self.lost(subtype, exc) from exc
+
+    async def refused(self, subtype: str, exc: ControlRefused) -> DriverError:
+        detail = f"Claude Code refused {subtype}: {short(exc.error, 500)}"
+        if exc.error_code:
+            detail += f" ({exc.error_code})"
+        if subtype == "set_permission_mode":
+            if ROOT_REFUSAL in exc.error:
+                detail += f". {ROOT_HINT}"
+            return DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False)
+        return DriverError(ADAPTER_START_FAILED, detail)
+
+    async def lost(self, subtype: str, exc: ConnectionLost) -> DriverError:
+        if isinstance(exc, ProtocolViolation):
+            return DriverError(PROTOCOL_INVALID_MESSAGE, f"during {subtype}: {exc}")
+        session = self.session
+        tail = await stderr_excerpt(session.process)
+        detail = f"claude exited during {subtype}: {exc}" + (f"; stderr: {tail}" if tail else "")
+        if ROOT_REFUSAL in tail:
+            return DriverError(NATIVE_POLICY_BLOCKED, f"{detail}. {ROOT_HINT}", retryable=False)
+        startup = session.startup_result or {}
+        if session.resuming and (UNKNOWN_SESSION in tail or startup.get("num_turns") == 0):
+            # L3/L11: the stored session is gone (or never got a prompt); the manager starts fresh.
+            return DriverError(SESSION_NOT_AVAILABLE, detail)
+        return DriverError(ADAPTER_START_FAILED, detail)

@@ -1,0 +1,146 @@
+"""Pieces shared by the Codex and Claude drivers: the launch environment, path comparison, stderr
+excerpts, and ``QueuedTurn``, the event queue with a once-only terminal that both turns build on.
+
+``QueuedTurn`` keeps the contract of ``base.NativeTurn``: ``events()`` ends after exactly one
+terminal, whatever mix of native terminals, interaction failures, timers and connection losses
+races to decide it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .base import TERMINAL_EVENTS, AdapterEvent, LaunchProfile, NativeTurn, TurnFailed
+from .process import JsonLineProcess
+
+log = logging.getLogger(__name__)
+
+STDERR_EXCERPT = 2000
+TEXT_LIMIT = 200  # titles, commands and error texts put in events are cut to this length
+FINISHED_TURN_IDS = 256  # native turn ids remembered to drop their late frames (§2.6)
+
+
+def launch_env(profile: LaunchProfile) -> dict[str, str] | None:
+    """``profile.env`` overlays the server's environment; None inherits it unchanged (§1.4).
+    Nothing is added: GroupX never sets IS_SANDBOX or any other variable on its own."""
+    return None if profile.env is None else {**os.environ, **profile.env}
+
+
+def same_path(a: str, b: str) -> bool:
+    """Paths equal after resolving symlinks (and case on Windows), as the CLIs report resolved cwds."""
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def short(value: Any, limit: int = TEXT_LIMIT) -> str | None:
+    return value[:limit] if isinstance(value, str) else None
+
+
+async def stderr_excerpt(process: JsonLineProcess | None) -> str:
+    """The last words of a child that died, bounded; empty when it said nothing."""
+    if process is None:
+        return ""
+    await process.settle_stderr(0.5)
+    return process.stderr_tail.strip()[-STDERR_EXCERPT:]
+
+
+class RecentIds:
+    """A bounded set of ids, oldest forgotten first."""
+
+    def __init__(self, limit: int = FINISHED_TURN_IDS):
+        self._order: deque[str] = deque()
+        self._set: set[str] = set()
+        self._limit = limit
+
+    def add(self, value: str) -> None:
+        if value in self._set:
+            return
+        self._order.append(value)
+        self._set.add(value)
+        while len(self._order) > self._limit:
+            self._set.discard(self._order.popleft())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._set
+
+
+class QueuedTurn(NativeTurn):
+    """Adapter events go through a queue; the terminal is decided once by ``_finish``.
+
+    Subclasses implement ``_poison`` (mark the session for a rebuild) and ``_finished`` (the
+    session forgets the turn).
+    """
+
+    def __init__(self, turn_id: str):
+        self.turn_id = turn_id
+        self._events: asyncio.Queue[AdapterEvent] = asyncio.Queue()
+        self.terminal: AdapterEvent | None = None
+        self.cancel_requested = False  # by the runtime, as opposed to our own interaction cancel
+        self._failure: TurnFailed | None = None  # decided early; emitted once the native turn settles
+        self._timer: asyncio.TimerHandle | None = None
+        self._done = asyncio.Event()
+
+    async def events(self) -> AsyncIterator[AdapterEvent]:
+        while True:
+            event = await self._events.get()
+            yield event
+            if isinstance(event, TERMINAL_EVENTS):
+                return
+
+    async def wait_terminal(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._done.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _emit(self, event: AdapterEvent) -> None:
+        if self.terminal is None:
+            self._events.put_nowait(event)
+
+    def _arm(self, ms: int, failure: TurnFailed) -> None:
+        """Unless a terminal arrives within ``ms``, fail with ``failure`` and poison the session:
+        a native turn that does not settle leaves the CLI out of step with us."""
+
+        def expire() -> None:
+            if self.terminal is None:
+                log.warning("turn %s: the native turn did not settle within %s ms", self.turn_id, ms)
+                self._poison()
+                self._finish(failure)
+
+        if self.terminal is None and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(ms / 1000, expire)
+
+    def _fail_early(self, failure: TurnFailed, cancel_ms: int) -> bool:
+        """The turn failed natively (an interaction); the caller interrupts the native turn and the
+        failure is emitted once it settles, so the session stays usable (Decision 19). False if the
+        outcome was already decided."""
+        if self.terminal is not None or self._failure is not None:
+            return False
+        self._failure = failure
+        if self._timer is not None:  # a pending cancel timer: the failure now takes its place
+            self._timer.cancel()
+            self._timer = None
+        self._arm(cancel_ms, failure)
+        return True
+
+    def _finish(self, event: AdapterEvent) -> None:
+        if self.terminal is not None:
+            return
+        self.terminal = event
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._events.put_nowait(event)
+        self._done.set()
+        self._finished()
+
+    def _poison(self) -> None:
+        raise NotImplementedError
+
+    def _finished(self) -> None:
+        raise NotImplementedError
