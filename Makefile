@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint install browser
+.PHONY: run test lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,18 @@ run: install
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py runserver --noreload
 
-test: install
+# The browser tests drive Debian's Chromium (no browser download): install it when missing.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's chromium for the browser tests..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is not installed and cannot be installed here: the browser tests will be skipped"; fi; }
+
+# Tests are mostly waiting on real servers and CLI subprocesses, so four workers fit 2 cores.
+test: install browser-deps
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 4 --dist loadfile
 
 lint: install
 	$(VENV)/bin/ruff check .
