@@ -22,6 +22,7 @@ from tests.agents import (
     wait_terminal,
 )
 from tests.server import wait_until
+from tests.sse import SseClient
 
 
 def ask_args(to: str, content: str, command_id: str = "ask-1", **extra) -> str:
@@ -213,3 +214,19 @@ def test_cancelling_a_parent_cancels_its_asks_but_not_its_sends(make_server, tmp
     statuses = [e["type"] for e in turn_events(room, hermes_turn)]
     assert not any(t in statuses for t in ("turn.cancelled", "turn.failed"))
     cancel(room, hermes_turn)
+
+
+@pytest.mark.parametrize("asker", ["kimi", "codex", "claude"])
+def test_the_demo_shorthand_asks_another_agent_and_every_step_is_public(make_server, tmp_path, asker):
+    room = make_server(fake_agents(tmp_path, asker, "hermes"))
+    with SseClient(room.base_url, after_seq=0) as stream:
+        accepted = send(room, f"agent:{asker}", "[[fake: mcp-ask to=agent:hermes text=ready-to-ship?]]")
+        terminal = wait_terminal(room, accepted["turns"][0]["turnId"])
+        stream.wait_for(lambda e: e["eventId"] == terminal["eventId"])
+        messages = [(e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable
+                    if e["type"] == "message.created"]
+
+    assert messages[0][0] == "user:web"
+    assert messages[1] == (f"agent:{asker}", "ready-to-ship?")
+    assert messages[2] == ("agent:hermes", "echo: ready-to-ship?")
+    assert messages[3][0] == f"agent:{asker}" and "mcp:ask:ok:" in messages[3][1]

@@ -288,6 +288,13 @@ class AcpTurn:
         args = {"to": to, "content": d.get_str("text", "hello"), "clientCommandId": f"fake-{uuid.uuid4().hex[:12]}"}
         self.d_mcp(d, "send", args)
 
+    def d_mcp_ask(self, d: core.Directive) -> None:
+        """``mcp-ask to=agent:x text=...``: the demo's one-line agent-to-agent question."""
+        to = [t for t in (d.get_str("to", "") or "").split(",") if t]
+        args = {"to": to, "content": d.get_str("text", "what do you think?"),
+                "clientCommandId": f"fake-{uuid.uuid4().hex[:12]}"}
+        self.d_mcp(d, "ask", args)
+
     def _hang(self, d: core.Directive | None) -> None:
         d = d or core.Directive("hang")
         delay = d.get_float("cancel_delay_ms", float(self.scenario.get("cancel_delay_ms", 0)))

@@ -307,6 +307,9 @@ class ClaudeTurn(TurnBase):
     def d_mcp_send(self, d: core.Directive) -> None:
         self.d_mcp(d, "send", self.send_args(d))
 
+    def d_mcp_ask(self, d: core.Directive) -> None:
+        self.d_mcp(d, "ask", self.ask_args(d))
+
     def d_hang(self, d: core.Directive) -> None:
         self.complete_on_interrupt = d.get_bool("complete_on_interrupt", self.complete_on_interrupt)
         self.cancel_during = d.get_str("cancel_during", "stream") or "stream"

@@ -278,6 +278,9 @@ class CodexTurn(TurnBase):
     def d_mcp_send(self, d: core.Directive) -> None:
         self.d_mcp(d, "send", self.send_args(d))
 
+    def d_mcp_ask(self, d: core.Directive) -> None:
+        self.d_mcp(d, "ask", self.ask_args(d))
+
     def d_hang(self, d: core.Directive) -> None:
         if d.get_bool("emit_first", True):
             if d.get_str("cancel_during", "stream") == "tool":

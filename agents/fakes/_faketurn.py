@@ -157,6 +157,11 @@ class TurnBase:
         to = [t for t in (d.get_str("to", "") or "").split(",") if t]
         return {"to": to, "content": d.get_str("text", "hello"), "clientCommandId": f"fake-{uuid.uuid4().hex[:12]}"}
 
+    @staticmethod
+    def ask_args(d: core.Directive) -> dict[str, Any]:
+        """``mcp-ask to=agent:x text=...``: the demo's one-line agent-to-agent question."""
+        return {**TurnBase.send_args(d), "content": d.get_str("text", "what do you think?")}
+
     def mcp_expect(self, d: core.Directive, tool: str, outcome: Any) -> None:
         expect = d.get_str("expect", "any")
         if expect in ("ok", "error"):
