@@ -1,0 +1,219 @@
+// room.js — the room page's entry point: bootstrap, the event stream, and wiring.
+//
+// Order matters (FEATURES §10, §17): GET /api/bootstrap first, render its recentEvents and
+// activeTurns, then open the stream with afterSeq = room.throughSeq. Events committed between
+// the two calls are read by the stream's own tail, so nothing is missed and nothing is doubled.
+
+import { getJson, postJson } from "./api.js";
+import { Composer } from "./composer.js";
+import { newCommandId } from "./dom.js";
+import { Sidebar } from "./sidebar.js";
+import { backoffDelay, RoomStream } from "./stream.js";
+import { isHidden, Timeline } from "./timeline.js";
+import { isTurnLifecycle, TurnStore } from "./turns.js";
+
+const HEALTH_POLL_MS = 60_000;
+const $ = (id) => document.getElementById(id);
+
+const agents = new Map(); // actorId → bootstrap agent card
+
+function agentActor(actorId) {
+  const card = agents.get(actorId);
+  const name = card ? card.displayName : String(actorId || "agent").replace(/^agent:/, "");
+  return { actorId, kind: "agent", displayName: name };
+}
+
+const turns = new TurnStore((turn) => {
+  timeline.turnChanged(turn);
+  scheduleActivity(turn.target);
+});
+
+const timeline = new Timeline(
+  { scroller: $("timeline"), durable: $("durable"), live: $("live"), historyNote: $("history-note"), jump: $("jump") },
+  {
+    turns,
+    agentActor,
+    onReply: (env) => composer.setReference("reply", env),
+    onForward: (env) => composer.setReference("forward", env),
+    onCancel: cancelTurn,
+    onActivity: scheduleActivity,
+  },
+);
+
+const sidebar = new Sidebar({ list: $("agent-list"), count: $("agent-count") });
+
+const composer = new Composer(
+  {
+    form: $("composer"), input: $("message-input"), send: $("send"), chips: $("recipient-chips"),
+    counter: $("char-count"), hint: $("composer-hint"), context: $("context-bar"), error: $("composer-error"),
+  },
+  {
+    onSent(reply) {
+      // Chips appear at once; the stream confirms them (and the message) moments later.
+      for (const turn of reply.turns || []) {
+        turns.hint(turn.turnId, { target: turn.target, sourceEventId: reply.messageEventId, status: turn.status });
+      }
+      timeline.follow();
+    },
+  },
+);
+
+// ---- sidebar activity: recomputed at most once a frame per agent ------------------------------
+
+const activityDirty = new Set();
+function scheduleActivity(actorId) {
+  if (!actorId) return;
+  if (!activityDirty.size) requestAnimationFrame(flushActivity);
+  activityDirty.add(actorId);
+}
+
+function flushActivity() {
+  for (const actorId of activityDirty) {
+    const { current, queued } = turns.activity(actorId);
+    let text = null;
+    if (current && current.status === "dispatching") text = "Starting a Turn";
+    else if (current && current.status === "cancelling") text = "Cancelling";
+    else if (current) text = timeline.activityFor(current.turnId) || "Working";
+    sidebar.setActivity(actorId, { busy: Boolean(current), text, queued });
+  }
+  activityDirty.clear();
+}
+
+// ---- cancel -------------------------------------------------------------------------------------
+
+async function cancelTurn(turnId) {
+  const turn = turns.get(turnId);
+  const before = turn && turn.status;
+  if (turn) {
+    turn.cancelError = null;
+    turns.hint(turnId, { status: "cancelling" });
+  }
+  const reply = await postJson(`/api/turns/${encodeURIComponent(turnId)}/cancel`, { clientCommandId: newCommandId() });
+  if (reply.ok) {
+    turns.hint(turnId, { status: reply.data.status });
+  } else if (turn) {
+    // Show why on the chip; the stream still brings the real status.
+    turn.cancelError = `${reply.error.code}: ${reply.error.message}`;
+    if (turn.status === "cancelling" && before !== "cancelling") turn.status = before;
+    timeline.turnChanged(turn);
+  }
+}
+
+// ---- events ---------------------------------------------------------------------------------------
+
+function onDurable(env) {
+  if (isHidden(env.type)) return;
+  if (isTurnLifecycle(env.type)) turns.apply(env); // statuses first, so chips render correctly
+  if (env.type.startsWith("session.")) sidebar.session(env);
+  timeline.applyDurable(env);
+}
+
+function onTransient(env) {
+  if (isHidden(env.type)) return;
+  if (env.type === "session.retrying") sidebar.session(env);
+  else timeline.applyTransient(env);
+}
+
+// ---- connection state ---------------------------------------------------------------------------
+
+const CONNECTION_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…", offline: "Offline" };
+function setConnection(state) {
+  const pill = $("connection");
+  pill.dataset.state = state;
+  pill.querySelector(".connection-text").textContent = CONNECTION_TEXT[state] || state;
+  if (state === "live") pollHealth(); // statuses may have changed while we were away
+}
+
+const stream = new RoomStream({ onDurable, onTransient, onReset: () => boot(), onState: setConnection });
+
+// ---- bootstrap ------------------------------------------------------------------------------------
+
+let booting = null;
+function boot() {
+  booting = booting || bootOnce().finally(() => { booting = null; });
+  return booting;
+}
+
+async function bootOnce() {
+  stream.stop();
+  let snapshot;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      snapshot = await getJson("/api/bootstrap");
+      break;
+    } catch {
+      setConnection("offline");
+      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
+    }
+  }
+  agents.clear();
+  for (const card of snapshot.agents || []) agents.set(card.actorId, card);
+  sidebar.setAgents(snapshot.agents || []);
+  composer.setAgents(snapshot.agents || []);
+  turns.reset();
+  timeline.reset({ hasOlder: Boolean(snapshot.previousPage) });
+  for (const env of snapshot.recentEvents || []) onDurable(env);
+  turns.applySnapshot(snapshot.activeTurns);
+  timeline.restoreActive(turns.active());
+  for (const actorId of agents.keys()) scheduleActivity(actorId);
+  timeline.follow();
+  document.body.dataset.ready = "true";
+  stream.start(snapshot.room.throughSeq);
+}
+
+// ---- health: every 60 s, and whenever the stream comes back --------------------------------------
+
+let healthInFlight = false;
+async function pollHealth() {
+  if (healthInFlight) return;
+  healthInFlight = true;
+  try {
+    const health = await getJson("/api/health");
+    const ids = (health.agents || []).map((a) => a.actorId).sort().join();
+    if (ids !== sidebar.ids().sort().join() && !booting) {
+      boot(); // the roster changed (a restart with a new config): take a fresh snapshot
+    } else {
+      sidebar.health(health.agents || []);
+    }
+  } catch {
+    /* the stream's own reconnect reports the outage */
+  } finally {
+    healthInFlight = false;
+  }
+}
+setInterval(pollHealth, HEALTH_POLL_MS);
+
+// ---- theme and the narrow-screen agent panel -------------------------------------------------------
+
+function currentTheme() {
+  return document.documentElement.dataset.theme
+    || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+}
+
+function paintThemeButton() {
+  const next = currentTheme() === "dark" ? "light" : "dark";
+  const button = $("theme-toggle");
+  button.setAttribute("aria-label", `Switch to the ${next} theme`);
+  button.title = `Switch to the ${next} theme`;
+  button.querySelector(".theme-icon").textContent = next === "dark" ? "☾" : "☀";
+}
+
+$("theme-toggle").addEventListener("click", () => {
+  const next = currentTheme() === "dark" ? "light" : "dark";
+  document.documentElement.dataset.theme = next;
+  try {
+    localStorage.setItem("groupx.theme", next);
+  } catch {
+    /* the choice lasts for this page only */
+  }
+  paintThemeButton();
+});
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", paintThemeButton);
+paintThemeButton();
+
+$("agents-toggle").addEventListener("click", () => {
+  const open = document.body.classList.toggle("agents-open");
+  $("agents-toggle").setAttribute("aria-expanded", String(open));
+});
+
+boot();

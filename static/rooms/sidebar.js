@@ -1,0 +1,142 @@
+// sidebar.js — the agent cards: who is here, whether their CLI is up, and what each is doing.
+//
+// Status comes from bootstrap, then from durable session.* events as they happen, the transient
+// session.retrying, and a /api/health poll every 60 s (the only source of lastError updates
+// between restarts). "Busy" and the activity line come from the Turn store and the live bubbles.
+
+import { h, initials, tintFor } from "./dom.js";
+
+const STATUS_LABEL = {
+  ready: "ready",
+  starting: "starting",
+  retrying: "retrying",
+  degraded: "degraded",
+  failed: "failed",
+  native_policy_blocked: "blocked by policy",
+  stopped: "stopped",
+  pending_restart: "restart pending",
+};
+const SESSION_STATUS = {
+  "session.starting": "starting",
+  "session.ready": "ready",
+  "session.resumed": "ready",
+  "session.failed": "failed",
+  "session.stopped": "stopped",
+};
+
+/** The end of a working folder is what tells agents apart; the full path is in the tooltip. */
+function shortPath(path) {
+  if (!path || path.length <= 30) return path || "";
+  const parts = String(path).split("/").filter(Boolean);
+  const tail = parts.slice(-2).join("/");
+  return tail.length <= 28 ? `…/${tail}` : `…/${parts[parts.length - 1]}`;
+}
+
+export class Sidebar {
+  constructor({ list, count }) {
+    this.list = list;
+    this.count = count;
+    this.agents = new Map(); // actorId → {card, el, parts}
+  }
+
+  setAgents(cards) {
+    this.agents.clear();
+    this.list.replaceChildren();
+    for (const card of cards) {
+      const parts = {
+        status: h("span", { class: "agent-status" }),
+        activity: h("span", { class: "agent-activity" }),
+        queued: h("span", { class: "agent-queued", hidden: true }),
+        error: h("p", { class: "agent-error", role: "status", hidden: true }),
+      };
+      const mcp = card.capabilities && card.capabilities.currentTurnMcp ? "MCP on" : "MCP off";
+      const el = tintFor(h("li", { class: "agent-card", dataset: { actorId: card.actorId } },
+        h("div", { class: "agent-row" },
+          h("span", { class: "avatar", "aria-hidden": "true", text: initials(card.displayName) }),
+          h("span", { class: "agent-name", text: card.displayName }),
+          parts.status),
+        h("p", { class: "agent-now" }, parts.activity, parts.queued),
+        h("p", { class: "agent-meta" },
+          h("span", { class: "agent-cwd", title: card.cwd || "", text: shortPath(card.cwd) }),
+          h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` })),
+        parts.error), card.actorId);
+      this.agents.set(card.actorId, { card: { ...card }, el, parts, activity: null, queued: 0 });
+      this.list.append(el);
+      this.render(card.actorId);
+    }
+    this.renderCount();
+  }
+
+  has(actorId) {
+    return this.agents.has(actorId);
+  }
+
+  ids() {
+    return [...this.agents.keys()];
+  }
+
+  update(actorId, fields) {
+    const agent = this.agents.get(actorId);
+    if (!agent) return;
+    Object.assign(agent.card, fields);
+    this.render(actorId);
+    this.renderCount();
+  }
+
+  /** A durable session.* event or the transient session.retrying. */
+  session(env) {
+    const actorId = env.actor.actorId;
+    const body = env.body || {};
+    if (env.type === "session.retrying") {
+      this.update(actorId, { status: "retrying", retry: `attempt ${body.attempt} of ${body.maxAttempts}` });
+    } else if (env.type === "session.failed") {
+      this.update(actorId, { status: "failed", lastError: { code: body.errorCode, message: body.message } });
+    } else if (env.type in SESSION_STATUS) {
+      const fields = { status: SESSION_STATUS[env.type], retry: null };
+      if (env.type === "session.ready" || env.type === "session.resumed") fields.lastError = null;
+      this.update(actorId, fields);
+    }
+  }
+
+  /** /api/health agents: {actorId, status, lastError?}. */
+  health(entries) {
+    for (const entry of entries) {
+      this.update(entry.actorId, { status: entry.status, lastError: entry.lastError || null });
+    }
+  }
+
+  /** {busy: bool, text: "Running shell…" | null, queued: n} from the Turn store and bubbles. */
+  setActivity(actorId, activity) {
+    const agent = this.agents.get(actorId);
+    if (!agent) return;
+    agent.activity = activity;
+    this.render(actorId);
+    this.renderCount();
+  }
+
+  render(actorId) {
+    const { card, el, parts, activity } = this.agents.get(actorId);
+    const status = card.status || "stopped";
+    el.dataset.status = status;
+    el.dataset.busy = activity && activity.busy ? "true" : "false";
+    parts.status.replaceChildren(h("span", { class: "dot", "aria-hidden": "true" }),
+      STATUS_LABEL[status] || status, card.retry ? ` (${card.retry})` : "");
+    const down = ["failed", "native_policy_blocked", "stopped"].includes(status);
+    parts.activity.textContent = activity && activity.busy ? activity.text || "Working" : down ? "Not running" : "Idle";
+    parts.activity.title = parts.activity.textContent;
+    parts.queued.hidden = !(activity && activity.queued);
+    parts.queued.textContent = activity && activity.queued ? `${activity.queued} queued` : "";
+    parts.activity.classList.toggle("is-busy", Boolean(activity && activity.busy));
+    const error = card.lastError;
+    parts.error.hidden = !error;
+    if (error) parts.error.replaceChildren(h("code", { text: error.code || "ERROR" }), " ", error.message || "");
+  }
+
+  renderCount() {
+    const all = [...this.agents.values()];
+    const ready = all.filter((a) => a.card.status === "ready").length;
+    const busy = all.filter((a) => a.activity && a.activity.busy).length;
+    this.count.textContent = `${ready}/${all.length} ready`;
+    this.count.title = busy ? `${busy} working now` : "nobody is working now";
+  }
+}

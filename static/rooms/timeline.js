@@ -1,0 +1,387 @@
+// timeline.js — the centre column: durable history in seq order, live Turns below it.
+//
+// Two zones: #durable holds items in the order their durable events arrived (which is seq order,
+// because bootstrap and the stream both deliver in seq order); #live holds the bubbles of Turns
+// that are still working. A live bubble moves to the end of #durable when its first durable
+// record arrives (reasoning, tool records, reply or terminal event all commit together), so the
+// page after a refresh shows exactly what it showed live, minus the transient deltas.
+
+import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
+import { messageElement, TurnBubble } from "./bubble.js";
+import { CANCELLABLE, TERMINAL } from "./turns.js";
+
+const MAX_ITEMS = 500; // FEATURES §17: at most 500 items, trimmed 100 at a time
+const TRIM_BATCH = 100;
+const DELTA_BATCH_MS = 32;
+const FOLLOW_PAUSE_MS = 15_000;
+const MAX_REFERENCES = 2_000; // envelopes kept for reply/forward quotes after their items are trimmed
+const HIDDEN_PREFIXES = ["approval.", "permission.", "user_input."]; // reserved: never rendered
+
+const SESSION_TEXT = {
+  "session.starting": "starting",
+  "session.ready": "ready",
+  "session.resumed": "resumed its session",
+  "session.failed": "failed to start",
+  "session.stopped": "session stopped",
+};
+const TERMINAL_TEXT = { failed: "Turn failed", cancelled: "Turn cancelled", interrupted: "Turn interrupted" };
+
+export function isHidden(type) {
+  return HIDDEN_PREFIXES.some((prefix) => type.startsWith(prefix));
+}
+
+export class Timeline {
+  /**
+   * @param elements {scroller, durable, live, historyNote, jump}
+   * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId)}
+   */
+  constructor(elements, ctx) {
+    Object.assign(this, elements);
+    this.ctx = ctx;
+    this.bubbleCtx = {
+      refFor: (eventId) => this.refs.get(eventId) || null,
+      onReply: ctx.onReply,
+      onForward: ctx.onForward,
+      onCancel: ctx.onCancel,
+    };
+    this.pausedAt = 0;
+    this.renderQueued = false;
+    for (const type of ["wheel", "touchstart", "pointerdown", "keydown"]) {
+      // Any hand in the list means the user is reading: stop following for 15 s.
+      this.scroller.addEventListener(type, () => { this.pausedAt = Date.now(); }, { passive: true });
+    }
+    this.scroller.addEventListener("scroll", () => { if (this.atBottom()) this.jump.hidden = true; }, { passive: true });
+    this.jump.addEventListener("click", () => this.follow());
+    this.reset();
+  }
+
+  reset({ hasOlder = false } = {}) {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.pending = new Map(); // turnId → {text, reasoning, firstChunk}
+    this.lastChunk = new Map(); // turnId → highest content chunkIndex applied
+    this.seen = new Set(); // durable eventIds rendered (never render one twice)
+    this.refs = new Map(); // eventId → message envelope, for quotes
+    this.chipRows = new Map(); // source eventId → chips container
+    this.chips = new Map(); // turnId → chip element
+    this.bubbles = new Map(); // turnId → TurnBubble
+    this.durable.replaceChildren();
+    this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
+      "aria-label": "Turns of earlier messages" });
+    this.live.replaceChildren(this.orphans);
+    this.historyNote.hidden = !hasOlder;
+    this.jump.hidden = true;
+  }
+
+  // ---- durable events -----------------------------------------------------------------------
+
+  /** One durable envelope, in seq order. Turn statuses are already applied to ctx.turns. */
+  applyDurable(env) {
+    if (isHidden(env.type) || this.seen.has(env.eventId)) return;
+    this.seen.add(env.eventId);
+    this.flush(); // streamed text first, so a terminal event never lands before its last words
+    const body = env.body || {};
+    const type = env.type;
+    if (type === "message.created") this.message(env);
+    else if (type === "turn.started") this.liveBubble(body.turnId, env.actor);
+    else if (type === "turn.reasoning.recorded") this.settledBubble(body.turnId, env).setReasoning(body.content);
+    else if (type === "tool.progress.recorded") this.settledBubble(body.turnId, env).tool(body);
+    else if (TERMINAL.has(type.slice(5)) && type.startsWith("turn.")) this.terminal(env);
+    else if (type === "turn.queued" || type === "turn.dispatched") return; // shown by the chips
+    else if (type.startsWith("session.")) this.session(env);
+    else this.generic(env);
+    this.changed();
+  }
+
+  message(env) {
+    this.remember(env);
+    // A Turn's reply is written by the adapter (lifecycle.finish); anything else an agent posts
+    // during its Turn (a future MCP publish, say) is a message of its own, never the reply.
+    const turnId = env.body && env.body.turnId;
+    const source = env.provenance && env.provenance.sourceKind;
+    const done = turnId && this.bubbles.has(turnId) && this.bubbles.get(turnId).state === "final";
+    if (turnId && env.actor.kind === "agent" && (!source || source === "adapter") && !done) {
+      const bubble = this.settledBubble(turnId, env);
+      bubble.finalize(env);
+      this.ctx.onActivity(env.actor.actorId);
+      return;
+    }
+    const { el, chips } = messageElement(env, this.bubbleCtx);
+    this.chipRows.set(env.eventId, chips);
+    this.add(el);
+    for (const turn of this.ctx.turns.forSource(env.eventId)) this.chip(turn);
+  }
+
+  terminal(env) {
+    const body = env.body || {};
+    const turn = this.ctx.turns.get(body.turnId);
+    const status = env.type.slice(5);
+    const bubble = this.bubbles.get(body.turnId);
+    if (bubble && status !== "completed") {
+      bubble.end(status, body.errorCode);
+      if (bubble.hasContent()) this.settle(bubble);
+      else {
+        bubble.el.remove();
+        this.bubbles.delete(body.turnId);
+      }
+    }
+    if (turn) this.refreshChips(turn.target);
+    const target = (turn && turn.target) || (env.to && env.to[0]);
+    if (target) this.ctx.onActivity(target);
+    if (status === "completed" || (bubble && bubble.hasContent())) return;
+    // Its chip already says so when the request is one of the last few lines on screen.
+    const source = turn && this.chipRows.get(turn.sourceEventId);
+    const recent = [...this.durable.children].slice(-3);
+    if (source && recent.some((el) => el.contains(source))) return;
+    const agent = this.ctx.agentActor(target);
+    const code = body.errorCode ? ` · ${body.errorCode}` : "";
+    this.add(this.line(env, agent, `${TERMINAL_TEXT[status]}${code}`, status === "cancelled" ? "muted" : "err"));
+  }
+
+  /** Session events of neighbouring lines share one calm row: "Kimi ready · Grok starting". */
+  session(env) {
+    const last = this.durable.lastElementChild;
+    let group = last && last.classList.contains("sys--session") ? last : null;
+    if (!group) {
+      group = h("div", { class: "sys sys--session", role: "note" }, h("span", { class: "sys-items" }),
+        h("time", { class: "sys-time" }));
+      this.add(group);
+    }
+    const who = env.actor.actorId;
+    let entry = group.querySelector(`[data-actor-id="${CSS.escape(who)}"]`);
+    if (!entry) {
+      entry = tintFor(h("span", { class: "sys-item", dataset: { actorId: who } }), who);
+      group.firstChild.append(entry);
+    }
+    const body = env.body || {};
+    const failed = env.type === "session.failed";
+    entry.dataset.type = env.type;
+    entry.dataset.eventId = env.eventId;
+    replaceChildren(entry, h("span", { class: "sys-dot", "aria-hidden": "true" }),
+      h("strong", { text: env.actor.displayName }), ` ${SESSION_TEXT[env.type] || env.type.slice(8)}`,
+      failed && body.errorCode ? h("code", { class: "sys-code", text: body.errorCode }) : null,
+      body.reason ? ` (${body.reason})` : null);
+    if (failed && body.message) entry.title = body.message;
+    const time = group.querySelector(".sys-time");
+    time.dateTime = env.occurredAt;
+    time.textContent = clockTime(env.occurredAt);
+  }
+
+  /** Event types this page does not know: one small, muted line (FEATURES §8). */
+  generic(env) {
+    const body = env.body || {};
+    const detail = typeof body.content === "string" ? body.content : typeof body.message === "string" ? body.message : "";
+    const text = `${env.type}${detail ? ` — ${excerpt(detail, 200)}` : ""}`;
+    const el = this.line(env, env.actor, text, "muted");
+    el.classList.add("sys--generic");
+    this.add(el);
+  }
+
+  line(env, actor, text, tone) {
+    const el = h("div", { class: "sys", role: "note", dataset: { eventId: env.eventId, type: env.type, tone } },
+      h("span", { class: "sys-dot", "aria-hidden": "true" }),
+      actor ? h("strong", { text: actor.displayName || actor.actorId }) : null,
+      h("span", { class: "sys-text", text: ` ${text}` }),
+      h("time", { class: "sys-time", datetime: env.occurredAt, text: clockTime(env.occurredAt) }));
+    if (actor) tintFor(el, actor.actorId);
+    return el;
+  }
+
+  // ---- transient events ---------------------------------------------------------------------
+
+  applyTransient(env) {
+    const body = env.body || {};
+    if (!body.turnId || isHidden(env.type)) return;
+    const turn = this.ctx.turns.get(body.turnId);
+    if (turn && TERMINAL.has(turn.status)) return; // a late delta after the reply: already final
+    if (env.type === "turn.content.delta" || env.type === "turn.reasoning.delta") {
+      const content = env.type === "turn.content.delta";
+      if (content) {
+        const index = Number.isInteger(body.chunkIndex) ? body.chunkIndex : null;
+        if (index !== null && index <= (this.lastChunk.get(body.turnId) ?? -1)) return; // a duplicate
+        if (index !== null) this.lastChunk.set(body.turnId, index);
+      }
+      this.liveBubble(body.turnId, env.actor);
+      let entry = this.pending.get(body.turnId);
+      if (!entry) {
+        entry = { text: "", reasoning: "", firstChunk: null };
+        this.pending.set(body.turnId, entry);
+      }
+      if (content && entry.firstChunk === null) entry.firstChunk = body.chunkIndex ?? 0;
+      if (content) entry.text += String(body.text ?? "");
+      else entry.reasoning += String(body.text ?? "");
+      if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), DELTA_BATCH_MS);
+    } else if (env.type === "tool.progress") {
+      this.liveBubble(body.turnId, env.actor).tool(body);
+      this.ctx.onActivity(env.actor.actorId);
+      this.changed();
+    }
+  }
+
+  /** Apply batched deltas: at most one DOM write per Turn every 32 ms. */
+  flush() {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (!this.pending.size) return;
+    for (const [turnId, entry] of this.pending) {
+      const bubble = this.bubbles.get(turnId);
+      if (!bubble || bubble.state !== "live") continue;
+      const before = bubble.activity();
+      if (entry.reasoning) bubble.appendReasoning(entry.reasoning);
+      if (entry.text) bubble.appendText(entry.text, entry.firstChunk ?? 0);
+      if (bubble.activity() !== before) this.ctx.onActivity(bubble.actor.actorId);
+    }
+    this.pending.clear();
+    this.changed();
+  }
+
+  // ---- Turn bubbles and chips -----------------------------------------------------------------
+
+  /** The bubble of a Turn that is working now (created in the live zone if needed). */
+  liveBubble(turnId, actorHint) {
+    let bubble = this.bubbles.get(turnId);
+    if (bubble) return bubble;
+    const turn = this.ctx.turns.get(turnId);
+    const actorId = (turn && turn.target) || (actorHint && actorHint.actorId);
+    const actor = actorHint && actorHint.kind === "agent" ? actorHint : this.ctx.agentActor(actorId);
+    bubble = new TurnBubble({ turnId, actor, sourceEventId: turn && turn.sourceEventId, occurredAt: null },
+      this.bubbleCtx);
+    if (turn) bubble.setStatus(turn.status);
+    this.bubbles.set(turnId, bubble);
+    this.live.append(bubble.el);
+    this.ctx.onActivity(actor.actorId);
+    this.changed();
+    return bubble;
+  }
+
+  /** The bubble of a Turn whose durable records are arriving: it now has a place in the log. */
+  settledBubble(turnId, env) {
+    const bubble = this.liveBubble(turnId, env.actor);
+    this.settle(bubble);
+    return bubble;
+  }
+
+  settle(bubble) {
+    if (bubble.el.parentElement !== this.durable) this.add(bubble.el);
+  }
+
+  /** After bootstrap: live bubbles for Turns that are running now. */
+  restoreActive(turns) {
+    for (const turn of turns) {
+      if (turn.status === "running" || turn.status === "cancelling") this.liveBubble(turn.turnId).setStatus(turn.status);
+      this.chip(turn);
+    }
+  }
+
+  /** A Turn's status changed: its chip, and every queued chip of that agent (positions moved). */
+  turnChanged(turn) {
+    const bubble = this.bubbles.get(turn.turnId);
+    if (bubble && !TERMINAL.has(turn.status)) bubble.setStatus(turn.status);
+    this.refreshChips(turn.target);
+    this.chip(turn);
+  }
+
+  refreshChips(actorId) {
+    for (const turn of this.ctx.turns.forAgent(actorId)) if (this.chips.has(turn.turnId)) this.chip(turn);
+  }
+
+  chip(turn) {
+    let row = this.chipRows.get(turn.sourceEventId);
+    if (!row) {
+      if (TERMINAL.has(turn.status) || turn.fromReply) {
+        // A finished Turn whose message is not on the page needs no chip; a Turn we just sent
+        // gets its chip when its message arrives (moments later, from the stream).
+        const stale = this.chips.get(turn.turnId);
+        if (stale && stale.parentElement === this.orphans) stale.remove();
+        this.orphans.hidden = !this.orphans.childElementCount;
+        return;
+      }
+      row = this.orphans;
+    }
+    let chip = this.chips.get(turn.turnId);
+    if (!chip) {
+      const agent = this.ctx.agentActor(turn.target);
+      chip = tintFor(h("span", { class: "turn-chip", role: "listitem", dataset: { turnId: turn.turnId, agent: turn.target } },
+        h("span", { class: "chip-dot", "aria-hidden": "true" }),
+        h("span", { class: "chip-name", text: agent.displayName }),
+        h("span", { class: "chip-status" }),
+        h("button", { type: "button", class: "chip-cancel", "aria-label": `Cancel ${agent.displayName}'s Turn`,
+          title: "Cancel this Turn", text: "Cancel", onclick: () => this.ctx.onCancel(turn.turnId) })), turn.target);
+      this.chips.set(turn.turnId, chip);
+    }
+    if (chip.parentElement !== row) row.append(chip);
+    this.orphans.hidden = !this.orphans.childElementCount;
+    chip.dataset.status = turn.status;
+    chip.querySelector(".chip-status").textContent = this.chipLabel(turn);
+    chip.querySelector(".chip-cancel").hidden = !CANCELLABLE.has(turn.status);
+    if (turn.cancelError) chip.title = `Cancel failed: ${turn.cancelError}`;
+  }
+
+  chipLabel(turn) {
+    switch (turn.status) {
+      case "queued": return `queued · #${this.ctx.turns.queuePosition(turn)}`;
+      case "dispatching": return "starting";
+      case "running": return "working";
+      case "cancelling": return "cancelling…";
+      case "completed": return "replied";
+      case "failed": return turn.errorCode ? `failed · ${turn.errorCode}` : "failed";
+      default: return turn.status;
+    }
+  }
+
+  activityFor(turnId) {
+    const bubble = this.bubbles.get(turnId);
+    return bubble ? bubble.activity() : null;
+  }
+
+  // ---- bookkeeping, trimming and following ------------------------------------------------------
+
+  remember(env) {
+    this.refs.set(env.eventId, env);
+    if (this.refs.size > MAX_REFERENCES) this.refs.delete(this.refs.keys().next().value);
+  }
+
+  add(el) {
+    this.durable.append(el);
+    if (this.durable.childElementCount <= MAX_ITEMS) return;
+    for (let i = 0; i < TRIM_BATCH && this.durable.firstElementChild; i += 1) {
+      const old = this.durable.firstElementChild;
+      if (old.dataset.eventId) this.chipRows.delete(old.dataset.eventId);
+      if (old.dataset.turnId) this.bubbles.delete(old.dataset.turnId);
+      old.remove();
+    }
+    for (const [turnId, chip] of this.chips) if (!chip.isConnected) this.chips.delete(turnId);
+    this.historyNote.hidden = false;
+  }
+
+  atBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 48;
+  }
+
+  following() {
+    return Date.now() - this.pausedAt > FOLLOW_PAUSE_MS;
+  }
+
+  /** Sending (or the "new messages" button) resumes following at once. */
+  follow() {
+    this.pausedAt = 0;
+    this.jump.hidden = true;
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** Something was added: follow the newest item unless the user is reading (one frame later). */
+  changed() {
+    if (this.renderQueued) return;
+    this.renderQueued = true;
+    requestAnimationFrame(() => {
+      this.renderQueued = false;
+      if (this.following()) {
+        this.scroller.scrollTop = this.scroller.scrollHeight;
+        this.jump.hidden = true;
+      } else if (!this.atBottom()) {
+        this.jump.hidden = false;
+      }
+    });
+  }
+}
