@@ -29,7 +29,8 @@ from agents.drivers.base import (
     TurnStarted,
 )
 from agents.sessions import AgentSessions
-from memory.context import ContextBudgetExceeded, build_context_packet
+from memory.context import ContextBudgetExceeded
+from memory.engine import prepare_packet
 from rooms import events
 from turns import lifecycle
 from turns.lifecycle import Claim, TurnOutcome
@@ -102,7 +103,8 @@ class Lane:
             await _db(lifecycle.fail_queued_head)(turn_id, error.code)
             return
         try:
-            packet = await _db(build_context_packet)(self.agent, source_event_id)
+            # May compact older room history first (FEATURES §14); a failed compaction raises.
+            packet = await prepare_packet(self.agent, source_event_id)
         except ContextBudgetExceeded:
             await _db(lifecycle.fail_queued_head)(turn_id, "CONTEXT_BUDGET_EXCEEDED")
             return
@@ -250,6 +252,12 @@ class Lane:
             logger.info("%s: native cancel failed: %s", self.agent.actor_id, error)
 
     async def stop(self) -> None:
+        """GroupX is stopping: keep what the running Turn said so far (restart recovery will mark it
+        interrupted with this partial text; a shutdown writes no event)."""
+        active = self.active
+        if active is not None and active.content:
+            with contextlib.suppress(Exception):
+                await _db(lifecycle.checkpoint_partial_text)(active.turn_id, "".join(active.content))
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 from agents import health, instances, roster
 from agents.lanes import Lane
 from agents.sessions import AgentSessions
+from memory import scheduler as memory_scheduler
 from turns import lifecycle, wakeups
 
 logger = logging.getLogger("groupx.runtime")
@@ -61,10 +62,12 @@ async def start() -> None:
         lane = Lane(AgentSessions(agent))
         _lanes[agent.actor_id] = lane
         lane.start()
+    memory_scheduler.start()  # dated-memory rollups for due batches (issue 7)
 
 
 async def stop() -> None:
     """Close lanes and sessions; write no event (a Turn cut off here is interrupted on restart)."""
+    await memory_scheduler.stop()  # before the sessions: a rollup in flight closes its own CLI
     lanes = list(_lanes.values())
     _lanes.clear()
     for lane in lanes:

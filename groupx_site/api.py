@@ -11,7 +11,10 @@ from ninja.errors import HttpError, ValidationError
 from groupx_site.errors import GroupXError
 from groupx_site.health import health_report
 from groupx_site.middleware import error_response
+from groupx_site.shutdown import router as shutdown_router
+from memory.api import router as memory_router
 from rooms.api import router as rooms_router
+from setup_wizard.api import router as setup_router
 from turns.api import router as turns_router
 
 logger = logging.getLogger("groupx.api")
@@ -19,6 +22,9 @@ logger = logging.getLogger("groupx.api")
 api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
 api.add_router("/", rooms_router)
 api.add_router("/", turns_router)
+api.add_router("/", setup_router)  # /api/setup (issue 8)
+api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)
+api.add_router("/", memory_router)  # /api/memory, /api/identity, /api/context (issue 7)
 
 
 @api.exception_handler(GroupXError)
@@ -46,4 +52,7 @@ def on_unexpected(request: HttpRequest, error: Exception):
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
 def get_health(request: HttpRequest):
     status, body = health_report()
-    return JsonResponse(body, status=status)
+    response = JsonResponse(body, status=status)
+    if status == 503:  # "closing" is the protocol's answer while a stop drains, not a server error
+        response._has_been_logged = True  # Django's marker: skip the django.request error log
+    return response

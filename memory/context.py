@@ -1,12 +1,20 @@
-"""The Context Packet (FEATURES §14, first version): what an agent is told when it is woken.
+"""The Context Packet (FEATURES §14): what an agent is told when it is woken.
 
-Sections, in order: ``[groupx_protocol]`` (ids, cursors and the fixed routing note), the agent's
-configured identity, the unread public messages since the agent's delivery cursor (newest first
-within the budget, then printed in seq order), the reply chain, and ``[current_message]`` last,
-followed by nothing but the message text (the CLIs' fakes and humans read what follows the marker).
+Sections, always in this order (ARCHITECTURE "Decisions" 13): ``[groupx_protocol]``,
+``[configured_agent_identity]``, ``[self_identity]``, ``[user_authored_identity]``,
+``[observed_identity]``, ``[agent_core_memory]``, ``[agent_dated_memory]``, ``[public_memory]``,
+``[room_checkpoint_summary]``, ``[room_delta_since_cursor]``, ``[reply_chain]`` and
+``[current_message]`` last, followed by nothing but the message text (the CLIs' fakes and humans
+read what follows that marker).
 
-Only ``message.created`` bodies ever enter a packet: reasoning records, tool records and Turn
-bookkeeping never do.
+Mandatory: the protocol header, the configured identity, the active summary when it covers past
+the agent's cursor, the reply chain and the current message; if they alone exceed the hard
+ceiling the Turn fails with CONTEXT_BUDGET_EXCEEDED. Optional parts fill the given budget
+greedily in priority order: core memory, unread messages (newest first, without gaps, then shown
+in seq order), dated memory, public memory, self, user-authored and observed identity. What does
+not fit is counted as omitted; ``memory.engine`` decides whether omitted unread messages call for
+a compaction. Only room context messages and memory data enter a packet, never reasoning or tool
+records.
 """
 
 from __future__ import annotations
@@ -14,14 +22,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Q
 
-from rooms.models import Event
+from agents.models import Actor
+from memory.models import IdentityRecord, MemoryRecord
+from memory.transcript import (
+    CONTEXT_TYPES,
+    ENTRY_FIELDS,
+    context_events,
+    entry,
+    reset_floor,
+    summary_block,
+)
+from memory.transcript import active_summary as current_summary
+from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
 from turns.lifecycle import delivery_cursor
 
 SCHEMA = "groupx.context/0.4"
-CONTEXT_TYPES = ("message.created", "operator.dispatch")
 REPLY_CHAIN_DEPTH = 64
+GROUP_FETCH_CAP = 500  # records per optional group looked at; the rest cannot fit anyway
 ROUTING_NOTE = (
     "Every message in this room is visible to everyone in it. Only the agents a message names in its "
     "`to` list are woken; writing @name in text does not wake anyone. Your final answer to this turn is "
@@ -29,6 +49,9 @@ ROUTING_NOTE = (
     "answer, publish progress without waking anyone, or read what happened since this packet was "
     "built, use the GroupX MCP tools (send, ask, collect, publish, read) when they are available."
 )
+ORDER = ("groupx_protocol", "configured_agent_identity", "self_identity", "user_authored_identity",
+         "observed_identity", "agent_core_memory", "agent_dated_memory", "public_memory",
+         "room_checkpoint_summary", "room_delta_since_cursor", "reply_chain", "current_message")
 
 
 class ContextBudgetExceeded(Exception):
@@ -38,30 +61,42 @@ class ContextBudgetExceeded(Exception):
 @dataclass(frozen=True)
 class ContextPacket:
     text: str
-    through_seq: int
-    after_seq: int
-    omitted: int
+    through_seq: int  # the current message's seq: what a delivered attempt moves the cursor to
+    after_seq: int  # the lower bound of the unread transcript
+    omitted: int  # optional items left out, all groups
+    omitted_unread: int = 0
+    newest_omitted_seq: int | None = None  # the newest unread message left out: compaction goes this far
+    summary_through_seq: int | None = None  # the checkpoint embedded in this packet, if any
 
 
-def _entry(event: dict) -> str:
-    header = f"- id={event['event_id']} seq={event['seq']} author={event['actor_id']} name={event['actor_display_name']!r}"
-    if event["reply_to_event_id"]:
-        header += f" reply_to={event['reply_to_event_id']}"
-    if event["forwarded_event_id"]:
-        header += f" forwarded={event['forwarded_event_id']}"
-    content = str((event["body"] or {}).get("content", ""))
-    return f"{header}\n{content}"
+def soft_target(max_characters: int) -> int:
+    """FEATURES §14: min(max, max(1,024, floor(0.75 × max)))."""
+    return min(max_characters, max(1_024, (max_characters * 3) // 4))
 
 
-FIELDS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
-          "forwarded_event_id", "body")
+class _Sections:
+    """Section texts in the fixed order, with the exact cost of adding one more entry."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[str]] = {name: [] for name in ORDER}
+
+    def render(self) -> str:
+        return "\n\n".join(f"[{name}]\n" + "\n".join(items) for name, items in self.parts.items() if items)
+
+    def cost(self, name: str, item: str) -> int:
+        # A new section adds "\n\n[name]\n"; another item in a section adds "\n".
+        return len(item) + (1 if self.parts[name] else len(name) + 5)
+
+    def add(self, name: str, item: str) -> None:
+        self.parts[name].append(item)
 
 
-def _reply_chain(source: dict) -> list[dict]:
+def _reply_chain(source: dict, floor: int) -> list[dict]:
     chain, seen, parent = [], {source["event_id"]}, source["reply_to_event_id"]
     while parent and parent not in seen and len(chain) < REPLY_CHAIN_DEPTH:
         seen.add(parent)
-        event = Event.objects.filter(event_id=parent, event_type__in=CONTEXT_TYPES).values(*FIELDS).first()
+        event = (Event.objects.filter(event_id=parent, event_type__in=CONTEXT_TYPES, seq__gt=floor)
+                 .values(*ENTRY_FIELDS).first())
         if event is None:
             break
         chain.append(event)
@@ -70,51 +105,118 @@ def _reply_chain(source: dict) -> list[dict]:
     return chain
 
 
-def build_context_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:
-    budget = settings.GROUPX_CONFIG.limits.contextCharacters
-    source = Event.objects.filter(event_id=source_event_id).values(*FIELDS).get()
-    after_seq = delivery_cursor(agent.actor_id)
-    chain = _reply_chain(source)
-    excluded = {e["event_id"] for e in chain} | {source["event_id"]}
+def _names() -> dict[str, str]:
+    return dict(Actor.objects.values_list("actor_id", "display_name"))
 
-    def render(unread: list[dict]) -> str:
-        protocol = "\n".join([
-            "[groupx_protocol]",
-            f"schema: {SCHEMA}",
-            "room: room:main",
-            f"target: {agent.actor_id}",
-            f"after_seq: {after_seq}",
-            f"through_seq: {source['seq']}",
-            f"current_event_id: {source['event_id']}",
-            f"current_author: {source['actor_id']} ({source['actor_display_name']})",
-            f"routing: {ROUTING_NOTE}",
-        ])
-        parts = [protocol]
-        if agent.identity:
-            parts.append(f"[configured_agent_identity]\n{agent.identity}")
-        if unread:
-            parts.append("[room_delta_since_cursor]\n" + "\n".join(_entry(e) for e in unread))
-        if chain:
-            parts.append("[reply_chain]\n" + "\n".join(_entry(e) for e in chain))
-        parts.append(f"[current_message]\n{source['body'].get('content', '')}")
-        return "\n\n".join(parts)
 
-    mandatory = render([])
-    if len(mandatory) > budget:
-        raise ContextBudgetExceeded(f"the mandatory context is {len(mandatory)} characters; the budget is {budget}")
-    candidates = list(
-        Event.objects.filter(seq__gt=after_seq, seq__lt=source["seq"], event_type__in=CONTEXT_TYPES)
-        .exclude(event_id__in=excluded)
-        .exclude(body__kind="supervision.watch")
-        .order_by("-seq")
-        .values(*FIELDS)
-    )
-    room, chosen = budget - len(mandatory), []
-    for event in candidates:  # newest first: what fits is the most recent history
-        cost = len(_entry(event)) + 1 + (len("[room_delta_since_cursor]\n\n") if not chosen else 0)
-        if cost > room:
+def _memory_entry(record: MemoryRecord, names: dict[str, str]) -> str:
+    return (f"- id={record.memory_id} author={record.author_actor_id} "
+            f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
+            f"subject={record.subject_actor_id or '-'} source={record.source_kind} kind={record.kind} "
+            f"scope={record.scope_type}({record.scope_id}) created={record.created_at:%Y-%m-%d}\n{record.content}")
+
+
+def _identity_entry(record: IdentityRecord, names: dict[str, str]) -> str:
+    return (f"- id={record.identity_id} author={record.author_actor_id} "
+            f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
+            f"subject={record.subject_actor_id} source={record.source_kind} kind={record.kind}\n{record.content}")
+
+
+def _optional_groups(agent: ResolvedAgent, source: dict, names: dict[str, str]):
+    """(section, queryset newest first, renderer) for every optional group except the unread
+    transcript, in priority order after core memory."""
+    me = agent.actor_id
+    memory = MemoryRecord.objects.filter(status="active").order_by("-id")
+    identity = IdentityRecord.objects.filter(status="active", subject_actor_id=me).order_by("-id")
+    correlations = {source["correlation_id"], source["root_correlation_id"]}
+    public = memory.filter(Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation",
+                                                                       scope_id__in=correlations))
+    return {
+        "core": ("agent_core_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="core"),
+                 lambda r: _memory_entry(r, names)),
+        "dated": ("agent_dated_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="dated"),
+                  lambda r: _memory_entry(r, names)),
+        "public": ("public_memory", public, lambda r: _memory_entry(r, names)),
+        "self": ("self_identity", identity.filter(author_actor_id=me), lambda r: _identity_entry(r, names)),
+        "user": ("user_authored_identity", identity.filter(author_actor_id__startswith="user:"),
+                 lambda r: _identity_entry(r, names)),
+        "observed": ("observed_identity", identity.exclude(author_actor_id=me).exclude(author_actor_id__startswith="user:"),
+                     lambda r: _identity_entry(r, names)),
+    }
+
+
+def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None) -> ContextPacket:
+    """The packet for ``agent`` woken by ``source_event_id``, optional parts filling ``budget``
+    (default: the hard ceiling ``limits.contextCharacters``)."""
+    hard = settings.GROUPX_CONFIG.limits.contextCharacters
+    budget = min(budget or hard, hard)
+    source = Event.objects.filter(event_id=source_event_id).values(
+        *ENTRY_FIELDS, "correlation_id", "root_correlation_id").get()
+    cursor = delivery_cursor(agent.actor_id)
+    floor = reset_floor()
+    summary = current_summary()
+    embedded = summary if summary is not None and summary.through_seq > cursor else None
+    after_seq = max(cursor, floor, summary.through_seq if summary else 0)
+    chain = _reply_chain(source, floor)
+
+    sections = _Sections()
+    protocol = [f"schema: {SCHEMA}", "room: room:main", f"target: {agent.actor_id}", f"after_seq: {after_seq}",
+                f"through_seq: {source['seq']}", f"current_event_id: {source['event_id']}",
+                f"current_author: {source['actor_id']} ({source['actor_display_name']})"]
+    if embedded is not None:
+        protocol.append(f"summary_through_seq: {embedded.through_seq}")
+    if floor:
+        protocol.append(f"reset_floor_seq: {floor}")
+    sections.add("groupx_protocol", "\n".join([*protocol, f"routing: {ROUTING_NOTE}"]))
+    if agent.identity:
+        sections.add("configured_agent_identity", agent.identity)
+    if embedded is not None:
+        sections.add("room_checkpoint_summary", summary_block(embedded))
+    for event in chain:
+        sections.add("reply_chain", entry(event))
+    sections.add("current_message", str((source["body"] or {}).get("content", "")))
+    used = len(sections.render())
+    if used > hard:
+        raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
+
+    names = _names()
+    groups = _optional_groups(agent, source, names)
+    omitted = 0
+
+    def fill(section: str, queryset, render) -> None:
+        nonlocal used, omitted
+        total = queryset.count()
+        taken = []
+        for record in queryset[:GROUP_FETCH_CAP]:
+            item = render(record)
+            cost = sections.cost(section, item) if not taken else len(item) + 1
+            if used + cost <= budget:
+                taken.append(item)
+                used += cost
+        for item in reversed(taken):  # chosen newest first, shown oldest first
+            sections.add(section, item)
+        omitted += total - len(taken)
+
+    fill(*groups["core"])
+    unread_qs = (context_events().filter(seq__gt=after_seq, seq__lt=source["seq"])
+                 .exclude(event_id__in=[e["event_id"] for e in chain]).order_by("-seq"))
+    unread_total, unread, newest_omitted = unread_qs.count(), [], None
+    for event in unread_qs.values(*ENTRY_FIELDS).iterator(chunk_size=200):
+        item = entry(event)
+        cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
+        if used + cost > budget:
+            newest_omitted = event["seq"]  # everything older is left out too: no gaps in history
             break
-        chosen.append(event)
-        room -= cost
-    chosen.reverse()
-    return ContextPacket(render(chosen), source["seq"], after_seq, len(candidates) - len(chosen))
+        unread.append(item)
+        used += cost
+    for item in reversed(unread):
+        sections.add("room_delta_since_cursor", item)
+    omitted += unread_total - len(unread)
+    for key in ("dated", "public", "self", "user", "observed"):
+        fill(*groups[key])
+
+    return ContextPacket(
+        text=sections.render(), through_seq=source["seq"], after_seq=after_seq, omitted=omitted,
+        omitted_unread=unread_total - len(unread), newest_omitted_seq=newest_omitted,
+        summary_through_seq=embedded.through_seq if embedded else None,
+    )

@@ -222,3 +222,18 @@ def test_each_flavour_gets_its_argv_and_sets_its_mode_before_the_first_prompt(ro
         assert set_mode["params"]["modeId"] == mode
     else:
         assert methods[:3] == ["initialize", "session/new", "session/prompt"]
+
+
+def test_a_turn_cut_off_by_a_graceful_stop_keeps_its_partial_text_and_is_interrupted(room):
+    with SseClient(room.base_url) as stream:
+        turn_id = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+        stream.wait_for(lambda e: e["type"] == "turn.content.delta" and e["body"]["turnId"] == turn_id)
+
+    room.stop()
+    room.start()
+
+    terminal = wait_terminal(room, turn_id)
+    assert terminal["type"] == "turn.interrupted"
+    partial = db_rows(room, "SELECT partial_text FROM turns_turn WHERE turn_id = ?", turn_id)[0]["partial_text"]
+    assert partial  # the hang's first delta survived the stop
+    assert not any(e["type"] == "message.created" and e["body"].get("turnId") == turn_id for e in room.events())

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.models import DeliveryCursor
+from memory.dated_sources import register_source as register_dated_memory_source
 from rooms import events
 from rooms.events import ActorRef
 from rooms.ids import new_id
@@ -185,6 +186,9 @@ def finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Actor
                 extra_body={"turnId": turn.turn_id},
             )
             terminal_body["responseEventId"] = response.event_id
+            # Dated memory (PROTOCOL §2.2, FEATURES §15.3): a completed Turn registers its source and
+            # reply ids in this same transaction; no memory record or event is written here.
+            register_dated_memory_source(turn, response)
         if outcome.error_code and status != COMPLETED:
             terminal_body["errorCode"] = outcome.error_code
         terminal = events.turn_event(

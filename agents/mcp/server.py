@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
 from groupx_site.errors import GroupXError
+from memory import mcp as memory_tools
 from rooms import member_actions
 from turns import asks
 
@@ -48,6 +49,12 @@ HANDLERS = {
     "collect": asks.member_collect,
     "watch": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "watch")),
     "steer": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "steer")),
+    # Memory and identity (issue 7).
+    "memory_search": _sync(memory_tools.memory_search),
+    "memory_remember": _sync(memory_tools.memory_remember),
+    "core_memory_remember": _sync(memory_tools.core_memory_remember),
+    "identity_read": _sync(memory_tools.identity_read),
+    "identity_remember": _sync(memory_tools.identity_remember),
 }
 
 

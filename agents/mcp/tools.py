@@ -26,6 +26,13 @@ _COMMAND_ID = {"type": "string", "minLength": 1, "maxLength": 128,
                "description": "Your idempotency key: a retry with the same id never sends twice."}
 _REPLY_TO = {"type": ["string", "null"], "description": "Event id this message answers (default: your Turn's source)."}
 _TIMEOUT = {"type": "integer", "minimum": 1, "maximum": 60000}
+_MEMORY_KIND = {"enum": ["fact", "decision", "preference", "instruction", "constraint", "note"]}
+_SCOPE = {"type": "object", "properties": {"type": {"enum": ["room", "agent", "correlation"]}, "id": {"type": "string"}},
+          "required": ["type", "id"], "additionalProperties": False,
+          "description": 'e.g. {"type": "room", "id": "room:main"} or {"type": "agent", "id": "<your agent id>"}'}
+_SCOPE_FILTER = {"type": "object", "properties": {"type": {"enum": ["room", "agent", "correlation"]},
+                                                  "id": {"type": "string"}},
+                 "required": ["type"], "additionalProperties": False}
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -69,5 +76,42 @@ TOOLS: dict[str, dict[str, Any]] = {
         "inputSchema": _object({"subjectTurnId": {"type": "string"}, "action": {"enum": ["nudge", "interrupt"]},
                                 "reason": {"type": "string"}, "content": _CONTENT, "clientCommandId": _COMMAND_ID},
                                ["action", "reason", "content", "clientCommandId"]),
+    },
+    # Memory and identity (issue 7, FEATURES §11): author, and for the self tools scope and
+    # subject too, are fixed by the binding; none of them is an input.
+    "memory_search": {
+        "description": ("Search the room's memory records (newest first): public room/correlation memory and "
+                        "agent memory. query matches words in the content; nextCursor pages on."),
+        "inputSchema": _object({"query": {"type": "string", "maxLength": 1024}, "scope": _SCOPE_FILTER,
+                                "agentMemoryType": {"enum": ["core", "dated"]}, "kind": {"type": "string"},
+                                "subjectActorId": {"type": "string"}, "cursor": {"type": "integer", "minimum": 0},
+                                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                                "includeHistory": {"type": "boolean"}}, []),
+    },
+    "memory_remember": {
+        "description": ("Save a durable memory record. scope room:main is public room memory; a correlation "
+                        "scope ties it to one conversation; scope agent:<you> is your own core memory (other "
+                        "agents' core memory is not writable). Use subjectActorId when it is about someone."),
+        "inputSchema": _object({"clientCommandId": _COMMAND_ID, "scope": _SCOPE, "kind": _MEMORY_KIND,
+                                "content": _CONTENT, "subjectActorId": {"type": "string"},
+                                "sourceEventId": {"type": "string"}}, ["clientCommandId", "scope", "kind", "content"]),
+    },
+    "core_memory_remember": {
+        "description": "Add to your own core memory: a small, long-lived set shown at the top of your context.",
+        "inputSchema": _object({"clientCommandId": _COMMAND_ID, "kind": _MEMORY_KIND, "content": _CONTENT,
+                                "sourceEventId": {"type": "string"}}, ["clientCommandId", "kind", "content"]),
+    },
+    "identity_read": {
+        "description": "Read the identity records about you (your own notes and what others recorded).",
+        "inputSchema": _object({"cursor": {"type": "integer", "minimum": 0},
+                                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                                "includeHistory": {"type": "boolean"}}, []),
+    },
+    "identity_remember": {
+        "description": "Record something about yourself (a preference, instruction, constraint or note).",
+        "inputSchema": _object({"clientCommandId": _COMMAND_ID,
+                                "kind": {"enum": ["preference", "instruction", "constraint", "note"]},
+                                "content": _CONTENT, "sourceEventId": {"type": "string"}},
+                               ["clientCommandId", "kind", "content"]),
     },
 }

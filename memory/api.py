@@ -1,0 +1,77 @@
+"""``/api/memory``, ``/api/identity`` and ``/api/context`` (PROTOCOL §10.4, §10.5): thin wrappers
+over the memory actions, written as the web binding (author ``user:web``, sourceKind ``web``)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from ninja import Router
+
+from agents.models import WEB_BINDING_ID
+from groupx_site.middleware import json_body
+from memory import actions, engine, identity, inputs, search
+from memory.models import IDENTITY_KINDS
+from memory.records import WEB_WRITER
+from memory.usage import usage
+
+router = Router(tags=["memory"])
+
+
+def _json(body: dict, status: int = 200) -> JsonResponse:
+    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+@router.get("/memory", summary="List or search memory records (newest first, offset cursor)")
+def get_memory(request: HttpRequest):
+    return _json(search.list_memory(inputs.check_memory_list(request.GET.dict())))
+
+
+@router.post("/memory", response={201: dict}, summary="Remember: a room, correlation or agent-core record")
+def post_memory(request: HttpRequest):
+    return 201, actions.remember_memory(WEB_WRITER, inputs.check_memory_write(json_body(request)))
+
+
+@router.post("/memory/{memory_id}/supersede", response={201: dict}, summary="Write a new version of an active record")
+def post_memory_supersede(request: HttpRequest, memory_id: str):
+    command = inputs.check_supersede(json_body(request), inputs.WRITABLE_MEMORY_KINDS)
+    return 201, actions.supersede_memory(WEB_WRITER, memory_id, command)
+
+
+@router.post("/memory/{memory_id}/retract", summary="Retract an active record (a tombstone; nothing is erased)")
+def post_memory_retract(request: HttpRequest, memory_id: str):
+    return actions.retract_memory(WEB_WRITER, memory_id, inputs.check_retract(json_body(request)))
+
+
+@router.get("/identity", summary="List identity records (compatibility)")
+def get_identity(request: HttpRequest):
+    return _json(search.list_identity(inputs.check_identity_list(request.GET.dict())))
+
+
+@router.post("/identity", response={201: dict}, summary="Remember an identity record about an agent")
+def post_identity(request: HttpRequest):
+    return 201, identity.remember_identity(WEB_WRITER, inputs.check_identity_write(json_body(request)))
+
+
+@router.post("/identity/{identity_id}/supersede", response={201: dict}, summary="Write a new version")
+def post_identity_supersede(request: HttpRequest, identity_id: str):
+    command = inputs.check_supersede(json_body(request), IDENTITY_KINDS)
+    return 201, identity.supersede_identity(WEB_WRITER, identity_id, command)
+
+
+@router.post("/identity/{identity_id}/retract", summary="Retract an identity record")
+def post_identity_retract(request: HttpRequest, identity_id: str):
+    return identity.retract_identity(WEB_WRITER, identity_id, inputs.check_retract(json_body(request)))
+
+
+@router.get("/context", summary="The room's context usage in characters")
+def get_context(request: HttpRequest):
+    return _json(usage())
+
+
+@router.post("/context/compact", summary="Compact all but the last 12 room messages into the checkpoint summary")
+async def post_context_compact(request: HttpRequest):
+    return _json(await engine.compact_command(WEB_BINDING_ID, json_body(request)))
+
+
+@router.post("/context/reset", summary="Move the room's context floor to now (the transcript is kept)")
+def post_context_reset(request: HttpRequest):
+    return _json(engine.reset_context(WEB_BINDING_ID, "web", json_body(request)))

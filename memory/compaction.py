@@ -1,0 +1,187 @@
+"""The Room Context Engine's compaction (FEATURES §14, PROTOCOL §10.5).
+
+Older room context messages are rolled into a new **cumulative** checkpoint summary by the first
+healthy enabled agent in config order, in a short-lived MCP-free session (``memory.oneshot``); on
+a failure or an invalid answer the next agent is tried. Transient start/handshake/session/timeout
+errors get up to 3 attempts from a 300 ms backoff. A valid summary (non-empty, ≤ max(1,024,
+min(8,000, maxChars/4))) is swapped in by compare-and-set: the single active summary is still the
+one the plan started from and the reset floor has not moved; otherwise nothing changes. A failure
+leaves the transcript, the active summary and every cursor untouched.
+
+Progress goes out as transient ``context.compaction.started|retrying|completed|failed`` events:
+operation ids, seqs, counts and codes, never the prompt or the summary text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents import health, roster
+from agents.drivers.base import DriverError
+from memory import dated, oneshot
+from memory.models import Summary
+from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
+from rooms import events
+from rooms.ids import new_id
+from rooms.models import ROOM_ID
+from setup_wizard.config import ResolvedAgent
+
+logger = logging.getLogger("groupx.memory.compaction")
+MAX_ATTEMPTS, BACKOFF_SECONDS = 3, 0.3
+STORE_CAP = 32_768
+_lock: asyncio.Lock | None = None
+
+
+class CompactionFailed(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Plan:
+    expected_summary_id: str | None
+    expected_floor: int
+    from_seq: int
+    through_seq: int
+    message_count: int
+    prompt: str
+
+
+def summary_cap(max_chars: int) -> int:
+    return max(1_024, min(8_000, max_chars // 4))
+
+
+def input_budget(max_chars: int, previous: int) -> int:
+    return max(40_000, min(max_chars, 120_000)) - previous
+
+
+def plan_compaction(*, through_seq: int | None = None, keep_last: int = 0) -> Plan | None:
+    """What the next pass would roll up: the uncompacted messages up to ``through_seq`` (automatic)
+    or all but the newest ``keep_last`` (manual), oldest first, within the input budget."""
+    lower, summary, floor = uncompacted_after()
+    messages = context_events().filter(seq__gt=lower).order_by("seq")
+    if through_seq is not None:
+        candidates = list(messages.filter(seq__lte=through_seq).values(*ENTRY_FIELDS))
+    else:
+        total = messages.count()
+        candidates = list(messages.values(*ENTRY_FIELDS)[:max(0, total - keep_last)])
+    if not candidates:
+        return None
+    max_chars = settings.GROUPX_CONFIG.limits.contextCharacters
+    room = input_budget(max_chars, len(summary.content) if summary else 0)
+    blocks: list[str] = []
+    for event in candidates:
+        block = entry(event)
+        if blocks and len(block) + 1 > room:
+            break  # the rest waits for the next pass
+        blocks.append(block[:max(room, 1_024)])
+        room -= len(blocks[-1]) + 1
+    cap = summary_cap(max_chars)
+    through = candidates[len(blocks) - 1]["seq"]
+    first = summary.from_seq if summary else candidates[0]["seq"]
+    prompt = "\n\n".join([
+        "[groupx_room_compaction]\n"
+        f"room: {ROOM_ID}\n"
+        f"covers_seq: {first}..{through}\n"
+        "task: You write the running checkpoint summary of a group chat between a person and several AI "
+        "agents. Combine the previous summary with the messages below into one new cumulative summary that "
+        "replaces both. Keep decisions, agreed facts, open questions and tasks, who asked or owns what "
+        f"(with actor ids) and ids worth citing. At most {cap} characters of plain text.",
+        f"[previous_summary]\n{summary.content if summary else '(none yet)'}",
+        "[messages]\n" + "\n".join(blocks),
+        f"[current_message]\nWrite the new cumulative summary now, at most {cap} characters. Answer with the "
+        "summary text only.",
+    ])
+    return Plan(summary.summary_id if summary else None, floor, first, through, len(blocks), prompt)
+
+
+def commit_summary(plan: Plan, text: str, generator_actor_id: str) -> bool:
+    """Compare-and-set: swap in the new summary only if the checkpoint is still the planned one."""
+    with transaction.atomic():
+        _lower, summary, floor = uncompacted_after()
+        if (summary.summary_id if summary else None) != plan.expected_summary_id or floor != plan.expected_floor:
+            return False
+        # Also retires an active summary left at or below the reset floor.
+        Summary.objects.filter(room_id=ROOM_ID, status="active").update(status="superseded")
+        Summary.objects.create(
+            summary_id=new_id("sum"), room_id=ROOM_ID, from_seq=plan.from_seq, through_seq=plan.through_seq,
+            content=text[:STORE_CAP], generator_actor_id=generator_actor_id, status="active",
+            created_at=timezone.now(),
+        )
+    return True
+
+
+def summarisers(require_healthy: bool) -> list[ResolvedAgent]:
+    """Enabled agents in config order; in the server only those whose session is up."""
+    agents = roster.live_agents()
+    if require_healthy:
+        agents = [a for a in agents if health.snapshot(a.actor_id).get("status") == "ready"]
+    return agents
+
+
+def _progress(kind: str, operation_id: str, operation: str, plan: Plan, **body) -> None:
+    events.publish_transient(
+        event_type=f"context.compaction.{kind}", actor=events.SYSTEM, correlation_id=f"context:{operation_id}",
+        body={"operationId": operation_id, "operation": operation, "fromSeq": plan.from_seq,
+              "throughSeq": plan.through_seq, "messageCount": plan.message_count, **body},
+    )
+
+
+def _lock_for_loop() -> asyncio.Lock:
+    global _lock
+    if _lock is None:
+        _lock = asyncio.Lock()
+    return _lock
+
+
+async def compact_once(*, operation: str, through_seq: int | None = None, keep_last: int = 0,
+                       require_healthy: bool = True) -> bool:
+    """One pass. True when a new summary was swapped in, False when there was nothing to compact.
+    Raises CompactionFailed. Single flight: one pass at a time in this process."""
+    async with _lock_for_loop():
+        plan = await sync_to_async(plan_compaction, thread_sensitive=True)(through_seq=through_seq,
+                                                                             keep_last=keep_last)
+        if plan is None:
+            return False
+        await dated.flush_through(plan.through_seq)  # dated memory first reads what is about to be passed
+        operation_id = new_id("cmp")
+        _progress("started", operation_id, operation, plan)
+        cap = summary_cap(settings.GROUPX_CONFIG.limits.contextCharacters)
+        code = "SESSION_NOT_AVAILABLE"
+        for agent in summarisers(require_healthy):
+            text, code = await _summarise(agent, plan, operation_id, operation)
+            if text is None:
+                continue
+            if not text or len(text) > cap:
+                code = "PROTOCOL_INVALID_MESSAGE"  # empty or oversized: the next agent, no retry
+                continue
+            if not await sync_to_async(commit_summary, thread_sensitive=True)(plan, text, agent.actor_id):
+                _progress("failed", operation_id, operation, plan, errorCode="STORE_CONFLICT")
+                raise CompactionFailed("STORE_CONFLICT", "the checkpoint changed while the summary was written")
+            _progress("completed", operation_id, operation, plan, generatorActorId=agent.actor_id)
+            return True
+        _progress("failed", operation_id, operation, plan, errorCode=code)
+        raise CompactionFailed(code, "no agent produced a valid summary; the active summary is unchanged")
+
+
+async def _summarise(agent: ResolvedAgent, plan: Plan, operation_id: str, operation: str) -> tuple[str | None, str]:
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return (await oneshot.run_prompt(agent, plan.prompt, purpose="compaction")).strip(), ""
+        except DriverError as error:
+            logger.info("compaction by %s failed (attempt %s): %s", agent.actor_id, attempt, error.code)
+            if not oneshot.is_transient(error) or attempt == MAX_ATTEMPTS:
+                return None, error.code
+            delay = BACKOFF_SECONDS * 2 ** (attempt - 1)
+            _progress("retrying", operation_id, operation, plan, attempt=attempt, maxAttempts=MAX_ATTEMPTS,
+                      nextDelayMs=int(delay * 1000), errorCode=error.code, generatorActorId=agent.actor_id)
+            await asyncio.sleep(delay)
+    return None, "SESSION_NOT_AVAILABLE"

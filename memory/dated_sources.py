@@ -1,0 +1,53 @@
+"""Dated-memory source registration, the small part that runs inside a Turn's terminal
+transaction (PROTOCOL §2.2, FEATURES §15.3).
+
+Only completed Turns register; the row holds ids, seqs, a character count and the local date,
+never copied text, and no MemoryRecord or event is written here. The rollup itself runs later,
+in the background (``memory.dated``).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from django.db.models import F
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from memory.models import DatedMemoryRollup, DatedMemorySource
+from rooms.models import ROOM_ID, Event
+from turns.models import Turn
+
+# Observer (supervision watch) Turns are not the agent's own work and are excluded.
+OBSERVER_COMMAND_TYPES = frozenset({"supervision.watch"})
+
+
+def local_date(moment: datetime) -> date:
+    """The date on the machine's own clock: a user's "day" is local, not UTC."""
+    return moment.astimezone().date()
+
+
+def register_source(turn: Turn, response: Event) -> None:
+    """Call inside the terminal transaction, after the response message was appended."""
+    if turn.command_type in OBSERVER_COMMAND_TYPES:
+        return
+    source = Event.objects.filter(event_id=turn.source_event_id).values("seq", "body").first()
+    if source is None:
+        return
+    chars = len(str((source["body"] or {}).get("content", ""))) + len(str(response.body.get("content", "")))
+    now = timezone.now()
+    day = local_date(now)
+    DatedMemorySource.objects.create(
+        turn_id=turn.turn_id, room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day,
+        source_event_id=turn.source_event_id, source_seq=source["seq"], response_event_id=response.event_id,
+        response_seq=response.seq, source_chars=chars, terminal_at=now,
+    )
+    rollup, _ = DatedMemoryRollup.objects.get_or_create(room_id=ROOM_ID, actor_id=turn.target_actor_id,
+                                                        local_date=day)
+    DatedMemoryRollup.objects.filter(pk=rollup.pk).update(
+        pending_turns=F("pending_turns") + 1,
+        pending_chars=F("pending_chars") + chars,
+        pending_through_seq=Greatest(F("pending_through_seq"), response.seq),
+        first_pending_at=Coalesce(F("first_pending_at"), now),
+        last_pending_at=now,
+    )

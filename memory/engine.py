@@ -1,0 +1,150 @@
+"""The Room Context Engine's entry points (FEATURES §14, PROTOCOL §10.5).
+
+- ``prepare_packet``: what a lane calls before a claim. The packet is first built at the soft
+  target (75%); if unread messages would be left out, the older history is compacted and the
+  packet rebuilt, up to 8 passes. When nothing (more) is compactable the packet may use the full
+  hard ceiling. A failed compaction fails the Turn with CONTEXT_BUDGET_EXCEEDED and changes
+  nothing: history is never trimmed silently.
+- ``compact_command``: ``POST /api/context/compact`` (and ``manage.py compact_context``): keep the
+  last 12 messages verbatim, roll up the rest; single flight per (binding, clientCommandId).
+- ``reset_context``: move the context floor to the current high-water mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from groupx_site.errors import GroupXError
+from memory.actions import run_once
+from memory.compaction import CompactionFailed, compact_once
+from memory.context import ContextBudgetExceeded, ContextPacket, build_context_packet, soft_target
+from memory.models import ContextReset, Summary
+from memory.records import Writer
+from memory.transcript import context_events, high_water, reset_floor
+from memory.usage import KEEP_LAST, usage
+from rooms import commands, events, validation
+from rooms.ids import new_id
+from rooms.models import ROOM_ID
+from setup_wizard.config import ResolvedAgent
+
+MAX_PASSES = 8
+_inflight: dict[tuple[str, str], asyncio.Future] = {}
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:
+    hard = settings.GROUPX_CONFIG.limits.contextCharacters
+    soft = soft_target(hard)
+    for _ in range(MAX_PASSES):
+        packet = await _db(build_context_packet)(agent, source_event_id, budget=soft)
+        if packet.newest_omitted_seq is None:
+            break
+        try:
+            if not await compact_once(operation="automatic", through_seq=packet.newest_omitted_seq):
+                break
+        except CompactionFailed as error:
+            raise ContextBudgetExceeded(f"compaction failed ({error.code}); the room history is unchanged") from error
+    else:
+        packet = None
+    if packet is not None and packet.omitted == 0:
+        return packet
+    return await _db(build_context_packet)(agent, source_event_id, budget=hard)
+
+
+# ---- manual compaction ---------------------------------------------------------------------------
+
+
+def _check_compact(payload: Any) -> str:
+    payload = validation.reject_sender_fields(payload)
+    validation.reject_unknown_keys(payload, {"clientCommandId"})
+    return validation.client_command_id(payload)
+
+
+def _stored(binding_id: str, client_command_id: str) -> dict[str, Any] | None:
+    return commands.find_receipt(binding_id, client_command_id, "context.compact",
+                                 commands.canonical_hash("context.compact", {}))
+
+
+def _store(binding_id: str, client_command_id: str, compacted: bool) -> dict[str, Any]:
+    from django.db import transaction
+
+    digest = commands.canonical_hash("context.compact", {})
+    with transaction.atomic():
+        stored = commands.find_receipt(binding_id, client_command_id, "context.compact", digest)
+        if stored is not None:
+            return stored
+        result = {"compacted": compacted, "usage": usage()}
+        commands.store_receipt(binding_id, client_command_id, "context.compact", digest, result)
+    return result
+
+
+async def compact_command(binding_id: str, payload: Any, *, require_healthy: bool = True) -> dict[str, Any]:
+    """``{compacted, usage}``; no summary text. A failure stores no receipt, so the same command
+    can be tried again, and leaves the active summary as it was."""
+    client_command_id = _check_compact(payload)
+    key = (binding_id, client_command_id)
+    if key in _inflight:  # the same command is running: join it instead of compacting twice
+        return await asyncio.shield(_inflight[key])
+    stored = await _db(_stored)(binding_id, client_command_id)
+    if stored is not None:
+        return stored
+    future = asyncio.get_running_loop().create_future()
+    _inflight[key] = future
+    try:
+        compacted = False
+        for _ in range(MAX_PASSES):
+            if not await compact_once(operation="manual", keep_last=KEEP_LAST, require_healthy=require_healthy):
+                break
+            compacted = True
+        result = await _db(_store)(binding_id, client_command_id, compacted)
+        future.set_result(result)
+        return result
+    except CompactionFailed as error:
+        failure = GroupXError(error.code, str(error), status=503)
+        future.set_exception(failure)
+        future.exception()  # joiners re-raise it; mark it retrieved for asyncio's bookkeeping
+        raise failure from error
+    finally:
+        if not future.done():  # cancelled (shutdown): joiners stop waiting too
+            future.cancel()
+        _inflight.pop(key, None)
+
+
+# ---- reset ---------------------------------------------------------------------------------------
+
+
+def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, Any]:
+    """Move the floor to the high-water mark and retire the summaries under it. No-op
+    (``reset: false``) when no room context message arrived since the last reset."""
+    payload = validation.reject_sender_fields(payload)
+    validation.reject_unknown_keys(payload, {"clientCommandId", "resetNativeSessions"})
+    client_command_id = validation.client_command_id(payload)
+    native = payload.get("resetNativeSessions", False)
+    if type(native) is not bool:
+        raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions must be true or false")
+
+    def run() -> dict[str, Any]:
+        floor = reset_floor()
+        if not context_events().filter(seq__gt=floor).exists():
+            return {"reset": False, "throughSeq": floor, "resetNativeSessions": native, "usage": usage()}
+        top = high_water()
+        ContextReset.objects.create(reset_id=new_id("rst"), room_id=ROOM_ID, through_seq=top,
+                                    reset_native_sessions=native, created_at=timezone.now())
+        Summary.objects.filter(room_id=ROOM_ID, status="active", through_seq__lte=top).update(status="superseded")
+        events.append_event(
+            event_type="context.reset", actor=events.SYSTEM, body={"throughSeq": top, "resetNativeSessions": native},
+            correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
+            provenance={"sourceKind": source_kind},
+        )
+        return {"reset": True, "throughSeq": top, "resetNativeSessions": native, "usage": usage()}
+
+    writer = Writer(binding_id, events.SYSTEM, source_kind)
+    return run_once(writer, client_command_id, "context.reset", {"resetNativeSessions": native}, run)
