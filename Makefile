@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint install browser-deps
+.PHONY: run test test-real lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ browser-deps:
 test: install browser-deps
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 4 --dist loadfile
+
+# Tier 3: the real Codex / Claude Code / Hermes CLIs against the project's mock model
+# (docs/CONFORMANCE.md). They install into ~/.cache/groupx-realcli (GROUPX_REALCLI_CACHE), never
+# into the repository; the tests share one room, so they run serially.
+test-real: install
+	$(PY) tests/realcli/install.py
+	GROUPX_REAL_CLI=1 $(PY) -m pytest -q -p no:xdist tests/realcli
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -215,6 +215,9 @@ class _Handshake:
                                f"{self.session.flavor} is not logged in ({error.message}); "
                                f"log in once with the CLI itself ({cmd!r}) and restart the agent",
                                retryable=False)
+        if method == "session/set_mode":
+            # The agent answered and said no: asking again the same way cannot change the answer.
+            return DriverError(code, detail, retryable=False)
         return DriverError(code, detail)
 
     async def lost(self, method: str, exc: ConnectionLost) -> DriverError:

@@ -43,9 +43,9 @@ CLAUDE_ARGV = ("--print", "--input-format", "stream-json", "--output-format", "s
                "--include-partial-messages", "--permission-mode", PERMISSION_MODE)
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 UNKNOWN_SESSION = "No conversation found with session ID"
-ROOT_HINT = ("Claude Code refuses --permission-mode bypassPermissions when it runs as root. GroupX does not set "
-             "IS_SANDBOX=1 on its own: if this machine is a disposable sandbox, add IS_SANDBOX=1 to this "
-             "agent's environment; otherwise run GroupX as an unprivileged user")
+ROOT_HINT = ("Claude Code refuses bypassPermissions as root. GroupX never sets IS_SANDBOX=1 itself: on a "
+             "disposable sandbox start GroupX with IS_SANDBOX=1 in its environment (or point this agent's "
+             "command at a wrapper script that sets it); otherwise run GroupX as an unprivileged user")
 
 
 def mcp_config(profile: LaunchProfile) -> str | None:
@@ -155,7 +155,7 @@ class _Handshake:
             detail += f" ({exc.error_code})"
         if subtype == "set_permission_mode":
             if ROOT_REFUSAL in exc.error:
-                detail += f". {ROOT_HINT}"
+                detail = f"{ROOT_HINT}. {detail}"  # first: the room shows the first 500 characters
             return DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False)
         return DriverError(ADAPTER_START_FAILED, detail)
 
@@ -166,7 +166,7 @@ class _Handshake:
         tail = await stderr_excerpt(session.process)
         detail = f"claude exited during {subtype}: {exc}" + (f"; stderr: {tail}" if tail else "")
         if ROOT_REFUSAL in tail:
-            return DriverError(NATIVE_POLICY_BLOCKED, f"{detail}. {ROOT_HINT}", retryable=False)
+            return DriverError(NATIVE_POLICY_BLOCKED, f"{ROOT_HINT}. {detail}", retryable=False)
         startup = session.startup_result or {}
         if session.resuming and (UNKNOWN_SESSION in tail or startup.get("num_turns") == 0):
             # L3/L11: the stored session is gone (or never got a prompt); the manager starts fresh.
