@@ -4,9 +4,12 @@
 // activeTurns, then open the stream with afterSeq = room.throughSeq. Events committed between
 // the two calls are read by the stream's own tail, so nothing is missed and nothing is doubled.
 
+import { AgentMemory } from "./agent_memory.js";
 import { getJson, postJson } from "./api.js";
 import { Composer } from "./composer.js";
+import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
+import { MemoryPanel } from "./memory_panel.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
 import { isHidden, Timeline } from "./timeline.js";
@@ -15,12 +18,18 @@ import { isTurnLifecycle, TurnStore } from "./turns.js";
 const HEALTH_POLL_MS = 60_000;
 const $ = (id) => document.getElementById(id);
 
-const agents = new Map(); // actorId → bootstrap agent card
+const agents = new Map(); // actorId → bootstrap agent card (live and pending)
 
 function agentActor(actorId) {
   const card = agents.get(actorId);
   const name = card ? card.displayName : String(actorId || "agent").replace(/^agent:/, "");
   return { actorId, kind: "agent", displayName: name };
+}
+
+function actorName(actorId) {
+  if (actorId === "user:web") return "You";
+  if (String(actorId).startsWith("agent:")) return agentActor(actorId).displayName;
+  return String(actorId || "").replace(/^(user|system):/, "");
 }
 
 const turns = new TurnStore((turn) => {
@@ -40,7 +49,23 @@ const timeline = new Timeline(
   },
 );
 
-const sidebar = new Sidebar({ list: $("agent-list"), count: $("agent-count") });
+const agentMemory = new AgentMemory(
+  { drawer: $("agent-memory"), title: $("agent-memory-title"), close: $("agent-memory").querySelector(".drawer-close"),
+    core: $("agent-core"), dated: $("agent-dated") },
+  actorName,
+);
+
+const sidebar = new Sidebar({ list: $("agent-list"), count: $("agent-count") },
+  { onMemory: (actorId, button) => agentMemory.open(actorId, button) });
+
+const memoryPanel = new MemoryPanel({ details: $("memory-panel"), body: $("memory-body"), count: $("memory-count") }, actorName);
+
+const meterRoot = $("context-meter");
+const contextMeter = new ContextMeter({
+  root: meterRoot, text: meterRoot.querySelector(".meter-text"), bar: meterRoot.querySelector(".meter-bar"),
+  fill: meterRoot.querySelector(".meter-fill"), percent: meterRoot.querySelector(".meter-percent"),
+  compact: meterRoot.querySelector(".meter-compact"), status: $("compaction-status"),
+});
 
 const composer = new Composer(
   {
@@ -105,12 +130,21 @@ function onDurable(env) {
   if (isHidden(env.type)) return;
   if (isTurnLifecycle(env.type)) turns.apply(env); // statuses first, so chips render correctly
   if (env.type.startsWith("session.")) sidebar.session(env);
+  if (env.type.startsWith("memory.")) {
+    memoryPanel.event(env);
+    agentMemory.event(env);
+  }
+  // Anything that changes what a Context Packet would carry changes the meter.
+  if (env.type === "message.created" || env.type.startsWith("context.") || env.type.startsWith("memory.")) {
+    contextMeter.schedule();
+  }
   timeline.applyDurable(env);
 }
 
 function onTransient(env) {
   if (isHidden(env.type)) return;
   if (env.type === "session.retrying") sidebar.session(env);
+  else if (env.type.startsWith("context.compaction.")) contextMeter.progress(env);
   else timeline.applyTransient(env);
 }
 
@@ -147,8 +181,11 @@ async function bootOnce() {
     }
   }
   agents.clear();
+  // pendingAgents: saved through /setup after start; named in the page, never a recipient.
+  const pending = snapshot.pendingAgents || [];
+  for (const card of pending) agents.set(card.actorId, card);
   for (const card of snapshot.agents || []) agents.set(card.actorId, card);
-  sidebar.setAgents(snapshot.agents || []);
+  sidebar.setAgents(snapshot.agents || [], pending);
   composer.setAgents(snapshot.agents || []);
   turns.reset();
   timeline.reset({ hasOlder: Boolean(snapshot.previousPage) });
@@ -157,6 +194,10 @@ async function bootOnce() {
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);
   timeline.follow();
+  // Memory and usage are read after the snapshot: an event landing between the two reads only
+  // triggers one more (idempotent) read, so nothing is missed.
+  await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);
+  if (agentMemory.isOpen && !agents.has(agentMemory.actorId)) agentMemory.hide();
   document.body.dataset.ready = "true";
   stream.start(snapshot.room.throughSeq);
 }

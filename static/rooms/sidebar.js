@@ -3,6 +3,8 @@
 // Status comes from bootstrap, then from durable session.* events as they happen, the transient
 // session.retrying, and a /api/health poll every 60 s (the only source of lastError updates
 // between restarts). "Busy" and the activity line come from the Turn store and the live bubbles.
+// Agents saved through /setup after this process started (bootstrap pendingAgents) get a card
+// marked "pending restart": they count toward the room, but nothing can be sent to them yet.
 
 import { h, initials, tintFor } from "./dom.js";
 
@@ -14,7 +16,7 @@ const STATUS_LABEL = {
   failed: "failed",
   native_policy_blocked: "blocked by policy",
   stopped: "stopped",
-  pending_restart: "restart pending",
+  pending_restart: "pending restart",
 };
 const SESSION_STATUS = {
   "session.starting": "starting",
@@ -33,15 +35,20 @@ function shortPath(path) {
 }
 
 export class Sidebar {
-  constructor({ list, count }) {
+  /** @param onMemory(actorId, button) opens the agent's memory drawer */
+  constructor({ list, count }, { onMemory } = {}) {
     this.list = list;
     this.count = count;
+    this.onMemory = onMemory;
     this.agents = new Map(); // actorId → {card, el, parts}
+    this.pending = [];
   }
 
-  setAgents(cards) {
+  setAgents(cards, pending = []) {
     this.agents.clear();
     this.list.replaceChildren();
+    const live = new Set(cards.map((card) => card.actorId));
+    this.pending = pending.filter((card) => card && card.actorId && !live.has(card.actorId));
     for (const card of cards) {
       const parts = {
         status: h("span", { class: "agent-status" }),
@@ -50,6 +57,9 @@ export class Sidebar {
         error: h("p", { class: "agent-error", role: "status", hidden: true }),
       };
       const mcp = card.capabilities && card.capabilities.currentTurnMcp ? "MCP on" : "MCP off";
+      const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: "Memory",
+        "aria-label": `${card.displayName}'s memory`, "aria-controls": "agent-memory" }) : null;
+      if (memory) memory.addEventListener("click", () => this.onMemory(card.actorId, memory));
       const el = tintFor(h("li", { class: "agent-card", dataset: { actorId: card.actorId } },
         h("div", { class: "agent-row" },
           h("span", { class: "avatar", "aria-hidden": "true", text: initials(card.displayName) }),
@@ -58,13 +68,30 @@ export class Sidebar {
         h("p", { class: "agent-now" }, parts.activity, parts.queued),
         h("p", { class: "agent-meta" },
           h("span", { class: "agent-cwd", title: card.cwd || "", text: shortPath(card.cwd) }),
-          h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` })),
+          h("span", { class: "agent-driver-row" },
+            h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }), memory)),
         parts.error), card.actorId);
       this.agents.set(card.actorId, { card: { ...card }, el, parts, activity: null, queued: 0 });
       this.list.append(el);
       this.render(card.actorId);
     }
+    for (const card of this.pending) this.list.append(this.pendingCard(card));
     this.renderCount();
+  }
+
+  /** A saved but not yet started agent: shown and counted, never a recipient, no live status. */
+  pendingCard(card) {
+    const name = card.displayName || String(card.actorId).replace(/^agent:/, "");
+    return tintFor(h("li", { class: "agent-card agent-card--pending",
+      dataset: { actorId: card.actorId, status: "pending_restart" } },
+      h("div", { class: "agent-row" },
+        h("span", { class: "avatar", "aria-hidden": "true", text: initials(name) }),
+        h("span", { class: "agent-name", text: name }),
+        h("span", { class: "agent-status" }, h("span", { class: "dot", "aria-hidden": "true" }), STATUS_LABEL.pending_restart)),
+      h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: "Saved in settings; starts after groupx restart" })),
+      h("p", { class: "agent-meta" },
+        card.cwd ? h("span", { class: "agent-cwd", title: card.cwd, text: shortPath(card.cwd) }) : null,
+        card.driver ? h("span", { class: "agent-driver", text: card.driver }) : null)), card.actorId);
   }
 
   has(actorId) {
@@ -136,7 +163,8 @@ export class Sidebar {
     const all = [...this.agents.values()];
     const ready = all.filter((a) => a.card.status === "ready").length;
     const busy = all.filter((a) => a.activity && a.activity.busy).length;
-    this.count.textContent = `${ready}/${all.length} ready`;
+    // Pending agents count toward the room (they are configured) but are never "ready" yet.
+    this.count.textContent = `${ready}/${all.length + this.pending.length} ready`;
     this.count.title = busy ? `${busy} working now` : "nobody is working now";
   }
 }

@@ -89,6 +89,7 @@ export class Timeline {
     else if (TERMINAL.has(type.slice(5)) && type.startsWith("turn.")) this.terminal(env);
     else if (type === "turn.queued" || type === "turn.dispatched") return; // shown by the chips
     else if (type.startsWith("session.")) this.session(env);
+    else if (type.startsWith("memory.") && body.record) this.memoryLine(env);
     else this.generic(env);
     this.changed();
   }
@@ -174,6 +175,18 @@ export class Timeline {
     const text = `${env.type}${detail ? ` — ${excerpt(detail, 200)}` : ""}`;
     const el = this.line(env, env.actor, text, "muted");
     el.classList.add("sys--generic");
+    this.add(el);
+  }
+
+  /** "You remembered a public fact: …": the panel has the list; the log says who changed it. */
+  memoryLine(env) {
+    const record = env.body.record;
+    const verb = { "memory.remembered": "remembered", "memory.superseded": "replaced", "memory.retracted": "retracted" };
+    const scope = record.scope && record.scope.type === "agent"
+      ? `${this.ctx.agentActor(record.scope.id).displayName}'s ${record.agentMemoryType || "core"}` : "a public";
+    const text = `${verb[env.type] || env.type.slice(7)} ${scope} ${record.kind}: ${excerpt(record.content, 120)}`;
+    const el = this.line(env, env.actor, text, "muted");
+    el.classList.add("sys--memory");
     this.add(el);
   }
 

@@ -2,11 +2,13 @@
 
     python -m tests.browser.take_screenshots [--out docs/screenshots]
 
-writes room-{light,dark}-{wide,narrow}.png: 1280 px and 390 px wide, light and dark. A real server
+writes room-{light,dark}-{wide,narrow}.png: 1280 px and 390 px wide, light and dark, and
+agent-memory-light-wide.png (Kimi's memory drawer open). A real server
 runs the fake Kimi, Hermes and Grok CLIs. Round one (history) is scripted through each fake's
 default turn; the server is then restarted with new scripts for round two, which the four pages
 watch live, so the pictures show finished replies, reasoning and tool lines, a reply quote, a code
-block, a link, an agent running a tool, an agent writing, and a queued Turn.
+block, a link, an agent running a tool, an agent writing, a queued Turn, public memory in the
+sidebar and the context meter above the composer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
@@ -88,6 +91,21 @@ def round_one(server: GroupXServer) -> dict:
     return terminals["agent:kimi"]["body"]["responseEventId"]
 
 
+MEMORY = [
+    ({"type": "room", "id": "room:main"}, "decision", "All datetimes are timezone-aware (USE_TZ = True); "
+                                                      "use django.utils.timezone.now(), never datetime.now()."),
+    ({"type": "room", "id": "room:main"}, "instruction", "Run the auth tests before saying a fix is done."),
+    ({"type": "agent", "id": "agent:kimi"}, "preference", "Keep diffs small: one concern per change."),
+]
+
+
+def remember(server: GroupXServer) -> None:
+    for scope, kind, content in MEMORY:
+        response = server.post("/api/memory", {"clientCommandId": str(uuid.uuid4()), "scope": scope,
+                                               "kind": kind, "content": content})
+        assert response.status_code == 201, response.text
+
+
 def take(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="groupx-shots-"))
@@ -97,6 +115,7 @@ def take(out: Path) -> None:
     server.start()
     try:
         kimi_reply = round_one(server)
+        remember(server)
         script_agents(workdir, ROUND_TWO)
         server.restart()
         with sync_playwright() as playwright:
@@ -124,6 +143,13 @@ def take(out: Path) -> None:
                 page.wait_for_timeout(300)  # let the last scroll-to-bottom frame land
                 page.screenshot(path=str(out / name), animations="disabled")
                 print(f"wrote {out / name}")
+
+            page = pages["room-light-wide.png"]
+            page.get_by_role("button", name="Kimi's memory").click()
+            expect(page.locator("#agent-core .mem-item")).to_have_count(1)
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(out / "agent-memory-light-wide.png"), animations="disabled")
+            print(f"wrote {out / 'agent-memory-light-wide.png'}")
             browser.close()
     finally:
         server.stop()
