@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-real lint install browser-deps
+.PHONY: run test test-real bench lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ test: install browser-deps
 test-real: install
 	$(PY) tests/realcli/install.py
 	GROUPX_REAL_CLI=1 $(PY) -m pytest -q -p no:xdist tests/realcli
+
+# Speed and memory, measured against a real server with instant fake agents (docs/PERFORMANCE.md).
+bench: install
+	$(PY) -m bench.run
 
 lint: install
 	$(VENV)/bin/ruff check .

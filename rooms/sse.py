@@ -5,13 +5,19 @@ from the table in pages; the bus only says "read again". So there is no window b
 live, durable events go out in seq order exactly once, and a slow client can lose transient deltas
 but never a durable event. A 2 s poll also picks up rows written by other processes (management
 commands). A cursor beyond the head is answered with a visible ``stream.reset`` frame.
+
+Streams at the head share one ``_Tail`` per event loop: a wake-up makes one read of the new rows,
+encoded once, instead of one query and one JSON encoding per connection (bench/, docs/PERFORMANCE.md).
+A stream behind the tail's window reads its own pages, exactly as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import re
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,21 +50,102 @@ def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
     return values[0] if values else 0
 
 
+TAIL_FRAMES = 2 * PAGE
+TAIL_BYTES = 4 * 1024 * 1024
+
+
 def read_page(cursor: int) -> list[dict[str, Any]]:
     rows = Event.objects.filter(seq__gt=cursor).order_by("seq").values(*ENVELOPE_FIELDS)[:PAGE]
     return [envelope_from_row(row) for row in rows]
+
+
+def read_frames(cursor: int) -> list[tuple[int, bytes]]:
+    """One page as ``(seq, frame bytes)``, encoded in the worker thread rather than on the loop.
+    Bytes, so that every stream writes the same object: no per-connection encoding or copy."""
+    return [(envelope["seq"], durable_frame(envelope).encode()) for envelope in read_page(cursor)]
 
 
 def head_seq() -> int:
     return Event.objects.aggregate(head=Max("seq"))["head"] or 0
 
 
-_read_page = sync_to_async(read_page, thread_sensitive=False)
+_read_frames = sync_to_async(read_frames, thread_sensitive=False)
 _head_seq = sync_to_async(head_seq, thread_sensitive=False)
 
 
 def durable_frame(envelope: dict[str, Any]) -> str:
     return f"id: {envelope['seq']}\ndata: {json.dumps(envelope, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+class _Tail:
+    """The newest durable frames of the table, shared by the streams of one event loop.
+
+    It holds every row with ``floor < seq <= top`` (bounded; the oldest frames are dropped, which
+    raises ``floor``). ``refresh()`` returns once a read of the table that *started after the call*
+    has finished, so a stream woken by a commit always sees that commit, and concurrent wake-ups
+    share one read. Rows are read in seq order from the table, like a stream's own pages.
+    """
+
+    def __init__(self, head: int):
+        self.floor = self.top = head
+        self.seqs: list[int] = []
+        self.frames: list[bytes] = []
+        self.size = 0
+        self._asked = 0  # refresh() calls so far
+        self._served = 0  # every call numbered up to this saw a read that started after it
+        self._reading: asyncio.Future | None = None
+
+    async def refresh(self) -> None:
+        self._asked += 1
+        ticket = self._asked
+        while self._served < ticket:
+            if self._reading is None:
+                # this read starts after every call numbered up to _asked: it serves them all
+                self._reading = asyncio.ensure_future(self._read(self._asked))
+            await asyncio.shield(self._reading)
+
+    async def _read(self, serves: int) -> None:
+        try:
+            while True:
+                page = await _read_frames(self.top)
+                for seq, frame in page:
+                    self.seqs.append(seq)
+                    self.frames.append(frame)
+                    self.size += len(frame)
+                if page:
+                    self.top = page[-1][0]
+                if len(page) < PAGE:
+                    break
+            self._trim()
+            self._served = max(self._served, serves)
+        finally:
+            self._reading = None
+
+    def _trim(self) -> None:
+        drop = 0
+        while drop < len(self.seqs) and (len(self.seqs) - drop > TAIL_FRAMES or self.size > TAIL_BYTES):
+            self.size -= len(self.frames[drop])
+            drop += 1
+        if drop:
+            self.floor = self.seqs[drop - 1]
+            del self.seqs[:drop], self.frames[:drop]
+
+    def after(self, cursor: int) -> tuple[bytes, int]:
+        """The frames after ``cursor`` (which must be ``>= floor``) and the new cursor."""
+        start = bisect.bisect_right(self.seqs, cursor)
+        if start == len(self.seqs):
+            return b"", cursor
+        return b"".join(self.frames[start:]), self.seqs[-1]  # one frame: the shared object itself
+
+
+_tails: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Tail] = weakref.WeakKeyDictionary()
+
+
+def _tail(loop: asyncio.AbstractEventLoop, head: int) -> _Tail:
+    tail = _tails.get(loop)
+    if tail is None:
+        tail = _tails[loop] = _Tail(head)
+    return tail
 
 
 def transient_frame(envelope: dict[str, Any]) -> str:
@@ -79,7 +166,21 @@ def reset_frame(cursor: int, head: int) -> str:
     return transient_frame(envelope)
 
 
-async def event_stream(cursor: int) -> AsyncIterator[str]:
+async def _next_durable(tail: _Tail, cursor: int) -> tuple[bytes, int, bool]:
+    """``(frames after cursor, new cursor, read again)``: from the shared tail after a fresh read
+    when the cursor is inside its window, else one page of the table (a stream catching up)."""
+    if cursor >= tail.floor:
+        await tail.refresh()
+        if cursor >= tail.floor:  # still inside the window after the read
+            chunk, cursor = tail.after(cursor)
+            return chunk, cursor, False
+    page = await _read_frames(cursor)
+    if not page:
+        return b"", cursor, False
+    return b"".join(frame for _, frame in page), page[-1][0], len(page) == PAGE
+
+
+async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:
     limits = settings.GROUPX_CONFIG.limits
     listener = bus.subscribe(max_frames=limits.sseEvents, max_bytes=limits.sseBytes)
     loop = asyncio.get_running_loop()
@@ -91,21 +192,23 @@ async def event_stream(cursor: int) -> AsyncIterator[str]:
             # continue from the real head so nothing new is hidden behind the stale cursor.
             yield reset_frame(cursor, head)
             cursor = head
+        tail = _tail(loop, head)
         last_sent = loop.time()
         need_read = True
         while True:
             if need_read:
                 listener.durable_pending = False
-                while True:
-                    page = await _read_page(cursor)
-                    if page:
-                        yield "".join(durable_frame(e) for e in page)
-                        cursor, last_sent = page[-1]["seq"], loop.time()
-                    if len(page) < PAGE:
-                        break
-            transients = listener.take_transients()
-            if transients:
-                yield "".join(transient_frame(e) for e in transients)
+                more = True
+                while more:
+                    chunk, cursor, more = await _next_durable(tail, cursor)
+                    if chunk:
+                        yield chunk
+                        last_sent = loop.time()
+                # A generator's locals live while it waits: an idle stream must not pin its last
+                # page (up to 500 encoded frames; 50 streams held ~13 MiB this way).
+                chunk = b""
+            if listener.transients:
+                yield "".join(transient_frame(e) for e in listener.take_transients())
                 last_sent = loop.time()
             if listener.durable_pending:
                 need_read = True

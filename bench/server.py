@@ -1,0 +1,151 @@
+"""A real GroupX server for the benchmarks: daphne on port 0 with its own groupx.json and SQLite.
+
+Like tests/server.py, but tuned for measuring: the fake ACP CLIs answer instantly
+(``GROUPX_FAKE_TIME_SCALE=0``, a one-line ``reply`` scenario) and write no wire log, so the
+figures are the broker's own cost and not the fakes' logging.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+FAKES_BIN = REPO / "agents" / "fakes" / "bin"
+LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
+AGENTS = ("kimi", "hermes", "grok")
+INSTANT = {"default_turn": ["reply text=ok"]}
+
+
+def _die_with_parent() -> None:
+    """A killed benchmark must not leave a server (and its agent CLIs) running: PR_SET_PDEATHSIG."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+class BenchServer:
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path = workdir / "groupx.json"
+        self.log_path = workdir / "server.log"
+        self.db_path = workdir / ".groupx" / "groupx.db"
+        agents = {}
+        for name in AGENTS:
+            cwd = workdir / f"cwd-{name}"
+            cwd.mkdir(exist_ok=True)
+            (cwd / ".groupx-fake.json").write_text(json.dumps(INSTANT))
+            agents[name] = {"command": str(FAKES_BIN / name), "cwd": str(cwd)}
+        self.config_path.write_text(json.dumps({"server": {"host": "127.0.0.1", "port": 4310}, "agents": agents}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}  # no stray config/log dir
+        self.env = {**env, "GROUPX_CONFIG": str(self.config_path), "GROUPX_FAKE_TIME_SCALE": "0",
+                    "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"), "PYTHONUNBUFFERED": "1"}
+        self.proc: subprocess.Popen | None = None
+        self.base_url = ""
+
+    def migrate(self) -> None:
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=self.env,
+                       check=True, timeout=120)
+
+    def start(self, timeout: float = 60.0) -> BenchServer:
+        self.migrate()
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "groupx_site.asgi:application"],
+                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            )
+
+        def port():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+            match = LISTENING.search(self.log_path.read_bytes()[offset:].decode(errors="replace"))
+            return match and int(match.group(1))
+
+        self.base_url = f"http://127.0.0.1:{_wait(port, timeout, 'the server to listen')}"
+        _wait(self._agents_ready, timeout, "all three agents ready")  # startup is not part of any figure
+        self._settle()
+        return self
+
+    def _settle(self, quiet: float = 0.05, window: float = 0.5, bound: float = 10.0) -> None:
+        """Wait (bounded) until the server has stopped using CPU after its start (sessions,
+        schedulers), so the first figures do not pay for it."""
+        from bench.memory import cpu_seconds
+
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            before = cpu_seconds(self.proc.pid)
+            time.sleep(window)
+            if cpu_seconds(self.proc.pid) - before <= quiet:
+                return
+
+    def _agents_ready(self) -> bool:
+        try:
+            health = httpx.get(f"{self.base_url}/api/health", timeout=2).json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        agents = health.get("agents", [])
+        return health.get("readiness") == "ready" and len(agents) == len(AGENTS) and all(
+            a.get("status") == "ready" for a in agents)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def seed_events(self, total: int) -> int:
+        """Top the log up to ``total`` rows with plain INSERTs while the server is stopped (like
+        tests/test_bootstrap_and_health.py): 100,000 events through the API would take minutes."""
+        import sqlite3
+
+        assert self.proc is None or self.proc.poll() is not None, "seed only a stopped server"
+        db = sqlite3.connect(self.db_path)
+        try:
+            have = db.execute("SELECT COUNT(*) FROM rooms_event").fetchone()[0]
+            now = datetime.now(UTC).isoformat()
+            body = json.dumps({"content": "seeded history line for the benchmark " * 3})
+            rows = ((f"evt_bench{have + i}", "room:main", "message.created", "user:web", "user", "You", "[]",
+                     f"corr_b{have + i}", f"corr_b{have + i}", now, body) for i in range(max(0, total - have)))
+            db.executemany(
+                "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
+                " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+            db.commit()
+            return db.execute("SELECT COUNT(*) FROM rooms_event").fetchone()[0]
+        finally:
+            db.close()
+
+    def durable_seqs(self, through: int) -> list[int]:
+        """The authoritative seq list, read-only from SQLite: what every SSE client must have got."""
+        import sqlite3
+
+        db = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+        try:
+            return [row[0] for row in db.execute("SELECT seq FROM rooms_event WHERE seq <= ? ORDER BY seq", (through,))]
+        finally:
+            db.close()
