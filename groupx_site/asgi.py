@@ -5,7 +5,7 @@
 - everything else goes to Django (API, room page, admin, static files).
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
-from a lifespan event under uvicorn, or lazily by the first request; ``ensure_started`` is idempotent.
+or lazily by the first request; ``ensure_started`` is idempotent.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ async def lifespan(scope, receive, send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            await runtime.ensure_started()
+            # Not started here: uvicorn runs lifespan startup *before* it binds, and restart
+            # recovery must not run in a process that may lose the port (groupx_site/runtime.py).
+            # The first request, which proves the bind, starts it.
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await runtime.shutdown()
@@ -61,7 +63,12 @@ def is_mcp_path(path: str) -> bool:
 async def application(scope, receive, send):
     if scope["type"] == "lifespan":
         return await lifespan(scope, receive, send)
-    await runtime.ensure_started()
+    if scope["type"] == "http" and scope["path"] == "/api/health":
+        # Health answers while the runtime starts (migrations included), so a racing `groupx start`
+        # recognises this instance within its 500 ms probe instead of calling it a conflict.
+        runtime.begin_start()
+    else:
+        await runtime.ensure_started()
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
         if scope["path"].rstrip("/") == "/mcp":
             return await member_mcp.handle(scope, receive, send)

@@ -49,7 +49,7 @@ def health_report() -> tuple[int, dict[str, Any]]:
     agents = agent_health()
     degraded = not store["available"] or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents)
     counts = {"activeTurns": 0, "queuedTurns": 0}
-    if store["available"]:
+    if store["available"] and readiness == "ready":  # while starting, the tables may still be migrating
         counts = {
             "activeTurns": Turn.objects.filter(status__in=IN_FLIGHT_STATUSES).count(),
             "queuedTurns": Turn.objects.filter(status=QUEUED).count(),

@@ -6,6 +6,7 @@
 - The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
 - Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
+- While the runtime drains for a stop, new requests get 503 and open SSE streams end.
 """
 
 from __future__ import annotations
@@ -52,12 +53,30 @@ def check_api_write(request: HttpRequest) -> GroupXError | None:
     return None
 
 
+# While draining (PROTOCOL §10.8) health must keep answering with the runtime identity, and a
+# repeated shutdown request stays harmless; everything else is refused.
+DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
+
+
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
+    if lifecycle.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
+        return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
     if request.path.startswith("/api/") and request.method in WRITE_METHODS:
-        error = check_api_write(request) or check_readiness()
+        error = check_api_write(request)
+        if error is None and request.path not in DRAIN_EXEMPT_PATHS:  # shutdown works in any state
+            error = check_readiness()
         if error is not None:
             return error_response(error)
     return None
+
+
+def _end_streams_on_drain(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """SSE bodies end when the runtime starts draining (their own loop never would)."""
+    if getattr(response, "is_async", False) and response.get("Content-Type", "").startswith("text/event-stream"):
+        from groupx_site.shutdown import end_on_drain  # the shutdown module imports this one
+
+        response.streaming_content = end_on_drain(response.streaming_content)
+    return response
 
 
 def check_readiness() -> GroupXError | None:
@@ -115,7 +134,7 @@ def _hybrid(before=None, after=None):
     return middleware
 
 
-ApiWriteGuardMiddleware = _hybrid(before=_write_guard)
+ApiWriteGuardMiddleware = _hybrid(before=_write_guard, after=_end_streams_on_drain)
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
 SecurityHeadersMiddleware = _hybrid(after=_security_headers)
 

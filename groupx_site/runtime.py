@@ -1,5 +1,9 @@
 """The one runtime of a GroupX process: started once, after the HTTP port is bound.
 
+"After the bind" matters: restart recovery and session start write to the store and touch
+bindings, and a second ``groupx start`` that loses the port race must not. Daphne runs its reactor
+(and so ``callWhenRunning``) only after a successful listen; a request proves the bind too.
+
 Startup order (FEATURES §7): stale-state recovery, then agent sessions and lanes, then readiness.
 Nothing here may hold a database transaction across an ``await``: ORM work runs in
 ``sync_to_async`` functions.
@@ -17,11 +21,24 @@ from groupx_site import lifecycle
 logger = logging.getLogger("groupx.runtime")
 
 _started: asyncio.Future | None = None
+_stopped: asyncio.Future | None = None
+_migrate_first = False
+
+
+def migrate_before_start() -> None:
+    """``groupx start`` applies pending migrations itself, but only here, once it holds the port:
+    the port is the single-runtime lease, and a process that loses the race must write nothing."""
+    global _migrate_first
+    _migrate_first = True
 
 
 def _prepare_store() -> None:
     from agents.roster import sync_actors
 
+    if _migrate_first:
+        from django.core.management import call_command
+
+        call_command("migrate", interactive=False, verbosity=0)
     sync_actors()
 
 
@@ -39,24 +56,39 @@ async def _start() -> None:
         raise
 
 
-async def ensure_started() -> None:
+def begin_start() -> asyncio.Future:
+    """Start once per process without waiting (health answers while the runtime starts)."""
     global _started
     if _started is None:  # no await between the check and the assignment: one start per process
         _started = asyncio.ensure_future(_start())
-    if not _started.done():
-        await asyncio.shield(_started)
+        _started.add_done_callback(lambda f: f.cancelled() or f.exception())  # _start logs its failure
+    return _started
+
+
+async def ensure_started() -> None:
+    started = begin_start()
+    if not started.done():
+        await asyncio.shield(started)
 
 
 def schedule_start() -> None:
     asyncio.get_event_loop().create_task(ensure_started())
 
 
-async def shutdown() -> None:
-    """The protocol's order: MCP handlers, then agent sessions; the listener is released last by
-    the server itself."""
+async def _stop() -> None:
     from agents import runtime as agent_runtime
     from agents.mcp import server as member_mcp
 
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
     await agent_runtime.stop()
+
+
+async def shutdown() -> None:
+    """The protocol's order: MCP handlers, then agent sessions; the listener is released last by
+    the server itself. Idempotent: the shutdown endpoint and daphne's "before shutdown" trigger
+    both call it."""
+    global _stopped
+    if _stopped is None:
+        _stopped = asyncio.ensure_future(_stop())
+    await asyncio.shield(_stopped)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from agents import health, roster
 from groupx_site.dbsnapshot import read_snapshot
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
+from setup_wizard.pending import pending_agents
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES
 
@@ -59,6 +62,8 @@ def bootstrap() -> dict[str, Any]:
         "schema": "groupx.bootstrap/0.1",
         "room": {"roomId": ROOM_ID, "throughSeq": through_seq},
         "agents": agent_cards(),
+        # Saved through /setup after this process started: shown, counted, not targetable (FEATURES §2.3).
+        "pendingAgents": pending_agents(settings.GROUPX_CONFIG_PATH, {a.actor_id for a in roster.live_agents()}),
         "recentEvents": [envelope_from_row(row) for row in rows],
         "activeTurns": [
             {

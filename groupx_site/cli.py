@@ -1,0 +1,471 @@
+"""The ``groupx`` command (FEATURES §2.2): start, stop, restart, init, doctor, version, help.
+
+``start`` is idempotent. Before anything is opened it asks ``GET /api/health`` on the configured
+port who is there (PROTOCOL §10.6): the same config's runtime means "already running"; any other
+listener is a conflict that GroupX never kills and never dodges by picking another port. The
+probe cannot replace the listen itself, so a lost bind (``EADDRINUSE``) is probed again to tell a
+concurrent start of the same config (reuse) from a conflict.
+
+``stop`` and ``restart`` talk to the runtime only through ``POST /api/runtime/shutdown`` and only
+when the running instance belongs to this config path (PROTOCOL §10.8).
+
+Nothing here imports Django before it must: settings read ``groupx.json`` at import time, and the
+setup wizard runs precisely when that file does not exist yet.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import sys
+import time
+import webbrowser
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groupx_site import identity
+from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config
+
+PROBE_TIMEOUT = 0.5
+REPROBES = 3
+POLL_SECONDS = 0.1
+UNREACHABLE_IN_A_ROW = 3
+
+USAGE = """\
+usage: groupx [command] [--config PATH] [--no-open]
+
+commands:
+  start     start GroupX for this config (the default command); runs the setup
+            wizard first when the config file does not exist
+  stop      stop the running GroupX of this config
+  restart   stop it, then start again with the latest config
+  init      run the setup wizard, then start
+  doctor    check this machine: OS, Python, Django, agent CLIs and the config
+  version   print the version (also --version, -v)
+  help      print this help (also --help, -h)
+
+options:
+  --config PATH   the groupx.json to use (default: $GROUPX_CONFIG, else ./groupx.json)
+  --no-open       do not open a browser (start, restart, init)
+"""
+
+OPTIONS = {
+    "start": {"--config", "--no-open"},
+    "restart": {"--config", "--no-open"},
+    "init": {"--config", "--no-open"},
+    "stop": {"--config"},
+    "doctor": {"--config"},
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass
+class Invocation:
+    command: str
+    config: str | None = None
+    open_browser: bool = True
+
+
+def parse_args(argv: list[str]) -> Invocation:
+    if argv and argv[0] in {"--version", "-v", "version"}:
+        return Invocation("version")
+    if argv and argv[0] in {"--help", "-h", "help"}:
+        return Invocation("help")
+    command = "start"
+    if argv and not argv[0].startswith("-"):
+        command, argv = argv[0], argv[1:]
+        if command not in OPTIONS:
+            raise UsageError(f"unknown command: {command}")
+    invocation = Invocation(command)
+    allowed = OPTIONS[command]
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, _, inline = arg.partition("=")
+        if name not in allowed:
+            raise UsageError(f"unknown option for {command}: {arg}")
+        if name == "--config":
+            if inline:
+                invocation.config = inline
+            elif i + 1 < len(argv):
+                invocation.config, i = argv[i + 1], i + 1
+            else:
+                raise UsageError("--config needs a path")
+        elif inline:
+            raise UsageError(f"{name} takes no value")
+        else:
+            invocation.open_browser = False
+        i += 1
+    return invocation
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def fail(message: str) -> int:
+    print(f"groupx: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("groupx")
+    except PackageNotFoundError:  # running from a source checkout
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+
+
+def open_url(url: str) -> bool:
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False  # headless: a console browser (lynx, w3m) would take over this terminal
+    try:
+        return webbrowser.open(url, new=2)
+    except webbrowser.Error:
+        return False
+
+
+# --- who is on the port -------------------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    # "unreachable": nobody listens; "groupx": a GroupX runtime identified itself; "foreign": an
+    # answer that is not GroupX's; "silent": something accepted the connection but did not answer
+    # in time (a busy GroupX that is still migrating, or anything else).
+    kind: str
+    status: int | None = None
+    health: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runtime_key(self) -> str | None:
+        return self.health.get("runtimeKey")
+
+    @property
+    def scope_key(self) -> str | None:
+        return self.health.get("runtimeScopeKey")
+
+    @property
+    def closing(self) -> bool:
+        return self.health.get("status") == "closing"
+
+
+def _is_hex64(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def probe(host: str, port: int, *, timeout: float = PROBE_TIMEOUT) -> Probe:
+    """``GET /api/health``; only a refused connection means nobody is listening."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", "/api/health", headers={"Accept": "application/json"})
+        response = conn.getresponse()
+        status, raw = response.status, response.read(256 * 1024)
+    except ConnectionRefusedError:
+        return Probe("unreachable")
+    except (TimeoutError, ConnectionResetError):  # RemoteDisconnected too: a listener closing mid-request
+        return Probe("silent")
+    except (OSError, http.client.HTTPException):  # an answer, but not HTTP: not us
+        return Probe("foreign")
+    finally:
+        conn.close()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return Probe("foreign", status)
+    if (
+        isinstance(body, dict) and body.get("service") == identity.SERVICE
+        and body.get("protocol") == identity.PROTOCOL
+        and _is_hex64(body.get("runtimeKey")) and _is_hex64(body.get("runtimeScopeKey"))
+    ):
+        return Probe("groupx", status, body)
+    return Probe("foreign", status)
+
+
+@dataclass
+class Target:
+    """This config's address and identity."""
+
+    path: Path
+    config: GroupXConfig
+
+    @property
+    def host(self) -> str:
+        return self.config.server.host
+
+    @property
+    def port(self) -> int:
+        return self.config.server.port
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def key(self) -> str:
+        return identity.runtime_key(self.config, self.path)
+
+    @property
+    def scope_key(self) -> str:
+        return identity.runtime_scope_key(self.path)
+
+    def probe(self) -> Probe:
+        return probe(self.host, self.port)
+
+    def probe_patiently(self, attempts: int = REPROBES) -> Probe:
+        """A listener that stays silent for one 500 ms probe gets two more chances: a GroupX busy
+        migrating its store must not be mistaken for a foreign program."""
+        found = self.probe()
+        for _ in range(attempts - 1):
+            if found.kind != "silent":
+                break
+            time.sleep(POLL_SECONDS)
+            found = self.probe()
+        return found
+
+
+def conflict_message(found: Probe, target: Target) -> str | None:
+    """None when ``found`` is this very config's runtime (reuse); otherwise why it is a conflict."""
+    where = f"port {target.port} on {target.host}"
+    if found.kind == "groupx" and found.runtime_key == target.key:
+        if found.closing:
+            return f"GroupX for this config is shutting down on {where}; run `groupx start` again once it has stopped."
+        return None
+    if found.kind == "groupx" and found.scope_key == target.scope_key:
+        return (f"GroupX for this config is already running on {where}, started before {target.path.name} "
+                "changed. Run `groupx restart` to apply the new settings.")
+    if found.kind == "groupx":
+        return (f"{where} is used by another GroupX instance (a different groupx.json). GroupX will not stop it "
+                f"or pick another port: stop that instance, or set another server.port in {target.path}.")
+    if found.kind == "silent":
+        return (f"{where} is held by a program that does not answer. GroupX will not stop it or pick another "
+                f"port: free the port, or set another server.port in {target.path}.")
+    return (f"{where} is in use by another program (not GroupX). GroupX will not stop it or pick another "
+            f"port: free the port, or set another server.port in {target.path}.")
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def load_target(path: Path) -> Target | None:
+    try:
+        return Target(path, load_config(path))
+    except ConfigError as error:
+        fail(str(error))
+        return None
+
+
+def start_race(target: Target, *, open_browser: bool, wizard=None) -> int:
+    """The idempotent start: reuse the same config's runtime, refuse any other listener, else serve."""
+
+    def reuse() -> int:
+        say(f"GroupX is already running at {target.origin}")
+        if wizard is not None:
+            wizard.report_ready(target.origin)
+        elif open_browser:
+            open_url(target.origin)
+        return 0
+
+    def conflict(message: str) -> int:
+        if wizard is not None:
+            wizard.report_failed(message)
+        return fail(message)
+
+    found = target.probe_patiently()
+    if found.kind != "unreachable":
+        message = conflict_message(found, target)
+        return reuse() if message is None else conflict(message)
+
+    from groupx_site.serve import serve  # imports Django: only now that the config exists
+
+    def on_ready(origin: str) -> None:
+        say(f"GroupX is ready at {origin} (Ctrl+C or `groupx stop` to stop)")
+        if wizard is not None:
+            wizard.report_ready(origin)
+        elif open_browser and not open_url(origin):
+            say(f"Open {origin} in your browser.")
+
+    def on_failed(message: str) -> None:
+        if wizard is not None:
+            wizard.report_failed(message)
+
+    result = serve(target.config, on_listening=lambda origin: say(f"GroupX is starting at {origin} ({target.path})"),
+                   on_ready=on_ready, on_failed=on_failed)
+    if result.outcome == "address_in_use":
+        # Someone bound between our probe and our listen: a concurrent start of this config is a
+        # reuse; anything else is a conflict. Nothing was written by this process.
+        for attempt in range(REPROBES):
+            found = target.probe()
+            if found.kind == "groupx" and conflict_message(found, target) is None:
+                return reuse()
+            if attempt < REPROBES - 1:
+                time.sleep(POLL_SECONDS)
+        if found.kind == "unreachable":
+            return conflict(f"port {target.port} was taken and released while GroupX was starting; try again.")
+        return conflict(conflict_message(found, target) or "the port is in use")
+    if result.outcome in ("listen_failed", "start_failed"):
+        return fail(result.message)
+    say("GroupX stopped.")
+    return 0
+
+
+def run_wizard(path: Path, *, open_browser: bool) -> int:
+    from setup_wizard.standalone import Wizard
+
+    wizard = Wizard(path).start()
+    url = f"{wizard.origin}/setup"
+    say(f"Set up GroupX in your browser: {url}")
+    if open_browser and not open_url(url):
+        say("(No browser was opened: visit that address yourself.)")
+    try:
+        wizard.saved.wait()
+    except KeyboardInterrupt:
+        wizard.close()
+        return 130
+    say(f"Saved {path}.")
+    target = load_target(path)
+    if target is None:  # cannot happen after a validated save, unless the file was edited meanwhile
+        wizard.report_failed("the saved config could not be read back")
+        wizard.wait_closed(3)
+        return 1
+    code = start_race(target, open_browser=False, wizard=wizard)  # the wizard page goes to the room
+    wizard.wait_closed(6)  # when start returned early, give the page a moment to see the outcome
+    return code
+
+
+def cmd_start(path: Path, open_browser: bool) -> int:
+    if not path.exists():
+        say(f"No config at {path}: starting the setup wizard.")
+        return run_wizard(path, open_browser=open_browser)
+    target = load_target(path)
+    return 1 if target is None else start_race(target, open_browser=open_browser)
+
+
+def cmd_init(path: Path, open_browser: bool) -> int:
+    if path.exists():
+        target = load_target(path)
+        if target is not None:
+            found = target.probe()
+            if found.kind == "groupx" and found.scope_key == target.scope_key:
+                # Its own /setup edits the same file; a second wizard would only race it.
+                say(f"GroupX is running for this config: edit the agents at {target.origin}/setup, "
+                    "then run `groupx restart`.")
+                if open_browser:
+                    open_url(f"{target.origin}/setup")
+                return 0
+    return run_wizard(path, open_browser=open_browser)
+
+
+def stop_budget(config: GroupXConfig) -> float:
+    return max(15.0, min(300.0, 3 * config.timeouts.closeMs / 1000 + 1))
+
+
+def stop_instance(target: Target, *, restarting: bool) -> int:
+    found = target.probe_patiently()
+    if found.kind == "unreachable":
+        if restarting:
+            return fail(f"no GroupX instance is running at {target.origin}; start it with `groupx start`.")
+        return fail(f"no GroupX instance detected at {target.origin}. If server.port changed since it was "
+                    "started, stop it on its old port first (or press Ctrl+C in its terminal).")
+    if found.kind != "groupx":
+        return fail(f"port {target.port} is used by a program that is not GroupX; nothing was stopped.")
+    if found.runtime_key != target.key and found.scope_key != target.scope_key:
+        return fail(f"the GroupX on port {target.port} belongs to another groupx.json; refusing to stop it.")
+    status, body = post_shutdown(target, found.scope_key, timeout=stop_budget(target.config))
+    if status != 202:
+        if status == 404:
+            return fail("that GroupX has no shutdown endpoint (an older version?); stop it with Ctrl+C.")
+        return fail(f"the shutdown request was refused ({status}): {body}")
+    say(f"Stopping GroupX at {target.origin} …")
+    return wait_released(target, found.scope_key, stop_budget(target.config))
+
+
+def post_shutdown(target: Target, scope_key: str | None, *, timeout: float) -> tuple[int, str]:
+    # A runtime still starting answers once its start is done, hence the long timeout.
+    conn = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
+    try:
+        payload = json.dumps({"runtimeScopeKey": scope_key})
+        conn.request("POST", "/api/runtime/shutdown", body=payload, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.read(4096).decode(errors="replace")
+    except (OSError, http.client.HTTPException) as error:
+        return 0, str(error)
+    finally:
+        conn.close()
+
+
+def wait_released(target: Target, scope_key: str | None, budget: float) -> int:
+    """Until the port refuses connections 3 times in a row; a different listener there fails closed."""
+    deadline = time.monotonic() + budget
+    in_a_row = 0
+    while time.monotonic() < deadline:
+        found = target.probe()
+        if found.kind == "unreachable":
+            in_a_row += 1
+            if in_a_row == UNREACHABLE_IN_A_ROW:
+                say("GroupX stopped.")
+                return 0
+        else:
+            in_a_row = 0
+            replaced = found.kind == "foreign" or (found.kind == "groupx" and found.scope_key != scope_key)
+            if replaced:  # "silent" is a closing runtime too busy to answer: keep waiting
+                return fail(f"port {target.port} was taken by another listener while GroupX was stopping.")
+        time.sleep(POLL_SECONDS)
+    return fail(f"GroupX did not stop within {budget:.0f}s; it is still listening on {target.origin}.")
+
+
+def cmd_stop(path: Path) -> int:
+    if not path.exists():
+        return fail(f"no config at {path}; nothing to stop.")
+    target = load_target(path)
+    return 1 if target is None else stop_instance(target, restarting=False)
+
+
+def cmd_restart(path: Path, open_browser: bool) -> int:
+    if not path.exists():
+        return fail(f"no config at {path}; run `groupx start` to set one up.")
+    target = load_target(path)
+    if target is None:
+        return 1
+    code = stop_instance(target, restarting=True)
+    if code != 0:
+        return code
+    target = load_target(path)  # the latest file, even if it changed while the old one stopped
+    return 1 if target is None else start_race(target, open_browser=open_browser)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        invocation = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as error:
+        print(f"groupx: {error}\n\n{USAGE}", file=sys.stderr, end="")
+        return 1
+    if invocation.command == "help":
+        print(USAGE, end="")
+        return 0
+    if invocation.command == "version":
+        print(f"groupx {version()}")
+        return 0
+    path = config_path_from_env(invocation.config)
+    os.environ["GROUPX_CONFIG"] = str(path)  # what Django's settings will read, if this process serves
+    if invocation.command == "doctor":
+        from setup_wizard.doctor import run as doctor
+
+        return doctor(path)
+    if invocation.command == "stop":
+        return cmd_stop(path)
+    if invocation.command == "restart":
+        return cmd_restart(path, invocation.open_browser)
+    if invocation.command == "init":
+        return cmd_init(path, invocation.open_browser)
+    return cmd_start(path, invocation.open_browser)

@@ -1,0 +1,164 @@
+"""``POST /api/runtime/shutdown``: the narrow loopback stop used by ``groupx stop|restart`` (PROTOCOL §10.8).
+
+A stop is not a room command: it writes no client command, no event and no lock file. The 202
+goes out first; only after it has been sent does the process drain:
+
+1. readiness becomes ``closing``: health answers 503 with the full identity (so the CLI does not
+   mistake the closing listener for a foreign one) and every other request gets 503;
+2. open SSE streams are ended;
+3. the agent runtime closes its lanes and process trees (bounded);
+4. the database connections close;
+5. the HTTP listener is released last: the port is the single-runtime lease, and letting it go
+   earlier would let a new ``groupx start`` bind while this process still owns sessions.
+
+Repeated requests are harmless: the drain runs once per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connections
+from django.http import HttpRequest, JsonResponse
+from ninja import Router
+
+from groupx_site import identity, lifecycle, runtime
+from groupx_site.errors import GroupXError
+from groupx_site.middleware import json_body
+
+logger = logging.getLogger("groupx.shutdown")
+router = Router(tags=["runtime"])
+
+SCOPE_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+SSE_CLOSE_SECONDS = 1.0
+
+_drain: asyncio.Future | None = None
+_open_streams: set[asyncio.Event] = set()
+
+
+def check_shutdown_request(body: object) -> str:
+    """The requested scope key, or INVALID_ENVELOPE / STORE_CONFLICT; nothing stops on an error."""
+    if not isinstance(body, dict) or set(body) != {"runtimeScopeKey"}:
+        raise GroupXError("INVALID_ENVELOPE", "the body must be exactly {runtimeScopeKey}")
+    key = body["runtimeScopeKey"]
+    if not isinstance(key, str) or not SCOPE_KEY_RE.match(key):
+        raise GroupXError("INVALID_ENVELOPE", "runtimeScopeKey must be 64 lowercase hex characters")
+    if key != identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH):
+        raise GroupXError("STORE_CONFLICT", "runtimeScopeKey does not match this runtime's config path; nothing stops")
+    return key
+
+
+class DrainAfterResponse(JsonResponse):
+    """Starts the drain from ``close()``, which the ASGI handler calls once the body has been sent."""
+
+    def __init__(self, data: dict, *, loop: asyncio.AbstractEventLoop, **kwargs):
+        super().__init__(data, **kwargs)
+        self._loop = loop
+
+    def close(self) -> None:
+        super().close()
+        self._loop.call_soon_threadsafe(begin_drain)
+
+
+@router.post("/runtime/shutdown", response={202: dict}, summary="Stop this runtime (groupx stop / restart)")
+async def post_shutdown(request: HttpRequest):
+    scope_key = check_shutdown_request(json_body(request))
+    body = {
+        "accepted": True,
+        "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
+        "runtimeScopeKey": scope_key,
+    }
+    return DrainAfterResponse(body, loop=asyncio.get_running_loop(), status=202)
+
+
+def begin_drain() -> None:
+    """Idempotent; runs on the server's event loop."""
+    global _drain
+    if _drain is None:
+        _drain = asyncio.ensure_future(_drain_and_stop())
+
+
+def is_draining() -> bool:
+    return _drain is not None
+
+
+async def _drain_and_stop() -> None:
+    lifecycle.set_readiness("closing")
+    for closed in list(_open_streams):
+        closed.set()
+    close_seconds = settings.GROUPX_CONFIG.timeouts.closeMs / 1000
+    try:
+        await asyncio.wait_for(runtime.shutdown(), timeout=3 * close_seconds + 1)
+    except TimeoutError:  # child processes still die with us (PR_SET_PDEATHSIG)
+        logger.warning("the agent runtime did not close within %.1fs; stopping anyway", 3 * close_seconds + 1)
+    except Exception:
+        logger.exception("closing the agent runtime failed; stopping anyway")
+    deadline = asyncio.get_running_loop().time() + SSE_CLOSE_SECONDS
+    while _open_streams and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    await sync_to_async(connections.close_all, thread_sensitive=True)()
+    await cancel_leftover_tasks()
+    logger.info("GroupX runtime closed; releasing the port")
+    stop_listener()
+
+
+async def cancel_leftover_tasks(timeout: float = 1.0) -> None:
+    """Nothing outlives the runtime: a task still suspended when the interpreter exits is torn down
+    by the garbage collector during finalization, which has crashed CPython 3.11 (SIGSEGV)."""
+    current = asyncio.current_task()
+    leftovers = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        await asyncio.wait(leftovers, timeout=timeout)
+
+
+def stop_listener() -> None:
+    twisted_reactor = sys.modules.get("twisted.internet.reactor")
+    if twisted_reactor is not None and twisted_reactor.running:
+        twisted_reactor.stop()  # daphne: its "before shutdown" trigger finds the runtime already closed
+        return
+    os.kill(os.getpid(), signal.SIGTERM)  # another ASGI server: its own graceful stop
+
+
+async def end_on_drain(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Pass an SSE body through until the runtime starts draining, then end it cleanly.
+
+    The stream may sit in a long wait between frames, so the drain cannot just be checked
+    between chunks: each step races the next chunk against the drain signal.
+    """
+    closed = asyncio.Event()
+    if is_draining():
+        return
+    _open_streams.add(closed)
+    closing = asyncio.ensure_future(closed.wait())
+    iterator = aiter(stream)
+    step: asyncio.Future | None = None
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(iterator))
+            await asyncio.wait({step, closing}, return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                return
+            try:
+                chunk = step.result()
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        _open_streams.discard(closed)
+        closing.cancel()
+        if step is not None and not step.done():
+            step.cancel()
+            await asyncio.wait({step})
+        with contextlib.suppress(Exception):
+            await iterator.aclose()

@@ -1,0 +1,309 @@
+"""The setup contract (PROTOCOL §10.6, FEATURES §2.3): the snapshot a page edits, and the strict save.
+
+The draft is deliberately smaller than ``groupx.json``: an agent is only
+``id/driver/name/identity/command/cwd/enabled``. Transport, access, sandbox, model and approval
+are not settings of GroupX, so a draft that carries them is refused rather than silently trimmed.
+Limits and timeouts are not in the draft either; a save keeps the ones the file already has.
+
+No Django here: the standalone wizard serves this before any settings exist (the config it writes
+is what settings will read).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from groupx_site.errors import GroupXError
+from setup_wizard import detect
+from setup_wizard.config import (
+    AGENT_ID_RE,
+    DEFAULT_AGENT_IDS,
+    DISPLAY_NAMES,
+    RESERVED_AGENT_IDS,
+    AgentConfig,
+    CommandSpec,
+    ConfigError,
+    GroupXConfig,
+    load_config,
+    parse_config,
+    write_config,
+)
+from setup_wizard.starter import demo_agents
+
+DEFAULT_PORT = 4310
+DEFAULT_STORAGE = ".groupx/groupx.db"
+ASSISTANT_NAME = "房间助理"
+# Names a user may expect to find here; they get a message saying why there is no such setting.
+NOT_SETTINGS = {"transport", "access", "sandbox", "model", "approval", "approvalPolicy", "permissionMode"}
+
+Driver = Literal["codex", "grok", "kimi", "hermes", "claude"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class DraftCommand(Strict):
+    executable: Annotated[str, Field(min_length=1)]
+    prefixArgs: Annotated[list[str], Field(max_length=1)] = Field(default_factory=list)
+
+
+class DraftAgent(Strict):
+    id: Annotated[str, Field(min_length=1, max_length=64)]
+    driver: Driver
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+    identity: Annotated[str, Field(max_length=32_768)] = ""
+    command: DraftCommand
+    cwd: Annotated[str, Field(min_length=1)]
+    enabled: bool = True
+
+
+class DraftBrain(Strict):
+    driver: Driver
+    command: DraftCommand | None = None
+    cwd: Annotated[str, Field(min_length=1)]
+
+
+class DraftAssistant(Strict):
+    enabled: bool = False
+    name: Annotated[str, Field(min_length=1, max_length=64)] = ASSISTANT_NAME
+    brain: DraftBrain | None = None
+    extraInstructions: Annotated[str, Field(max_length=32_768)] = ""
+
+
+class Draft(Strict):
+    serverPort: Annotated[int, Field(ge=1, le=65535)]
+    storagePath: Annotated[str, Field(min_length=1)]
+    agents: Annotated[list[DraftAgent], Field(min_length=1)]
+    assistant: DraftAssistant | None = None
+
+
+class SaveRequest(Strict):
+    config: Draft
+
+
+# --- the snapshot -------------------------------------------------------------------------------
+
+
+def command_draft(command: Any, default: str) -> dict[str, Any]:
+    if command is None:
+        return {"executable": default, "prefixArgs": []}
+    if isinstance(command, str):
+        return {"executable": command, "prefixArgs": []}
+    return {"executable": command.executable, "prefixArgs": list(command.prefixArgs)}
+
+
+def draft_from_config(config: GroupXConfig) -> dict[str, Any]:
+    """The editable form of a parsed file; relative paths stay relative, as the user wrote them."""
+    agents = config.agents
+    if agents is None:  # the implicit default roster is shown explicitly so it can be edited
+        agents = {agent_id: AgentConfig(cwd=".") for agent_id in DEFAULT_AGENT_IDS}
+    entries = []
+    for agent_id, agent in agents.items():
+        driver = agent.driver or agent_id
+        entries.append({
+            "id": agent_id, "driver": driver, "name": agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
+            "identity": agent.identity, "command": command_draft(agent.command, driver), "cwd": agent.cwd,
+            "enabled": agent.enabled,
+        })
+    # An existing file without an assistant keeps it off (PROTOCOL §10.6).
+    assistant: dict[str, Any] = {"enabled": False, "name": ASSISTANT_NAME, "brain": None, "extraInstructions": ""}
+    if config.assistant is not None:
+        brain = config.assistant.brain
+        assistant = {
+            "enabled": config.assistant.enabled, "name": config.assistant.name,
+            "extraInstructions": config.assistant.extraInstructions,
+            "brain": brain and {"driver": brain.driver, "command": command_draft(brain.command, brain.driver),
+                                "cwd": brain.cwd},
+        }
+    return {"serverPort": config.server.port, "storagePath": config.storage.path, "agents": entries,
+            "assistant": assistant}
+
+
+def demo_drafts(workdir: Path) -> list[dict[str, Any]]:
+    return [
+        {"id": agent_id, "driver": entry["driver"], "name": entry["name"], "identity": entry["identity"],
+         "command": {"executable": entry["command"], "prefixArgs": []}, "cwd": entry["cwd"], "enabled": True}
+        for agent_id, entry in demo_agents(workdir).items()
+    ]
+
+
+def starter_draft(config_path: Path, drivers: list[detect.DriverStatus]) -> dict[str, Any]:
+    """First run: all five drivers listed, enabled only when found; the demo agents when none is."""
+    workdir = str(config_path.parent.resolve())
+    agents = [
+        {"id": d.driver, "driver": d.driver, "name": DISPLAY_NAMES[d.driver], "identity": "",
+         "command": {"executable": d.driver, "prefixArgs": []}, "cwd": workdir, "enabled": d.found}
+        for d in drivers
+    ]
+    if not any(d.found for d in drivers):
+        agents += demo_drafts(Path(workdir))
+    brain_from = next((a for a in agents if a["enabled"]), None)
+    assistant = {
+        "enabled": brain_from is not None,  # on by default on first setup, when it has a brain to use
+        "name": ASSISTANT_NAME, "extraInstructions": "",
+        "brain": brain_from and {"driver": brain_from["driver"], "command": dict(brain_from["command"]),
+                                 "cwd": workdir},
+    }
+    return {"serverPort": DEFAULT_PORT, "storagePath": DEFAULT_STORAGE, "agents": agents, "assistant": assistant}
+
+
+def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
+    drivers = detect.detect_drivers()
+    result: dict[str, Any] = {
+        "configPath": str(config_path),
+        "existing": config_path.exists(),
+        "runtimeActive": runtime_active,
+        "drivers": [d.as_json() for d in drivers],
+        "demoAgents": demo_drafts(config_path.parent.resolve()),
+    }
+    draft = None
+    if result["existing"]:
+        try:
+            draft = draft_from_config(load_config(config_path))
+        except ConfigError as error:
+            result["existingConfigError"] = str(error)
+    result["config"] = draft or starter_draft(config_path, drivers)
+    return result
+
+
+# --- the save -----------------------------------------------------------------------------------
+
+
+def issue(path: str, code: str, message: str) -> dict[str, str]:
+    return {"path": path, "code": code, "message": message}
+
+
+def _message(error: dict[str, Any]) -> str:
+    message = str(error.get("msg", "invalid"))
+    return message.removeprefix("Value error, ")
+
+
+def _structural_issues(error: ValidationError) -> list[dict[str, str]]:
+    issues = []
+    for e in error.errors():
+        loc = [str(part) for part in e["loc"]]
+        path = ".".join(loc)
+        if e["type"] == "extra_forbidden":
+            key = loc[-1] if loc else ""
+            if key in NOT_SETTINGS:
+                issues.append(issue(path, "forbidden_field",
+                                    f"{key} is not a GroupX setting: agents always run unrestricted and structured"))
+            else:
+                issues.append(issue(path, "unknown_field", f"unknown field {key!r}"))
+        else:
+            issues.append(issue(path, e["type"], _message(e)))
+    return issues
+
+
+def _command_issues(path: str, command: DraftCommand | None) -> list[dict[str, str]]:
+    if command is None or not command.prefixArgs:
+        return []
+    try:
+        CommandSpec.model_validate(command.model_dump())
+    except ValidationError as error:
+        return [issue(path, "invalid_command", _message(error.errors()[0]))]
+    return []
+
+
+def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
+    issues: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for index, agent in enumerate(draft.agents):
+        at = f"config.agents.{index}"
+        if agent.id in RESERVED_AGENT_IDS:
+            issues.append(issue(f"{at}.id", "reserved_id", f"{agent.id!r} is reserved for the room assistant"))
+        elif not AGENT_ID_RE.match(agent.id):
+            issues.append(issue(f"{at}.id", "invalid_id", "an id starts and ends with a letter or digit and uses "
+                                                          "only A-Z a-z 0-9 . _ - (at most 64 characters)"))
+        elif agent.id in seen:
+            issues.append(issue(f"{at}.id", "duplicate_id", f"another agent already has the id {agent.id!r}"))
+        seen.add(agent.id)
+        if not (config_dir / agent.cwd).is_dir():
+            issues.append(issue(f"{at}.cwd", "cwd_not_found", f"no such directory: {agent.cwd}"))
+        issues += _command_issues(f"{at}.command", agent.command)
+    if not any(agent.enabled for agent in draft.agents):
+        issues.append(issue("config.agents", "none_enabled", "enable at least one agent"))
+    if draft.assistant and draft.assistant.brain:
+        issues += _command_issues("config.assistant.brain.command", draft.assistant.brain.command)
+    return issues
+
+
+def validate_draft(body: Any, config_dir: Path) -> Draft:
+    """The draft, or INVALID_ENVELOPE with ``details.issues`` naming every offending field."""
+    if not isinstance(body, dict):
+        raise GroupXError("INVALID_ENVELOPE", "the body must be a JSON object {config: …}")
+    try:
+        draft = SaveRequest.model_validate(body).config
+    except ValidationError as error:
+        issues = _structural_issues(error)
+    else:
+        issues = _semantic_issues(draft, config_dir)
+    if issues:
+        raise GroupXError("INVALID_ENVELOPE", f"the setup has {len(issues)} problem(s)",
+                          details={"issues": issues[:50]})
+    return draft
+
+
+def _command_raw(command: DraftCommand | None) -> Any:
+    if command is None:
+        return None
+    # The string form is the common case and keeps the file readable.
+    return command.model_dump() if command.prefixArgs else command.executable
+
+
+def existing_raw(config_path: Path) -> dict[str, Any] | None:
+    """The file as written (legacy defaults upgraded), when it exists and is valid."""
+    try:
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
+        parse_config(raw, source=str(config_path))  # upgrades legacy defaults in place
+    except (OSError, ValueError, ConfigError):
+        return None
+    return raw
+
+
+def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "server": {"host": "127.0.0.1", "port": draft.serverPort},
+        "storage": {"path": draft.storagePath},
+        "agents": {
+            agent.id: {"driver": agent.driver, "name": agent.name, "identity": agent.identity,
+                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled}
+            for agent in draft.agents
+        },
+    }
+    if draft.assistant is not None:
+        assistant = draft.assistant.model_dump(exclude={"brain"})
+        if draft.assistant.brain is not None:
+            brain = draft.assistant.brain
+            assistant["brain"] = {"driver": brain.driver, "cwd": brain.cwd}
+            if brain.command is not None:
+                assistant["brain"]["command"] = _command_raw(brain.command)
+        raw["assistant"] = assistant
+    elif previous and "assistant" in previous:
+        raw["assistant"] = previous["assistant"]  # the draft may leave the assistant out: keep it
+    for section in ("limits", "timeouts"):  # not part of the draft: the file's own values stay
+        if previous and section in previous:
+            raw[section] = previous[section]
+    return raw
+
+
+def save(config_path: Path, body: Any, *, restart_required: bool) -> dict[str, Any]:
+    draft = validate_draft(body, config_path.parent)
+    raw = build_config(draft, existing_raw(config_path))
+    try:
+        write_config(config_path, raw)  # validates the whole file again, then replaces it atomically
+    except ConfigError as error:
+        raise GroupXError("INVALID_ENVELOPE", "the setup does not make a valid groupx.json",
+                          details={"issues": [issue("config", "invalid_config", str(error))]}) from None
+    return {
+        "saved": True,
+        "configPath": str(config_path),
+        "agentCount": len(draft.agents),
+        "enabledAgentCount": sum(1 for agent in draft.agents if agent.enabled),
+        "restartRequired": restart_required,
+    }

@@ -1,0 +1,29 @@
+"""``GET/POST /api/setup`` inside a running GroupX (PROTOCOL §10.6).
+
+A save here only rewrites ``groupx.json``: the running sessions and bindings are never hot-swapped,
+so the answer always says ``restartRequired`` and the new agents wait for ``groupx restart``.
+(``/api/setup/launch`` exists only in the standalone wizard, ``setup_wizard/standalone.py``.)
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from ninja import Router
+
+from groupx_site.middleware import json_body
+from setup_wizard import actions
+
+router = Router(tags=["setup"])
+
+
+@router.get("/setup", summary="The config draft, driver detection and whether the runtime is active")
+def get_setup(request: HttpRequest):
+    body = actions.snapshot(settings.GROUPX_CONFIG_PATH, runtime_active=True)
+    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
+
+
+@router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)")
+def post_setup(request: HttpRequest):
+    body = actions.save(settings.GROUPX_CONFIG_PATH, json_body(request), restart_required=True)
+    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})

@@ -1,0 +1,293 @@
+// Agent Settings (/setup): edit the groupx.json draft from GET /api/setup and save it with POST.
+// The same page runs in two places: inside a running GroupX (a save needs `groupx restart`) and in
+// the standalone first-run wizard (after the save it polls /api/setup/launch and goes to the room).
+// Vanilla JS, no inline code (the CSP forbids it); text is always set as text, never as HTML.
+"use strict";
+
+(() => {
+  const DRIVERS = ["codex", "grok", "kimi", "hermes", "claude"];
+  const LAUNCH_POLL_MS = 300;
+  const $ = (id) => document.getElementById(id);
+  let snapshot = null;
+  let saving = false;
+
+  function el(tag, props = {}, children = []) {
+    const node = document.createElement(tag);
+    Object.assign(node, props);
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  function showBanner(text, kind) {
+    const banner = $("banner");
+    banner.textContent = text;
+    banner.className = `banner ${kind || ""}`;
+    banner.hidden = !text;
+  }
+
+  function fillDriverSelect(select, value) {
+    select.replaceChildren(...DRIVERS.map((d) => el("option", { value: d, textContent: d })));
+    select.value = value || DRIVERS[0];
+  }
+
+  // --- rendering ------------------------------------------------------------------------------
+
+  function renderDrivers(drivers) {
+    $("drivers").replaceChildren(...drivers.map((d) => {
+      const detail = d.found ? `${d.command}${d.version ? ` (${d.version})` : ""}` : "not found on PATH";
+      return el("li", { className: d.found ? "found" : "missing" }, [
+        el("strong", { textContent: d.driver }), ` ${detail}`,
+      ]);
+    }));
+  }
+
+  function agentCard(agent) {
+    const card = $("agent-template").content.firstElementChild.cloneNode(true);
+    const field = (name) => card.querySelector(`[name="${name}"]`);
+    fillDriverSelect(field("driver"), agent.driver);
+    field("id").value = agent.id || "";
+    field("name").value = agent.name || "";
+    field("executable").value = (agent.command && agent.command.executable) || "";
+    field("entrypoint").value = (agent.command && agent.command.prefixArgs && agent.command.prefixArgs[0]) || "";
+    field("cwd").value = agent.cwd || "";
+    field("identity").value = agent.identity || "";
+    field("enabled").checked = agent.enabled !== false;
+    card.querySelector(".remove").addEventListener("click", () => { card.remove(); renumber(); });
+    field("id").addEventListener("input", () => renumber());
+    // One error line inside each field's label (so the grid keeps its shape), filled by path.
+    for (const name of ["id", "driver", "name", "executable", "cwd", "identity"]) {
+      field(name).closest("label").append(el("span", { className: "field-error" }));
+    }
+    return card;
+  }
+
+  // Paths in errors are positional (config.agents.2.cwd), so they follow the cards' order.
+  function renumber() {
+    document.querySelectorAll("#agents .agent").forEach((card, index) => {
+      const at = `config.agents.${index}`;
+      const id = card.querySelector('[name="id"]').value.trim();
+      card.querySelector("legend").textContent = id ? `agent:${id}` : "new agent";
+      card.dataset.path = at;
+      card.querySelector(":scope > .field-error").dataset.errorFor = at;
+      for (const input of card.querySelectorAll("[name]")) {
+        const name = input.name === "executable" || input.name === "entrypoint" ? "command" : input.name;
+        input.dataset.path = `${at}.${name}`;
+        const error = input.closest("label").querySelector(".field-error");
+        if (error) error.dataset.errorFor = `${at}.${name}`;
+      }
+    });
+  }
+
+  function renderAgents(agents) {
+    $("agents").replaceChildren(...agents.map(agentCard));
+    renumber();
+  }
+
+  function renderDemoPicker(demos) {
+    const picker = $("demo-picker");
+    picker.replaceChildren(el("option", { value: "", textContent: "Add a demo agent…" }),
+      ...demos.map((d, i) => el("option", { value: String(i), textContent: `${d.name} (${d.driver})` })));
+    picker.hidden = demos.length === 0;
+  }
+
+  function renderAssistant(assistant) {
+    const a = assistant || { enabled: false, name: "房间助理", brain: null, extraInstructions: "" };
+    const brain = a.brain || {};
+    $("assistant-enabled").checked = !!a.enabled;
+    $("assistant-name").value = a.name || "";
+    fillDriverSelect($("assistant-driver"), brain.driver);
+    $("assistant-executable").value = (brain.command && brain.command.executable) || "";
+    $("assistant-entrypoint").value = (brain.command && brain.command.prefixArgs && brain.command.prefixArgs[0]) || "";
+    $("assistant-cwd").value = brain.cwd || "";
+    $("assistant-extra").value = a.extraInstructions || "";
+  }
+
+  function render(data) {
+    snapshot = data;
+    const running = data.runtimeActive;
+    $("room-link").hidden = !running;
+    $("intro").textContent = running
+      ? `Editing ${data.configPath}. Changes take effect after \`groupx restart\`.`
+      : `${data.existing ? "Editing" : "Creating"} ${data.configPath}. GroupX starts when you save.`;
+    if (data.existingConfigError) {
+      showBanner(`The existing config could not be read, so this is a fresh draft: ${data.existingConfigError}`, "warn");
+    }
+    renderDrivers(data.drivers);
+    const draft = data.config;
+    $("server-port").value = draft.serverPort;
+    $("storage-path").value = draft.storagePath;
+    renderAgents(draft.agents);
+    renderDemoPicker(data.demoAgents || []);
+    renderAssistant(draft.assistant);
+    $("setup-form").hidden = false;
+  }
+
+  // --- collecting the draft ---------------------------------------------------------------------
+
+  function command(executable, entrypoint) {
+    const exe = executable.trim();
+    const script = entrypoint.trim();
+    return { executable: exe, prefixArgs: script ? [script] : [] };
+  }
+
+  function collect() {
+    const agents = [...document.querySelectorAll("#agents .agent")].map((card) => {
+      const v = (name) => card.querySelector(`[name="${name}"]`);
+      return {
+        id: v("id").value.trim(),
+        driver: v("driver").value,
+        name: v("name").value.trim(),
+        identity: v("identity").value,
+        command: command(v("executable").value, v("entrypoint").value),
+        cwd: v("cwd").value.trim(),
+        enabled: v("enabled").checked,
+      };
+    });
+    const executable = $("assistant-executable").value.trim();
+    const cwd = $("assistant-cwd").value.trim();
+    const assistant = {
+      enabled: $("assistant-enabled").checked,
+      name: $("assistant-name").value.trim(),
+      extraInstructions: $("assistant-extra").value,
+      brain: cwd ? {
+        driver: $("assistant-driver").value,
+        command: executable ? command(executable, $("assistant-entrypoint").value) : null,
+        cwd,
+      } : null,
+    };
+    const port = Number.parseInt($("server-port").value, 10);
+    return {
+      serverPort: Number.isNaN(port) ? $("server-port").value : port,
+      storagePath: $("storage-path").value.trim(),
+      agents,
+      assistant,
+    };
+  }
+
+  // --- errors next to their fields ----------------------------------------------------------
+
+  function clearErrors() {
+    for (const node of document.querySelectorAll(".field-error")) node.textContent = "";
+    for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
+    $("other-errors").replaceChildren();
+    $("other-errors").hidden = true;
+  }
+
+  // The element for the longest prefix of a path: config.agents.1.command.prefixArgs → …command.
+  function nearest(attribute, path) {
+    const parts = path.split(".");
+    while (parts.length) {
+      const node = document.querySelector(`[${attribute}="${CSS.escape(parts.join("."))}"]`);
+      if (node) return node;
+      parts.pop();
+    }
+    return null;
+  }
+
+  function showIssues(issues) {
+    let firstInvalid = null;
+    for (const issue of issues) {
+      const slot = nearest("data-error-for", issue.path);
+      if (!slot) {
+        $("other-errors").append(el("li", { textContent: `${issue.path}: ${issue.message}` }));
+        continue;
+      }
+      slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
+      const input = nearest("data-path", issue.path);
+      if (input) {
+        input.classList.add("invalid");
+        firstInvalid = firstInvalid || input;
+      }
+    }
+    $("other-errors").hidden = !$("other-errors").children.length;
+    if (firstInvalid) firstInvalid.focus();
+  }
+
+  // --- saving and launching -------------------------------------------------------------------
+
+  async function waitForLaunch() {
+    showBanner("Saved. Starting GroupX…", "info");
+    for (;;) {
+      let state;
+      try {
+        state = await (await fetch("/api/setup/launch", { cache: "no-store" })).json();
+      } catch {
+        state = { status: "failed", message: "the setup wizard went away before GroupX was ready" };
+      }
+      if (state.status === "ready") {
+        showBanner(`GroupX is ready at ${state.origin}. Opening the room…`, "ok");
+        window.location.assign(state.origin);
+        return;
+      }
+      if (state.status === "failed") {
+        showBanner(`GroupX could not start: ${state.message}`, "error");
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, LAUNCH_POLL_MS));
+    }
+  }
+
+  async function save(event) {
+    event.preventDefault();
+    if (saving) return;
+    saving = true;
+    $("save").disabled = true;
+    clearErrors();
+    let keepDisabled = false;
+    try {
+      const response = await fetch("/api/setup", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ config: collect() }),
+      });
+      const body = await response.json();
+      if (response.ok) {
+        if (body.restartRequired) {
+          showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
+            + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
+        } else {
+          keepDisabled = true;
+          await waitForLaunch();
+        }
+      } else {
+        const issues = (body.error && body.error.details && body.error.details.issues) || [];
+        showBanner(body.error ? body.error.message : `Save failed (${response.status})`, "error");
+        showIssues(issues);
+      }
+    } catch (error) {
+      showBanner(`Save failed: ${error.message}`, "error");
+    } finally {
+      saving = false;
+      $("save").disabled = keepDisabled;
+    }
+  }
+
+  function addAgent(agent) {
+    $("agents").append(agentCard(agent));
+    renumber();
+  }
+
+  async function load() {
+    try {
+      const response = await fetch("/api/setup", { cache: "no-store" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      render(await response.json());
+    } catch (error) {
+      $("intro").textContent = `Could not load the setup: ${error.message}`;
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("setup-form").addEventListener("submit", save);
+    $("add-agent").addEventListener("click", () => {
+      const cwd = snapshot ? snapshot.configPath.replace(/[/\\][^/\\]*$/, "") : "";
+      addAgent({ id: "", driver: "codex", name: "", identity: "", command: { executable: "codex", prefixArgs: [] }, cwd, enabled: true });
+    });
+    $("demo-picker").addEventListener("change", (event) => {
+      const demo = snapshot && snapshot.demoAgents[Number(event.target.value)];
+      if (demo) addAgent(demo);
+      event.target.value = "";
+    });
+    load();
+  });
+})();

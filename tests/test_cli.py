@@ -1,0 +1,364 @@
+"""The ``groupx`` command (FEATURES §2.2) and ``POST /api/runtime/shutdown`` (PROTOCOL §10.8).
+
+Every instance is a real process started the way a user starts it; tests look at exit codes,
+output, the port and ``/api/health``, never at internals.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import httpx
+import pytest
+
+from tests.groupx_cli import Foreground, cli_env, fake, free_port, groupx, health, port_refuses, write_config
+from tests.server import FAKES_BIN, GroupXServer, hanging_agent, wait_until
+from tests.sse import SseClient
+
+
+@pytest.fixture
+def foreground():
+    """Start ``groupx`` commands in the foreground; whatever still runs at the end is stopped."""
+    started: list[Foreground] = []
+
+    def start(workdir, *args, env=None) -> Foreground:
+        process = Foreground(workdir, *args, env=env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.terminate()
+
+
+class ForeignListener:
+    """A plain TCP server that answers every connection with a non-GroupX HTTP response."""
+
+    def __init__(self, port: int):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(16)
+        self.connections = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+
+    def answers(self) -> bool:
+        return httpx.get(f"http://127.0.0.1:{self.sock.getsockname()[1]}/", timeout=2).text == "hello"
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# --- start --------------------------------------------------------------------------------------
+
+
+def test_a_second_start_reuses_the_running_instance(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    first = foreground(tmp_path, "start", "--config", str(config), "--no-open")
+    before = first.wait_ready(port)
+
+    second = groupx("start", "--config", str(config), "--no-open", workdir=tmp_path)
+
+    assert second.returncode == 0, second.stderr
+    assert "already running" in second.stdout
+    assert first.running()
+    assert health(port)["runtimeKey"] == before["runtimeKey"]
+
+
+def test_start_is_the_default_command_and_reads_groupx_config(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    first = foreground(tmp_path, "--no-open", env=cli_env(tmp_path, GROUPX_CONFIG=str(config)))
+    first.wait_ready(port)
+
+    again = groupx("--config", str(config), "--no-open", workdir=tmp_path)
+
+    assert again.returncode == 0 and "already running" in again.stdout
+
+
+def test_a_foreign_listener_is_a_conflict_and_is_left_alone(tmp_path):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    listener = ForeignListener(port)
+    try:
+        result = groupx("start", "--config", str(config), "--no-open", workdir=tmp_path)
+
+        assert result.returncode != 0
+        assert "in use by another program" in result.stderr
+        assert listener.answers()
+        assert not (tmp_path / ".groupx" / "groupx.db").exists()  # the loser opened no store
+    finally:
+        listener.close()
+
+
+def test_another_configs_instance_on_the_port_is_a_conflict(tmp_path, foreground):
+    port = free_port()
+    mine = write_config(tmp_path / "mine", port)
+    theirs = write_config(tmp_path / "theirs", port)
+    running = foreground(tmp_path / "theirs", "start", "--config", str(theirs), "--no-open")
+    key = running.wait_ready(port)["runtimeKey"]
+
+    result = groupx("start", "--config", str(mine), "--no-open", workdir=tmp_path)
+
+    assert result.returncode != 0
+    assert "another GroupX instance" in result.stderr
+    assert running.running() and health(port)["runtimeKey"] == key
+
+
+def test_two_racing_starts_end_with_one_runtime_and_one_reuse(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    racers = [foreground(tmp_path, "start", "--config", str(config), "--no-open") for _ in range(2)]
+
+    wait_until(lambda: any(not r.running() for r in racers), timeout=60, message="one racer to finish")
+    loser = next(r for r in racers if not r.running())
+    winner = next(r for r in racers if r is not loser)
+
+    assert loser.proc.returncode == 0, loser.output()
+    assert "already running" in loser.output()
+    winner.wait_ready(port)
+    assert winner.running()
+
+
+def lost_bind(monkeypatch, tmp_path, probes: list[str]):
+    """``start`` whose listen fails with EADDRINUSE after an "unreachable" probe: the window in which
+    a concurrent start binds first. ``probes`` are what the re-probes then find."""
+    from groupx_site import cli, serve
+    from setup_wizard.config import load_config
+
+    path = write_config(tmp_path, free_port())
+    target = cli.Target(path, load_config(path))
+    same = {"service": "groupx", "protocol": "groupx.runtime/1", "runtimeKey": target.key,
+            "runtimeScopeKey": target.scope_key, "status": "ok"}
+    found = [cli.Probe("unreachable")] + [cli.Probe(kind, 200, same if kind == "groupx" else {}) for kind in probes]
+    monkeypatch.setattr(cli, "probe", lambda host, port, timeout=0.5: found.pop(0))
+    monkeypatch.setattr(serve, "serve", lambda config, **hooks: serve.ServeResult("address_in_use", "in use"))
+    monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
+    return cli.start_race(target, open_browser=False), found
+
+
+def test_a_lost_bind_to_the_same_config_is_a_reuse(monkeypatch, tmp_path, capsys):
+    code, left = lost_bind(monkeypatch, tmp_path, ["silent", "groupx"])
+
+    assert code == 0 and left == []
+    assert "already running" in capsys.readouterr().out
+
+
+def test_a_lost_bind_to_anything_else_is_a_conflict_after_three_probes(monkeypatch, tmp_path, capsys):
+    code, left = lost_bind(monkeypatch, tmp_path, ["foreign", "foreign", "foreign", "groupx"])
+
+    assert code == 1 and len(left) == 1  # three re-probes, no more
+    assert "in use by another program" in capsys.readouterr().err
+
+
+# --- stop / restart -----------------------------------------------------------------------------
+
+
+def test_stop_frees_the_port_and_starts_nothing(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    running = foreground(tmp_path, "start", "--config", str(config), "--no-open")
+    running.wait_ready(port)
+
+    result = groupx("stop", "--config", str(config), workdir=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "stopped" in result.stdout
+    assert running.wait_exit() == 0
+    assert port_refuses(port)
+
+
+def test_stop_ends_open_event_streams(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    running = foreground(tmp_path, "start", "--config", str(config), "--no-open")
+    running.wait_ready(port)
+    with SseClient(f"http://127.0.0.1:{port}", after_seq=0) as stream:
+        wait_until(lambda: stream.status == 200, message="the stream to open")
+
+        assert groupx("stop", "--config", str(config), workdir=tmp_path).returncode == 0
+
+        assert stream.closed.wait(10)
+    assert running.wait_exit() == 0
+
+
+def test_stop_with_nothing_running_says_no_instance_was_detected(tmp_path):
+    config = write_config(tmp_path, free_port())
+
+    result = groupx("stop", "--config", str(config), workdir=tmp_path)
+
+    assert result.returncode != 0
+    assert "no GroupX instance detected" in result.stderr and "port" in result.stderr
+
+
+def test_stop_refuses_an_instance_of_another_config_path(tmp_path, foreground):
+    port = free_port()
+    theirs = write_config(tmp_path / "theirs", port)
+    mine = write_config(tmp_path / "mine", port)
+    running = foreground(tmp_path / "theirs", "start", "--config", str(theirs), "--no-open")
+    running.wait_ready(port)
+
+    result = groupx("stop", "--config", str(mine), workdir=tmp_path)
+
+    assert result.returncode != 0
+    assert "another groupx.json" in result.stderr
+    assert running.running() and health(port)["readiness"] == "ready"
+
+
+def test_stop_still_recognises_its_instance_after_the_roster_changed(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    running = foreground(tmp_path, "start", "--config", str(config), "--no-open")
+    running.wait_ready(port)
+    write_config(tmp_path, port, {"kimi": fake(tmp_path, "kimi"), "hermes": fake(tmp_path, "hermes")})
+
+    result = groupx("stop", "--config", str(config), workdir=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert running.wait_exit() == 0
+
+
+def test_restart_applies_a_changed_roster(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    old = foreground(tmp_path, "start", "--config", str(config), "--no-open")
+    old.wait_ready(port)
+    write_config(tmp_path, port, {"kimi": fake(tmp_path, "kimi"), "hermes": fake(tmp_path, "hermes")})
+
+    new = foreground(tmp_path, "restart", "--config", str(config), "--no-open")
+
+    assert old.wait_exit(timeout=60) == 0, old.output()
+
+    def both_agents_ready():
+        assert new.running(), new.output()
+        found = health(port)
+        agents = {a["actorId"]: a["status"] for a in (found or {}).get("agents", [])}
+        return agents == {"agent:kimi": "ready", "agent:hermes": "ready"}
+
+    wait_until(both_agents_ready, timeout=60, interval=0.1, message="kimi and hermes ready after the restart")
+
+
+def test_restart_with_nothing_running_suggests_start(tmp_path):
+    port = free_port()
+    config = write_config(tmp_path, port)
+
+    result = groupx("restart", "--config", str(config), "--no-open", workdir=tmp_path)
+
+    assert result.returncode != 0
+    assert "groupx start" in result.stderr
+    assert port_refuses(port)  # restart never starts from nothing
+
+
+# --- the shutdown endpoint ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def survivor(tmp_path_factory):
+    """One server for the shutdown requests that must not stop anything."""
+    workdir = tmp_path_factory.mktemp("survivor")
+    server = GroupXServer(workdir, {"agents": {"sleeper": hanging_agent(workdir)},
+                                    "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_shutdown_with_a_wrong_scope_key_is_a_conflict_and_nothing_stops(survivor):
+    server = survivor
+
+    response = server.post("/api/runtime/shutdown", {"runtimeScopeKey": "0" * 64})
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "STORE_CONFLICT"
+    assert server.proc.poll() is None
+    assert server.get("/api/health").json()["readiness"] == "ready"
+
+
+@pytest.mark.parametrize("body", [{}, {"runtimeScopeKey": "abc"}, {"runtimeScopeKey": "0" * 64, "force": True}])
+def test_shutdown_refuses_a_malformed_body(survivor, body):
+    server = survivor
+
+    response = server.post("/api/runtime/shutdown", body)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "INVALID_ENVELOPE"
+    assert server.get("/api/health").json()["readiness"] == "ready"
+
+
+def test_shutdown_with_the_scope_key_answers_202_then_releases_the_port(make_server):
+    server = make_server()
+    identity = server.get("/api/health").json()
+
+    response = server.post("/api/runtime/shutdown", {"runtimeScopeKey": identity["runtimeScopeKey"]})
+
+    assert response.status_code == 202
+    assert response.json() == {"accepted": True, "runtimeKey": identity["runtimeKey"],
+                               "runtimeScopeKey": identity["runtimeScopeKey"]}
+    assert server.proc.wait(timeout=20) == 0
+
+
+# --- small commands -----------------------------------------------------------------------------
+
+
+def test_unknown_command_exits_1_with_help(tmp_path):
+    result = groupx("frobnicate", workdir=tmp_path)
+
+    assert result.returncode == 1
+    assert "unknown command" in result.stderr and "usage: groupx" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--version", "-v", "version"])
+def test_version_prints_the_version(tmp_path, flag):
+    result = groupx(flag, workdir=tmp_path)
+
+    assert result.returncode == 0 and result.stdout.startswith("groupx ")
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h", "help"])
+def test_help_lists_the_commands(tmp_path, flag):
+    result = groupx(flag, workdir=tmp_path)
+
+    assert result.returncode == 0
+    assert all(name in result.stdout for name in ("start", "stop", "restart", "init", "doctor"))
+
+
+def test_doctor_finds_a_cli_on_path_and_summarises_the_config(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kimi").symlink_to(FAKES_BIN / "kimi")
+    config = write_config(tmp_path, 4310, {"kimi": fake(tmp_path, "kimi"), "off": {**fake(tmp_path, "grok"),
+                                                                                  "enabled": False}})
+    env = cli_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}/usr/bin:/bin")
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert result.returncode == 0, result.stdout
+    assert f"kimi: {bin_dir / 'kimi'}" in result.stdout
+    assert "codex: not found on PATH" in result.stdout
+    assert "agents: 2 (1 enabled)" in result.stdout
+    assert "python:" in result.stdout and "django:" in result.stdout
+
+
+def test_doctor_fails_without_any_agent_cli_and_shows_a_config_error(tmp_path):
+    config = tmp_path / "groupx.json"
+    config.write_text('{"transport": "direct"}')
+    env = cli_env(tmp_path, PATH="/usr/bin:/bin")
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert result.returncode == 1
+    assert "parse error" in result.stdout and "deprecated" in result.stdout

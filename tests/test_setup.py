@@ -1,0 +1,232 @@
+"""Setup (PROTOCOL §10.6, FEATURES §2.3): ``/api/setup`` in a running GroupX, and the standalone
+first-run wizard that ``groupx start`` opens when there is no ``groupx.json``."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import httpx
+import pytest
+
+from tests.groupx_cli import Foreground, fake, free_port, groupx, health
+from tests.server import FAKES_BIN, GroupXServer, hanging_agent, wait_until
+
+WIZARD_URL = re.compile(r"(http://127\.0\.0\.1:\d+)/setup")
+
+
+def agent(agent_id: str, cwd, *, driver: str = "kimi", enabled: bool = True, **extra) -> dict:
+    return {"id": agent_id, "driver": driver, "name": agent_id.title(), "identity": "",
+            "command": {"executable": str(FAKES_BIN / driver), "prefixArgs": []}, "cwd": str(cwd),
+            "enabled": enabled, **extra}
+
+
+def draft(*agents: dict, port: int = 4310, **extra) -> dict:
+    return {"config": {"serverPort": port, "storagePath": ".groupx/groupx.db", "agents": list(agents), **extra}}
+
+
+def issues_of(response: httpx.Response) -> dict[str, str]:
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "INVALID_ENVELOPE"
+    return {issue["path"]: issue["code"] for issue in error["details"]["issues"]}
+
+
+# --- /api/setup in a running instance -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    """One server for the tests that leave groupx.json as it is (reads and refused saves)."""
+    workdir = tmp_path_factory.mktemp("setup")
+    server = GroupXServer(workdir, {"agents": {"sleeper": hanging_agent(workdir)},
+                                    "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
+    server = running
+
+    snapshot = server.get("/api/setup").json()
+
+    assert snapshot["configPath"] == str(server.config_path)
+    assert snapshot["existing"] is True and snapshot["runtimeActive"] is True
+    assert [d["driver"] for d in snapshot["drivers"]] == ["codex", "grok", "kimi", "hermes", "claude"]
+    assert all(isinstance(d["found"], bool) for d in snapshot["drivers"])
+    config = snapshot["config"]
+    assert config["serverPort"] == 4310 and config["storagePath"] == ".groupx/groupx.db"
+    [sleeper] = config["agents"]
+    assert set(sleeper) == {"id", "driver", "name", "identity", "command", "cwd", "enabled"}
+    assert sleeper["id"] == "sleeper" and sleeper["command"]["prefixArgs"] == []
+    assert config["assistant"]["enabled"] is False  # an existing file without an assistant keeps it off
+    assert "existingConfigError" not in snapshot
+
+
+@pytest.mark.parametrize(
+    ("agents", "expected"),
+    [
+        (lambda cwd: [agent("kimi", cwd), agent("kimi", cwd)], {"config.agents.1.id": "duplicate_id"}),
+        (lambda cwd: [agent("assistant", cwd)], {"config.agents.0.id": "reserved_id"}),
+        (lambda cwd: [agent("__assistant__", cwd)], {"config.agents.0.id": "reserved_id"}),
+        (lambda cwd: [agent("-bad", cwd)], {"config.agents.0.id": "invalid_id"}),
+        (lambda cwd: [agent("kimi", cwd, enabled=False)], {"config.agents": "none_enabled"}),
+        (lambda cwd: [agent("kimi", cwd / "missing")], {"config.agents.0.cwd": "cwd_not_found"}),
+        (lambda cwd: [agent("kimi", cwd, sandbox="off")], {"config.agents.0.sandbox": "forbidden_field"}),
+        (lambda cwd: [agent("kimi", cwd, colour="red")], {"config.agents.0.colour": "unknown_field"}),
+    ],
+    ids=["duplicate", "reserved", "reserved-dunder", "malformed", "none-enabled", "missing-cwd", "sandbox",
+         "unknown"],
+)
+def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents, expected):
+    server = running
+    before = server.config_path.read_text()
+
+    response = server.post("/api/setup", draft(*agents(server.workdir)))
+
+    assert issues_of(response) == expected
+    assert all(i["message"] for i in response.json()["error"]["details"]["issues"])
+    assert server.config_path.read_text() == before
+
+
+def test_transport_and_other_top_level_fields_are_not_settings(running):
+    server = running
+    body = draft(agent("kimi", server.workdir))
+    body["config"]["transport"] = "direct"
+    body["config"]["approval"] = "never"
+
+    issues = issues_of(server.post("/api/setup", body))
+
+    assert issues == {"config.transport": "forbidden_field", "config.approval": "forbidden_field"}
+
+
+def test_a_body_without_the_config_wrapper_is_refused(running):
+    server = running
+
+    issues = issues_of(server.post("/api/setup", draft(agent("kimi", server.workdir))["config"]))
+
+    assert "config" in issues
+
+
+def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pending(make_server):
+    server = make_server(limits={"queuePerAgent": 7}, timeouts={"closeMs": 300, "idleMs": 123_456})
+    current = server.get("/api/setup").json()["config"]
+    reviewer = agent("reviewer", server.workdir)
+    current["agents"].append(reviewer)
+
+    response = server.post("/api/setup", {"config": current})
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {"saved": True, "configPath": str(server.config_path), "agentCount": 2,
+                               "enabledAgentCount": 2, "restartRequired": True}
+    written = json.loads(server.config_path.read_text())
+    assert written["agents"]["reviewer"]["command"] == reviewer["command"]["executable"]
+    assert written["limits"] == {"queuePerAgent": 7}  # kept, not part of the draft
+    assert written["timeouts"] == {"closeMs": 300, "idleMs": 123_456}
+    # shown as pending restart, not started and not a target
+    snapshot = server.get("/api/bootstrap").json()
+    assert [a["actorId"] for a in snapshot["agents"]] == ["agent:sleeper"]
+    assert snapshot["pendingAgents"] == [{
+        "actorId": "agent:reviewer", "displayName": "Reviewer", "driver": "kimi", "status": "pending_restart",
+        "cwd": str(server.workdir), "enabled": True,
+    }]
+    refused = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:reviewer"],
+                                            "content": "hello"})
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "UNKNOWN_TARGET"
+    assert [a["actorId"] for a in server.get("/api/health").json()["agents"]] == ["agent:sleeper"]
+
+
+def test_a_cross_origin_save_is_refused(running):
+    server = running
+
+    response = server.post("/api/setup", draft(agent("kimi", server.workdir)),
+                           headers={"Origin": "http://evil.example"})
+
+    assert response.status_code == 403
+
+
+def test_the_setup_page_loads_its_script_and_styles_from_files(running):
+    server = running
+
+    page = server.get("/setup")
+
+    assert page.status_code == 200
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    html = page.text
+    assert '<script src="/static/setup_wizard/setup.js" defer></script>' in html
+    assert not re.search(r"<script>|<style>|\sstyle=|\son[a-z]+=", html)  # nothing inline: the CSP would block it
+    assert server.get("/static/setup_wizard/setup.js").status_code == 200
+    assert 'id="assistant"' in html
+
+
+# --- the standalone wizard ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def first_run(tmp_path):
+    """``groupx start`` with no config: the wizard's origin, the process and the room's port."""
+    process = Foreground(tmp_path, "start", "--config", str(tmp_path / "groupx.json"), "--no-open")
+    try:
+        match = wait_until(lambda: WIZARD_URL.search(process.output()), timeout=30, message="the wizard URL")
+        yield match.group(1), process, free_port()
+    finally:
+        process.terminate()
+
+
+def test_a_first_start_runs_the_wizard_then_opens_the_room(tmp_path, first_run):
+    wizard, process, port = first_run
+
+    snapshot = httpx.get(f"{wizard}/api/setup", timeout=10).json()
+    assert snapshot["existing"] is False and snapshot["runtimeActive"] is False
+    assert snapshot["config"]["assistant"]["enabled"] is True  # on by default on first setup
+    assert httpx.get(f"{wizard}/api/setup/launch", timeout=5).json() == {"status": "waiting"}
+    body = draft(agent("helper", fake(tmp_path, "kimi", "helper")["cwd"]), port=port)
+
+    saved = httpx.post(f"{wizard}/api/setup", json=body, timeout=10)
+    again = httpx.post(f"{wizard}/api/setup", json=body, timeout=10)
+
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["restartRequired"] is False and saved.json()["enabledAgentCount"] == 1
+    assert again.status_code == 409 and again.json()["error"]["code"] == "CLIENT_COMMAND_CONFLICT"
+    launch = wait_until(lambda: (s := httpx.get(f"{wizard}/api/setup/launch", timeout=5).json())["status"] != "waiting"
+                        and s, timeout=30, interval=0.1, message="the launch outcome")
+    assert launch == {"status": "ready", "origin": f"http://127.0.0.1:{port}"}
+    assert health(port)["readiness"] == "ready"
+    assert [a["actorId"] for a in health(port)["agents"]] == ["agent:helper"]
+    wait_until(lambda: _refused(wizard), timeout=10, message="the wizard server to close")
+    assert process.running()
+    assert groupx("stop", "--config", str(tmp_path / "groupx.json"), workdir=tmp_path).returncode == 0
+
+
+def test_the_wizard_refuses_foreign_origins_and_hosts(first_run):
+    wizard, _, _ = first_run
+    port = wizard.rsplit(":", 1)[1]
+
+    cross_origin = httpx.post(f"{wizard}/api/setup", json={}, headers={"Origin": "http://evil.example"}, timeout=5)
+    rebinding = httpx.get(f"{wizard}/api/setup", headers={"Host": f"evil.example:{port}"}, timeout=5)
+    not_json = httpx.post(f"{wizard}/api/setup", content="{}", headers={"Content-Type": "text/plain"}, timeout=5)
+
+    assert cross_origin.status_code == 403
+    assert rebinding.status_code == 400
+    assert not_json.status_code == 415
+
+
+def test_the_wizard_validates_like_the_running_setup(tmp_path, first_run):
+    wizard, process, port = first_run
+
+    response = httpx.post(f"{wizard}/api/setup", json=draft(agent("assistant", tmp_path), port=port), timeout=10)
+
+    assert issues_of(response) == {"config.agents.0.id": "reserved_id"}
+    assert not (tmp_path / "groupx.json").exists()
+    assert httpx.get(f"{wizard}/api/setup/launch", timeout=5).json() == {"status": "waiting"}
+    assert httpx.get(f"{wizard}/setup", timeout=5).status_code == 200
+
+
+def _refused(origin: str) -> bool:
+    try:
+        httpx.get(f"{origin}/api/setup/launch", timeout=1)
+    except httpx.TransportError:  # refused, or cut off by the listener as it closes
+        return True
+    return False
