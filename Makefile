@@ -14,12 +14,11 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# Creates the venv, installs, writes a starter groupx.json if there is none, migrates, serves
-# 127.0.0.1:4310 (or what groupx.json says). --noreload: a code reload would kill the agents.
+# Creates the venv, installs and starts GroupX on the address in groupx.json (default
+# 127.0.0.1:4310), applying migrations itself. With no groupx.json yet, it first serves the setup
+# wizard and prints its address (`python manage.py init_config` writes a starter file instead).
 run: install
-	$(PY) manage.py init_config
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py runserver --noreload
+	$(PY) -m groupx_site start
 
 # The browser tests drive Debian's Chromium (no browser download): install it when missing.
 browser-deps:
