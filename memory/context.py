@@ -122,27 +122,69 @@ def _identity_entry(record: IdentityRecord, names: dict[str, str]) -> str:
             f"subject={record.subject_actor_id} source={record.source_kind} kind={record.kind}\n{record.content}")
 
 
-def _optional_groups(agent: ResolvedAgent, source: dict, names: dict[str, str]):
-    """(section, queryset newest first, renderer) for every optional group except the unread
-    transcript, in priority order after core memory."""
+def _is_user_author(author: str) -> bool:
+    # What SQLite's LIKE 'user:%' (the ORM's startswith) matches: ASCII case-insensitive.
+    prefix = author[:5]
+    return prefix.isascii() and prefix.lower() == "user:"
+
+
+def _optional_groups(agent: ResolvedAgent, source: dict):
+    """{key: (section, queryset newest first, the same filter as a Python predicate, kind)} for
+    every optional group except the unread transcript, in priority order after core memory. The
+    predicate lets one query per table serve all of its groups (``_fetch_groups``)."""
     me = agent.actor_id
     memory = MemoryRecord.objects.filter(status="active").order_by("-id")
     identity = IdentityRecord.objects.filter(status="active", subject_actor_id=me).order_by("-id")
-    correlations = {source["correlation_id"], source["root_correlation_id"]}
+    # The ORM drops None from an __in list; the predicate must too.
+    correlations = {source["correlation_id"], source["root_correlation_id"]} - {None}
     public = memory.filter(Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation",
                                                                        scope_id__in=correlations))
+
+    def agent_memory(kind: str):
+        return lambda r: r.scope_type == "agent" and r.scope_id == me and r.agent_memory_type == kind
+
     return {
         "core": ("agent_core_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="core"),
-                 lambda r: _memory_entry(r, names)),
+                 agent_memory("core"), "memory"),
         "dated": ("agent_dated_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="dated"),
-                  lambda r: _memory_entry(r, names)),
-        "public": ("public_memory", public, lambda r: _memory_entry(r, names)),
-        "self": ("self_identity", identity.filter(author_actor_id=me), lambda r: _identity_entry(r, names)),
+                  agent_memory("dated"), "memory"),
+        "public": ("public_memory", public,
+                   lambda r: (r.scope_type == "room" and r.scope_id == ROOM_ID)
+                   or (r.scope_type == "correlation" and r.scope_id in correlations), "memory"),
+        "self": ("self_identity", identity.filter(author_actor_id=me), lambda r: r.author_actor_id == me, "identity"),
         "user": ("user_authored_identity", identity.filter(author_actor_id__startswith="user:"),
-                 lambda r: _identity_entry(r, names)),
+                 lambda r: _is_user_author(r.author_actor_id), "identity"),
         "observed": ("observed_identity", identity.exclude(author_actor_id=me).exclude(author_actor_id__startswith="user:"),
-                     lambda r: _identity_entry(r, names)),
+                     lambda r: r.author_actor_id != me and not _is_user_author(r.author_actor_id), "identity"),
     }
+
+
+def _fetch_groups(groups: dict) -> dict[str, tuple[list, int]]:
+    """{key: (the group's newest ≤ GROUP_FETCH_CAP records, its total)}.
+
+    The usual case is a handful of records: then one query per table (the OR of its groups'
+    filters) returns every record of every group, split here by the same predicates, and the
+    totals are the list lengths. Only when a table holds more than the cap does each of its groups
+    fall back to its own ``[:cap + 1]`` read and a COUNT when that is full; the records looked at
+    are then exactly what a per-group read gives."""
+    fetched: dict[str, tuple[list, int]] = {}
+    for kind in ("memory", "identity"):
+        keys = [key for key, group in groups.items() if group[3] == kind]
+        combined = groups[keys[0]][1]
+        for key in keys[1:]:
+            combined = combined | groups[key][1]
+        rows = list(combined[:GROUP_FETCH_CAP + 1])
+        if len(rows) <= GROUP_FETCH_CAP:
+            for key in keys:
+                picked = [r for r in rows if groups[key][2](r)]
+                fetched[key] = (picked, len(picked))
+            continue
+        for key in keys:
+            queryset = groups[key][1]
+            picked = list(queryset[:GROUP_FETCH_CAP + 1])
+            total = queryset.count() if len(picked) > GROUP_FETCH_CAP else len(picked)
+            fetched[key] = (picked[:GROUP_FETCH_CAP], total)
+    return fetched
 
 
 def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None) -> ContextPacket:
@@ -154,7 +196,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         *ENTRY_FIELDS, "correlation_id", "root_correlation_id").get()
     cursor = delivery_cursor(agent.actor_id)
     floor = reset_floor()
-    summary = current_summary()
+    summary = current_summary(floor)  # the floor just read: one MAX() query, not two
     embedded = summary if summary is not None and summary.through_seq > cursor else None
     after_seq = max(cursor, floor, summary.through_seq if summary else 0)
     chain = _reply_chain(source, floor)
@@ -179,16 +221,20 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     if used > hard:
         raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
 
-    names = _names()
-    groups = _optional_groups(agent, source, names)
+    groups = _optional_groups(agent, source)
+    fetched = _fetch_groups(groups)
+    # Author names only matter when some record is shown; an empty memory skips the query.
+    names = _names() if any(records for records, _ in fetched.values()) else {}
     omitted = 0
 
-    def fill(section: str, queryset, render) -> None:
+    def fill(key: str) -> None:
         nonlocal used, omitted
-        total = queryset.count()
+        section, _, _, kind = groups[key]
+        records, total = fetched[key]
+        render = _memory_entry if kind == "memory" else _identity_entry
         taken = []
-        for record in queryset[:GROUP_FETCH_CAP]:
-            item = render(record)
+        for record in records:
+            item = render(record, names)
             cost = sections.cost(section, item) if not taken else len(item) + 1
             if used + cost <= budget:
                 taken.append(item)
@@ -197,10 +243,10 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
             sections.add(section, item)
         omitted += total - len(taken)
 
-    fill(*groups["core"])
+    fill("core")
     unread_qs = (context_events().filter(seq__gt=after_seq, seq__lt=source["seq"])
                  .exclude(event_id__in=[e["event_id"] for e in chain]).order_by("-seq"))
-    unread_total, unread, newest_omitted = unread_qs.count(), [], None
+    unread, newest_omitted = [], None
     for event in unread_qs.values(*ENTRY_FIELDS).iterator(chunk_size=200):
         item = entry(event)
         cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
@@ -209,11 +255,14 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
             break
         unread.append(item)
         used += cost
+    # Without a stop every unread row was read, so the total is known; COUNT only when the budget
+    # stopped the loop.
+    unread_total = unread_qs.count() if newest_omitted is not None else len(unread)
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
     omitted += unread_total - len(unread)
     for key in ("dated", "public", "self", "user", "observed"):
-        fill(*groups[key])
+        fill(key)
 
     return ContextPacket(
         text=sections.render(), through_seq=source["seq"], after_seq=after_seq, omitted=omitted,

@@ -42,12 +42,19 @@ def register_source(turn: Turn, response: Event) -> None:
         source_event_id=turn.source_event_id, source_seq=source["seq"], response_event_id=response.event_id,
         response_seq=response.seq, source_chars=chars, terminal_at=now,
     )
-    rollup, _ = DatedMemoryRollup.objects.get_or_create(room_id=ROOM_ID, actor_id=turn.target_actor_id,
-                                                        local_date=day)
-    DatedMemoryRollup.objects.filter(pk=rollup.pk).update(
+    # UPDATE first: the day's row usually exists, and then this is one statement instead of
+    # SELECT + UPDATE. The caller holds the write lock, so a row missing here stays missing until
+    # it is created below, with what the same UPDATE would have made of the model's defaults.
+    rollups = DatedMemoryRollup.objects.filter(room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day)
+    bumped = rollups.update(
         pending_turns=F("pending_turns") + 1,
         pending_chars=F("pending_chars") + chars,
         pending_through_seq=Greatest(F("pending_through_seq"), response.seq),
         first_pending_at=Coalesce(F("first_pending_at"), now),
         last_pending_at=now,
     )
+    if not bumped:
+        DatedMemoryRollup.objects.create(
+            room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day, pending_turns=1, pending_chars=chars,
+            pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,
+        )

@@ -130,6 +130,10 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
     native = payload.get("resetNativeSessions", False)
     if type(native) is not bool:
         raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions must be true or false")
+    if native:
+        # Refused rather than recorded and ignored: fresh native sessions on reset need the
+        # session manager to restart every agent without resuming, which is not built yet.
+        raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions is not available yet; reset the context only")
 
     def run() -> dict[str, Any]:
         floor = reset_floor()

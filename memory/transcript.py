@@ -36,10 +36,11 @@ def reset_floor() -> int:
     return ContextReset.objects.filter(room_id=ROOM_ID).aggregate(top=Max("through_seq"))["top"] or 0
 
 
-def active_summary() -> Summary | None:
-    """The room's single active checkpoint, if it still lies above the reset floor."""
+def active_summary(floor: int | None = None) -> Summary | None:
+    """The room's single active checkpoint, if it still lies above the reset floor (``floor``: a
+    value the caller just read with ``reset_floor()``, to save the second read)."""
     summary = Summary.objects.filter(room_id=ROOM_ID, status="active").first()
-    if summary is None or summary.through_seq <= reset_floor():
+    if summary is None or summary.through_seq <= (reset_floor() if floor is None else floor):
         return None
     return summary
 
@@ -47,7 +48,7 @@ def active_summary() -> Summary | None:
 def uncompacted_after() -> tuple[int, Summary | None, int]:
     """(lower bound of the verbatim transcript, the active summary, the reset floor)."""
     floor = reset_floor()
-    summary = active_summary()
+    summary = active_summary(floor)
     return max(floor, summary.through_seq if summary else 0), summary, floor
 
 

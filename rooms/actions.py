@@ -97,13 +97,14 @@ def post_message(payload: Any) -> dict[str, Any]:
             return stored
         agents = resolve_targets(command.to)
         check_references_exist(command.reply_to_event_id, command.forwarded_event_id)
-        check_queue_capacity(agents, settings.GROUPX_CONFIG.limits.queuePerAgent)
-        result = do_post_message(command, agents)
+        active_counts = check_queue_capacity(agents, settings.GROUPX_CONFIG.limits.queuePerAgent)
+        result = do_post_message(command, agents, active_counts)
         commands.store_receipt(WEB_BINDING_ID, command.client_command_id, "web.message", digest, result)
     return result
 
 
-def do_post_message(command: PostMessage, agents: list[ResolvedAgent]) -> dict[str, Any]:
+def do_post_message(command: PostMessage, agents: list[ResolvedAgent],
+                    active_counts: dict[str, int] | None = None) -> dict[str, Any]:
     correlation = new_correlation_id()
     message = events.message_created(
         actor=events.WEB_USER,
@@ -114,7 +115,8 @@ def do_post_message(command: PostMessage, agents: list[ResolvedAgent]) -> dict[s
         reply_to_event_id=command.reply_to_event_id,
         forwarded_event_id=command.forwarded_event_id,
     )
-    queued = do_enqueue_turns(source_event=message, agents=agents, command_type="web.message")
+    queued = do_enqueue_turns(source_event=message, agents=agents, command_type="web.message",
+                              active_counts=active_counts)
     return {
         "messageEventId": message.event_id,
         "correlationId": correlation,

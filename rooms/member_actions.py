@@ -109,7 +109,7 @@ def send_to_agents(binding_id: str, command: dict[str, Any], *, command_type: st
                 limits.check_causal_cycle(caller.turn, target_ids)
             hop = limits.check_chain_limits(caller.turn, target_ids, hop_limit=config.hopCount,
                                             root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
-            check_queue_capacity(agents, config.queuePerAgent)
+            active_counts = check_queue_capacity(agents, config.queuePerAgent)
             check_references_exist(command["replyToEventId"])
             message = events.message_created(
                 actor=caller.actor, content=command["content"], to=target_ids,
@@ -118,7 +118,7 @@ def send_to_agents(binding_id: str, command: dict[str, Any], *, command_type: st
                 causation_id=caller.turn.turn_id,
             )
             queued = do_enqueue_turns(source_event=message, agents=agents, command_type=command_type, hop_count=hop,
-                                      parent_turn=caller.turn)
+                                      parent_turn=caller.turn, active_counts=active_counts)
             result = {
                 "messageEventId": message.event_id,
                 "correlationId": message.correlation_id,

@@ -33,35 +33,44 @@ class QueuedTurn:
         return {"target": self.target, "turnId": self.turn_id, "status": self.status, "transport": "structured"}
 
 
-def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> None:
-    """QUEUE_CAPACITY_REACHED when a target already holds ``limit`` unfinished turns."""
-    full = [
-        agent.actor_id
+def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> dict[str, int]:
+    """QUEUE_CAPACITY_REACHED when a target already holds ``limit`` unfinished turns. Returns each
+    target's count of unfinished turns, which ``do_enqueue_turns`` reuses as its queue position."""
+    counts = {
+        agent.actor_id: Turn.objects.filter(target_actor_id=agent.actor_id, status__in=ACTIVE_STATUSES).count()
         for agent in agents
-        if Turn.objects.filter(target_actor_id=agent.actor_id, status__in=ACTIVE_STATUSES).count() + 1 > limit
-    ]
+    }
+    full = [actor_id for actor_id, count in counts.items() if count + 1 > limit]
     if full:
         raise GroupXError(
             "QUEUE_CAPACITY_REACHED",
             f"the queue of {', '.join(full)} is full ({limit} unfinished turns)",
             details={"targets": full, "limit": limit},
         )
+    return counts
 
 
-def queue_metadata(target_actor_id: str, enqueue_seq: int) -> tuple[int, str | None]:
-    """(turns ahead that are not terminal, the target's in-flight turn ahead of this one)."""
+def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | None = None) -> tuple[int, str | None]:
+    """(turns ahead that are not terminal, the target's in-flight turn ahead of this one).
+    ``ahead_count``: that number when the caller already counted it."""
     ahead = Turn.objects.filter(
         target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
     )
     active = ahead.filter(status__in=IN_FLIGHT_STATUSES).values_list("turn_id", flat=True).first()
-    return ahead.count(), active
+    return ahead.count() if ahead_count is None else ahead_count, active
 
 
 def do_enqueue_turns(
     *, source_event: Event, agents: list[ResolvedAgent], command_type: str, hop_count: int = 0,
-    parent_turn: Turn | None = None,
+    parent_turn: Turn | None = None, active_counts: dict[str, int] | None = None,
 ) -> list[QueuedTurn]:
-    """One ``turn.queued`` event and one Turn per target, in sorted target order."""
+    """One ``turn.queued`` event and one Turn per target, in sorted target order.
+
+    ``active_counts``: what ``check_queue_capacity`` returned in this same transaction. Every
+    unfinished turn of a target was enqueued before the one written here (seqs only grow), so that
+    count is its queue position and need not be counted again; each count serves its target once.
+    """
+    counts = dict(active_counts or {})
     queued = []
     for agent in sorted(agents, key=lambda a: a.actor_id):
         turn_id = new_turn_id()
@@ -87,7 +96,7 @@ def do_enqueue_turns(
             status=QUEUED,
             queued_at=timezone.now(),
         )
-        position, active = queue_metadata(agent.actor_id, queued_event.seq)
+        position, active = queue_metadata(agent.actor_id, queued_event.seq, counts.pop(agent.actor_id, None))
         queued.append(QueuedTurn(agent.actor_id, turn_id, QUEUED, position, active))
     wakeups.new_work_on_commit(turn.target for turn in queued)
     return queued

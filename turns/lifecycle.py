@@ -148,6 +148,17 @@ def finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Actor
     → response message (success only) → exactly one terminal event; then the Turn and attempt rows
     and the delivery cursor. Returns the terminal status written, or None if the Turn was already
     terminal (a duplicate or late native terminal is ignored)."""
+    try:
+        return _finish(claim, turn_id, outcome, agent)
+    except _TurnMoved:
+        return None
+
+
+class _TurnMoved(Exception):
+    """The status CAS of ``finish`` matched no row: everything it wrote is rolled back."""
+
+
+def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: ActorRef) -> str | None:
     status = outcome.status
     with transaction.atomic():
         turn = Turn.objects.filter(turn_id=turn_id).first()
@@ -157,9 +168,6 @@ def finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Actor
         delivered = attempt is not None and attempt.delivery_certainty == "delivered"
         if status == COMPLETED and not delivered:
             status, outcome.error_code = FAILED, outcome.error_code or "PROTOCOL_INVALID_MESSAGE"
-        moved = Turn.objects.filter(turn_id=turn_id, status=turn.status).update(status=status)
-        if moved != 1:
-            return None
         terminal_body: dict[str, Any] = {"status": status}
         if outcome.reasoning:
             record = _turn_record(turn, agent, "turn.reasoning.recorded",
@@ -202,13 +210,19 @@ def finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Actor
             idempotency_key=f"turn:{turn.turn_id}:terminal",
         )
         now = timezone.now()
-        Turn.objects.filter(turn_id=turn_id).update(
+        # The status CAS and the terminal columns in one UPDATE. The write lock has been held since
+        # the status was read above, so the CAS cannot fail in practice; if it ever does, raising
+        # rolls back the events written above, exactly as if it had failed before them.
+        moved = Turn.objects.filter(turn_id=turn_id, status=turn.status).update(
+            status=status,
             response_event_id=response.event_id if response else None,
             terminal_event_id=terminal.event_id,
             error_code=outcome.error_code if status != COMPLETED else None,
             partial_text=outcome.content if status != COMPLETED else "",
             terminal_at=now,
         )
+        if moved != 1:
+            raise _TurnMoved
         if attempt is not None:
             TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
             if delivered:
@@ -231,6 +245,13 @@ def _turn_record(turn: Turn, agent: ActorRef, event_type: str, body: dict[str, A
 
 
 def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
+    # The usual case, a row behind through_seq, is this one conditional UPDATE; only when it
+    # matches nothing (no row yet, or the row is already at or past through_seq) is the row read
+    # or created as before. Callers hold the write lock, so nothing moves in between.
+    if DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID, last_delivered_seq__lt=through_seq).update(
+        last_delivered_seq=through_seq
+    ):
+        return
     cursor, _ = DeliveryCursor.objects.get_or_create(actor_id=actor_id, room_id=ROOM_ID)
     if through_seq > cursor.last_delivered_seq:
         DeliveryCursor.objects.filter(pk=cursor.pk, last_delivered_seq__lt=through_seq).update(

@@ -17,13 +17,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--client-command-id", default=None,
                             help="idempotency key; repeating it replays the first result (default: a new one)")
-        parser.add_argument("--reset-native-sessions", action="store_true",
-                            help="record that agent sessions should start fresh (see the report of issue 7)")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    def handle(self, *args, client_command_id, reset_native_sessions, json: bool, **options):
-        payload = {"clientCommandId": client_command_id or f"cli-reset-{uuid.uuid4()}",
-                   "resetNativeSessions": reset_native_sessions}
+    def handle(self, *args, client_command_id, json: bool, **options):
+        payload = {"clientCommandId": client_command_id or f"cli-reset-{uuid.uuid4()}"}
         try:
             # The command line is the machine's operator, like the operator binding.
             result = reset_context(OPERATOR_BINDING_ID, "operator", payload)
