@@ -28,7 +28,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # CI runs four workers on two cores, each with a server, agent CLIs and a browser: Playwright's
+    # 5 s default for an assertion to become true is too tight there (a page still converges).
+    expect.set_options(timeout=15_000)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(**launch_options())
