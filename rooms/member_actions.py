@@ -169,7 +169,7 @@ def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
     return result
 
 
-def _bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:
+def bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:
     value = payload.get(field, default)
     if value is None:
         return None
@@ -184,8 +184,8 @@ def member_read(binding_id: str, payload: Any) -> dict[str, Any]:
     payload = validation.reject_sender_fields(payload or {})
     validation.reject_unknown_keys(payload, {"correlationId", "afterSeq", "limit"})
     correlation = validation.optional_reference(payload, "correlationId") or caller.turn.root_correlation_id
-    after = _bounded_int(payload, "afterSeq", 0, 2**62, 0)
-    limit = _bounded_int(payload, "limit", 1, READ_MAX_LIMIT, READ_DEFAULT_LIMIT)
+    after = bounded_int(payload, "afterSeq", 0, 2**62, 0)
+    limit = bounded_int(payload, "limit", 1, READ_MAX_LIMIT, READ_DEFAULT_LIMIT)
     in_correlation = Q(root_correlation_id=correlation) | Q(correlation_id=correlation)
     rows = list(
         Event.objects.filter(in_correlation, seq__gt=after)

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from groupx_site.errors import GroupXError, invalid
 from rooms import bus, validation
-from rooms.member_actions import _bounded_int, check_wake_payload, resolve_caller, send_to_agents
+from rooms.member_actions import bounded_int, check_wake_payload, resolve_caller, send_to_agents
 from rooms.models import Event
 from turns import lifecycle
 from turns.actions import queue_metadata
@@ -97,7 +97,7 @@ async def wait_for_children(message_event_id: str, timeout_ms: int) -> dict[str,
 
 def _wait_ms(payload: dict[str, Any]) -> int:
     default = min(settings.GROUPX_CONFIG.timeouts.askMs, MAX_WAIT_MS)
-    return _bounded_int(payload, "timeoutMs", 1, MAX_WAIT_MS, default)
+    return bounded_int(payload, "timeoutMs", 1, MAX_WAIT_MS, default)
 
 
 async def member_ask(binding_id: str, payload: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ races to decide it.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import os
@@ -139,8 +140,10 @@ class QueuedTurn(NativeTurn):
         self._done.set()
         self._finished()
 
+    @abc.abstractmethod
     def _poison(self) -> None:
-        raise NotImplementedError
+        """Mark the session unusable (the driver's own rule)."""
 
+    @abc.abstractmethod
     def _finished(self) -> None:
-        raise NotImplementedError
+        """Release the session's active-turn slot."""

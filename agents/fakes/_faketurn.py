@@ -9,6 +9,7 @@ every wire; each protocol subclass renders content, tools and terminals in its o
 
 from __future__ import annotations
 
+import abc
 import threading
 import uuid
 from typing import Any
@@ -23,7 +24,7 @@ class Cancelled(Exception):
     """The broker's native cancel arrived; unwind to the protocol's cancelled terminal."""
 
 
-class TurnBase:
+class TurnBase(abc.ABC):
     """One native turn. Subclasses implement the ``render``/terminal hooks and ``d_*`` directives
     that differ per wire; this class runs them in order and owns cancellation."""
 
@@ -43,21 +44,21 @@ class TurnBase:
 
     # ---------------------------------------------------------------------- hooks to implement
 
+    @abc.abstractmethod
     def complete(self) -> None:
         """Normal terminal after the directive list (or an explicit stop)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def settle_cancelled(self) -> None:
         """Native cancelled terminal (called once the cancel arrived and the delay elapsed)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def fail(self, message: str, **extra: Any) -> None:
         """Native failure terminal."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def content(self, pieces: list[str], delay_ms: float) -> None:
         """Stream assistant text as one native message/item."""
-        raise NotImplementedError
 
     # --------------------------------------------------------------------------------- driving
 
