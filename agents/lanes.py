@@ -13,9 +13,9 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from agents import dispatch
 from agents.drivers.base import (
     ContentDelta,
     DriverError,
@@ -29,6 +29,7 @@ from agents.drivers.base import (
     TurnStarted,
 )
 from agents.sessions import AgentSessions
+from groupx_site import db
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
 from rooms import events
@@ -42,7 +43,7 @@ _END = object()
 
 
 def _db(fn):
-    return sync_to_async(fn, thread_sensitive=True)
+    return db.write(fn)
 
 
 @dataclass
@@ -87,7 +88,7 @@ class Lane:
                     raise
                 except Exception:  # a bug must not kill the lane: the turn fails, the lane goes on
                     logger.exception("%s: turn %s crashed the lane", self.agent.actor_id, turn.turn_id)
-                    if self.active is None:
+                    if self.active is None or self.active.claim is None:
                         await _db(lifecycle.fail_queued_head)(turn.turn_id, "INTERNAL_ERROR")
                     else:
                         await self._finish(self.active, TurnOutcome(status=FAILED, error_code="INTERNAL_ERROR"))
@@ -102,23 +103,26 @@ class Lane:
         except DriverError as error:
             await _db(lifecycle.fail_queued_head)(turn_id, error.code)
             return
-        try:
-            # May compact older room history first (FEATURES §14); a failed compaction raises.
-            packet = await prepare_packet(self.agent, source_event_id)
-        except ContextBudgetExceeded:
-            await _db(lifecycle.fail_queued_head)(turn_id, "CONTEXT_BUDGET_EXCEEDED")
-            return
-        claim = await _db(lifecycle.claim)(
-            turn_id, binding_id=self.sessions.binding_id, instance_id=self.sessions.instance_id,
-            context_through_seq=packet.through_seq,
-        )
-        if claim is None:
+        # From here a cancel of this Turn is remembered (``request_cancel``), even one that
+        # arrives while the claim below is being written.
+        active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
+        ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
+        ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+        if ready.needs_compaction:
+            try:
+                # Compacts older room history first (FEATURES §14); a failed compaction raises.
+                packet = await prepare_packet(self.agent, source_event_id)
+            except ContextBudgetExceeded:
+                await _db(lifecycle.fail_queued_head)(turn_id, "CONTEXT_BUDGET_EXCEEDED")
+                return
+            ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, packet=packet, **ids)
+        if ready.claim is None:
             return  # cancelled while we prepared it
-        active = self.active = ActiveTurn(claim=claim, turn_id=turn_id)
-        if not await _db(lifecycle.mark_prompt_invoked)(claim):
+        active.claim = ready.claim
+        if not ready.invoked or active.cancel_requested:
             await self._finish(active, TurnOutcome(status=CANCELLED))  # cancelled before the prompt: never sent
             return
-        outcome = await self._prompt(session, active, packet.text)
+        outcome = await self._prompt(session, active, ready.packet.text)
         await self._finish(active, outcome)
         if not self.sessions.usable():
             await self.sessions.rebuild()

@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from asgiref.sync import sync_to_async
-
 from agents import health, instances, roster
 from agents.lanes import Lane
 from agents.sessions import AgentSessions
+from groupx_site import db
 from memory import scheduler as memory_scheduler
 from turns import lifecycle, wakeups
 
@@ -53,7 +52,7 @@ def _on_cancel(turn_id: str) -> None:
 async def start() -> None:
     global _loop
     _loop = asyncio.get_running_loop()
-    await sync_to_async(_recover, thread_sensitive=True)()
+    await db.write(_recover)()
     wakeups.clear()
     wakeups.on_new_work(_on_new_work)
     wakeups.on_cancel(_on_cancel)

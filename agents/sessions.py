@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agents import health, instances
@@ -25,7 +24,7 @@ from agents.drivers.base import (
     Timeouts,
 )
 from agents.drivers.registry import get_driver
-from groupx_site import listen
+from groupx_site import db, listen
 from rooms import events
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable
@@ -36,7 +35,7 @@ BACKOFF_BASE_SECONDS = 0.4
 
 
 def _db(fn):
-    return sync_to_async(fn, thread_sensitive=True)
+    return db.write(fn)
 
 
 def _session_event(event_type: str, actor: ActorRef, body: dict) -> None:

@@ -8,6 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from groupx_site import db
 from groupx_site.errors import GroupXError
 from groupx_site.health import health_report
 from groupx_site.middleware import error_response
@@ -50,8 +51,8 @@ def on_unexpected(request: HttpRequest, error: Exception):
 
 
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
-def get_health(request: HttpRequest):
-    status, body = health_report()
+async def get_health(request: HttpRequest):
+    status, body = await db.read(health_report)()
     response = JsonResponse(body, status=status)
     if status == 503:  # "closing" is the protocol's answer while a stop drains, not a server error
         response._has_been_logged = True  # Django's marker: skip the django.request error log

@@ -7,15 +7,23 @@
 - Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
 - While the runtime drains for a stop, new requests get 503 and open SSE streams end.
+- Django's page middleware (sessions, auth, messages, CSRF, …) serves the admin and the HTML pages
+  and is skipped under ``/api/``, which uses none of it (``pages_only``).
 """
 
 from __future__ import annotations
 
 import json
 
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
+from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
 from groupx_site import lifecycle
@@ -53,12 +61,20 @@ def check_api_write(request: HttpRequest) -> GroupXError | None:
     return None
 
 
+def is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith("/api/")
+
+
 # While draining (PROTOCOL §10.8) health must keep answering with the runtime identity, and a
 # repeated shutdown request stays harmless; everything else is refused.
 DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
 
 
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
+    if is_api(request):
+        # Django's CommonMiddleware, skipped under /api/ (pages_only), was what checked the Host
+        # header against ALLOWED_HOSTS (loopback only) on every request: DisallowedHost is a 400.
+        request.get_host()
     if lifecycle.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
         return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
     if request.path.startswith("/api/") and request.method in WRITE_METHODS:
@@ -133,6 +149,42 @@ def _hybrid(before=None, after=None):
 
     return middleware
 
+
+def pages_only(middleware_class):
+    """``middleware_class`` (a Django ``MiddlewareMixin``) for the pages and the admin only.
+
+    In the async stack every ``MiddlewareMixin`` runs its ``process_*`` methods through
+    ``sync_to_async``: a thread hand-off there and back for each, five middlewares, every request.
+    The JSON API has no sessions, users, messages or forms (its writes are guarded above), so
+    under ``/api/`` the request goes straight on (docs/DECISIONS.md D20). The subclass keeps
+    Django's own checks (the admin's ``admin.E408``–``E410``) satisfied.
+    """
+
+    class PagesOnly(middleware_class):
+        async def __acall__(self, request):
+            if is_api(request):
+                return await self.get_response(request)
+            return await super().__acall__(request)
+
+    if hasattr(middleware_class, "process_view"):
+
+        async def process_view(self, request, view, args, kwargs):
+            if is_api(request):
+                return None
+            return await sync_to_async(middleware_class.process_view, thread_sensitive=True)(
+                self, request, view, args, kwargs)
+
+        PagesOnly.process_view = process_view
+    PagesOnly.__name__ = PagesOnly.__qualname__ = middleware_class.__name__
+    return PagesOnly
+
+
+CommonMiddleware = pages_only(DjangoCommonMiddleware)
+SessionMiddleware = pages_only(DjangoSessionMiddleware)
+CsrfViewMiddleware = pages_only(DjangoCsrfViewMiddleware)
+AuthenticationMiddleware = pages_only(DjangoAuthenticationMiddleware)
+MessageMiddleware = pages_only(DjangoMessageMiddleware)
+XFrameOptionsMiddleware = pages_only(DjangoXFrameOptionsMiddleware)
 
 ApiWriteGuardMiddleware = _hybrid(before=_write_guard, after=_end_streams_on_drain)
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)

@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from asgiref.sync import sync_to_async
-
-from groupx_site import lifecycle
+from groupx_site import db, lifecycle
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -44,7 +42,7 @@ def _prepare_store() -> None:
 
 async def _start() -> None:
     try:
-        await sync_to_async(_prepare_store, thread_sensitive=True)()
+        await db.write(_prepare_store)()
         from agents import runtime as agent_runtime
 
         await agent_runtime.start()

@@ -48,13 +48,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "groupx_site.middleware.SecurityHeadersMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    # Django's page middleware, skipped under /api/ (groupx_site/middleware.py: pages_only)
+    "groupx_site.middleware.CommonMiddleware",
     "groupx_site.middleware.ApiWriteGuardMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "groupx_site.middleware.SessionMiddleware",
+    "groupx_site.middleware.CsrfViewMiddleware",
+    "groupx_site.middleware.AuthenticationMiddleware",
+    "groupx_site.middleware.MessageMiddleware",
+    "groupx_site.middleware.XFrameOptionsMiddleware",
     "groupx_site.middleware.ApiErrorShapeMiddleware",
 ]
 

@@ -25,13 +25,12 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from groupx_site import identity, lifecycle, runtime
+from groupx_site import db, identity, lifecycle, runtime
 from groupx_site.errors import GroupXError
 from groupx_site.middleware import json_body
 
@@ -105,7 +104,7 @@ async def _drain_and_stop() -> None:
     deadline = asyncio.get_running_loop().time() + SSE_CLOSE_SECONDS
     while _open_streams and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.02)
-    await sync_to_async(connections.close_all, thread_sensitive=True)()
+    await db.write(connections.close_all)()  # the writer's long-lived connection
     await cancel_leftover_tasks()
     logger.info("GroupX runtime closed; releasing the port")
     stop_listener()

@@ -7,6 +7,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
 from agents.models import WEB_BINDING_ID
+from groupx_site import db
 from groupx_site.middleware import json_body
 from memory import actions, engine, identity, inputs, search
 from memory.models import IDENTITY_KINDS
@@ -21,50 +22,50 @@ def _json(body: dict, status: int = 200) -> JsonResponse:
 
 
 @router.get("/memory", summary="List or search memory records (newest first, offset cursor)")
-def get_memory(request: HttpRequest):
-    return _json(search.list_memory(inputs.check_memory_list(request.GET.dict())))
+async def get_memory(request: HttpRequest):
+    return _json(await db.read(search.list_memory)(inputs.check_memory_list(request.GET.dict())))
 
 
 @router.post("/memory", response={201: dict}, summary="Remember: a room, correlation or agent-core record")
-def post_memory(request: HttpRequest):
-    return 201, actions.remember_memory(WEB_WRITER, inputs.check_memory_write(json_body(request)))
+async def post_memory(request: HttpRequest):
+    return 201, await db.write(actions.remember_memory)(WEB_WRITER, inputs.check_memory_write(json_body(request)))
 
 
 @router.post("/memory/{memory_id}/supersede", response={201: dict}, summary="Write a new version of an active record")
-def post_memory_supersede(request: HttpRequest, memory_id: str):
+async def post_memory_supersede(request: HttpRequest, memory_id: str):
     command = inputs.check_supersede(json_body(request), inputs.WRITABLE_MEMORY_KINDS)
-    return 201, actions.supersede_memory(WEB_WRITER, memory_id, command)
+    return 201, await db.write(actions.supersede_memory)(WEB_WRITER, memory_id, command)
 
 
 @router.post("/memory/{memory_id}/retract", summary="Retract an active record (a tombstone; nothing is erased)")
-def post_memory_retract(request: HttpRequest, memory_id: str):
-    return actions.retract_memory(WEB_WRITER, memory_id, inputs.check_retract(json_body(request)))
+async def post_memory_retract(request: HttpRequest, memory_id: str):
+    return await db.write(actions.retract_memory)(WEB_WRITER, memory_id, inputs.check_retract(json_body(request)))
 
 
 @router.get("/identity", summary="List identity records (compatibility)")
-def get_identity(request: HttpRequest):
-    return _json(search.list_identity(inputs.check_identity_list(request.GET.dict())))
+async def get_identity(request: HttpRequest):
+    return _json(await db.read(search.list_identity)(inputs.check_identity_list(request.GET.dict())))
 
 
 @router.post("/identity", response={201: dict}, summary="Remember an identity record about an agent")
-def post_identity(request: HttpRequest):
-    return 201, identity.remember_identity(WEB_WRITER, inputs.check_identity_write(json_body(request)))
+async def post_identity(request: HttpRequest):
+    return 201, await db.write(identity.remember_identity)(WEB_WRITER, inputs.check_identity_write(json_body(request)))
 
 
 @router.post("/identity/{identity_id}/supersede", response={201: dict}, summary="Write a new version")
-def post_identity_supersede(request: HttpRequest, identity_id: str):
+async def post_identity_supersede(request: HttpRequest, identity_id: str):
     command = inputs.check_supersede(json_body(request), IDENTITY_KINDS)
-    return 201, identity.supersede_identity(WEB_WRITER, identity_id, command)
+    return 201, await db.write(identity.supersede_identity)(WEB_WRITER, identity_id, command)
 
 
 @router.post("/identity/{identity_id}/retract", summary="Retract an identity record")
-def post_identity_retract(request: HttpRequest, identity_id: str):
-    return identity.retract_identity(WEB_WRITER, identity_id, inputs.check_retract(json_body(request)))
+async def post_identity_retract(request: HttpRequest, identity_id: str):
+    return await db.write(identity.retract_identity)(WEB_WRITER, identity_id, inputs.check_retract(json_body(request)))
 
 
 @router.get("/context", summary="The room's context usage in characters")
-def get_context(request: HttpRequest):
-    return _json(usage())
+async def get_context(request: HttpRequest):
+    return _json(await db.read(usage)())
 
 
 @router.post("/context/compact", summary="Compact all but the last 12 room messages into the checkpoint summary")
@@ -73,5 +74,5 @@ async def post_context_compact(request: HttpRequest):
 
 
 @router.post("/context/reset", summary="Move the room's context floor to now (the transcript is kept)")
-def post_context_reset(request: HttpRequest):
-    return _json(engine.reset_context(WEB_BINDING_ID, "web", json_body(request)))
+async def post_context_reset(request: HttpRequest):
+    return _json(await db.write(engine.reset_context)(WEB_BINDING_ID, "web", json_body(request)))

@@ -18,13 +18,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from agents import health, roster
 from agents.drivers.base import DriverError
+from groupx_site import db
 from memory import dated, oneshot
 from memory.models import Summary
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
@@ -147,7 +147,7 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
     """One pass. True when a new summary was swapped in, False when there was nothing to compact.
     Raises CompactionFailed. Single flight: one pass at a time in this process."""
     async with _lock_for_loop():
-        plan = await sync_to_async(plan_compaction, thread_sensitive=True)(through_seq=through_seq,
+        plan = await db.write(plan_compaction)(through_seq=through_seq,
                                                                              keep_last=keep_last)
         if plan is None:
             return False
@@ -163,7 +163,7 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
             if not text or len(text) > cap:
                 code = "PROTOCOL_INVALID_MESSAGE"  # empty or oversized: the next agent, no retry
                 continue
-            if not await sync_to_async(commit_summary, thread_sensitive=True)(plan, text, agent.actor_id):
+            if not await db.write(commit_summary)(plan, text, agent.actor_id):
                 _progress("failed", operation_id, operation, plan, errorCode="STORE_CONFLICT")
                 raise CompactionFailed("STORE_CONFLICT", "the checkpoint changed while the summary was written")
             _progress("completed", operation_id, operation, plan, generatorActorId=agent.actor_id)

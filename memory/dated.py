@@ -22,13 +22,13 @@ import os
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
 from agents import roster
 from agents.drivers.base import DriverError
+from groupx_site import db
 from memory import oneshot
 from memory.actions import do_remember_memory, do_supersede_memory
 from memory.dated_sources import local_date
@@ -63,7 +63,7 @@ def backoff(failures: int) -> timedelta:
 
 
 def _db(fn):
-    return sync_to_async(fn, thread_sensitive=True)
+    return db.write(fn)
 
 
 # ---- when ----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The Room Context Engine's entry points (FEATURES §14, PROTOCOL §10.5).
 
-- ``prepare_packet``: what a lane calls before a claim. The packet is first built at the soft
+- ``packet_if_it_fits`` / ``prepare_packet``: what a lane builds before a claim. The packet is first built at the soft
   target (75%); if unread messages would be left out, the older history is compacted and the
   packet rebuilt, up to 8 passes. When nothing (more) is compactable the packet may use the full
   hard ceiling. A failed compaction fails the Turn with CONTEXT_BUDGET_EXCEEDED and changes
@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from groupx_site import db
 from groupx_site.errors import GroupXError
 from memory.actions import run_once
 from memory.compaction import CompactionFailed, compact_once
@@ -37,7 +37,14 @@ _inflight: dict[tuple[str, str], asyncio.Future] = {}
 
 
 def _db(fn):
-    return sync_to_async(fn, thread_sensitive=True)
+    return db.write(fn)
+
+
+def packet_if_it_fits(agent: ResolvedAgent, source_event_id: str) -> ContextPacket | None:
+    """The usual case, in one synchronous call: the packet at the soft target when it leaves
+    nothing out. None when older history must be compacted first (``prepare_packet``)."""
+    packet = build_context_packet(agent, source_event_id, budget=soft_target(settings.GROUPX_CONFIG.limits.contextCharacters))
+    return packet if packet.newest_omitted_seq is None and packet.omitted == 0 else None
 
 
 async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:

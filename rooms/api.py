@@ -1,10 +1,14 @@
-"""Room endpoints: thin wrappers over ``rooms.actions`` and the read models."""
+"""Room endpoints: thin wrappers over ``rooms.actions`` and the read models.
+
+They are ``async``: their database work is one call on the writer or a reader thread
+(``groupx_site.db``) instead of a fresh thread and connection per request."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from ninja import Router
 
+from groupx_site import db
 from groupx_site.middleware import json_body
 from rooms import actions, bootstrap, sse
 
@@ -12,13 +16,13 @@ router = Router(tags=["room"])
 
 
 @router.post("/messages", response={202: dict}, summary="Post a user message and queue one Turn per target")
-def post_message(request: HttpRequest):
-    return 202, actions.post_message(json_body(request))
+async def post_message(request: HttpRequest):
+    return 202, await db.write(actions.post_message)(json_body(request))
 
 
 @router.get("/bootstrap", summary="The room snapshot and the cursor to stream from")
-def get_bootstrap(request: HttpRequest):
-    return JsonResponse(bootstrap.bootstrap(), json_dumps_params={"ensure_ascii": False})
+async def get_bootstrap(request: HttpRequest):
+    return JsonResponse(await db.read(bootstrap.bootstrap)(), json_dumps_params={"ensure_ascii": False})
 
 
 @router.get("/events", summary="Server-Sent Events: durable events replayed from a cursor, then live")

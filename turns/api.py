@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from agents.models import WEB_BINDING_ID
+from groupx_site import db
 from groupx_site.errors import GroupXError, invalid
 from groupx_site.middleware import json_body
 from rooms import commands, validation
@@ -39,5 +40,5 @@ def cancel_turn(turn_id: str, payload) -> dict:
 
 
 @router.post("/turns/{turn_id}/cancel", response={202: dict}, summary="Ask to cancel a Turn")
-def post_cancel(request: HttpRequest, turn_id: str):
-    return 202, cancel_turn(turn_id, json_body(request))
+async def post_cancel(request: HttpRequest, turn_id: str):
+    return 202, await db.write(cancel_turn)(turn_id, json_body(request))

@@ -9,9 +9,9 @@ import asyncio
 import contextlib
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from groupx_site import db
 from groupx_site.errors import GroupXError, invalid
 from rooms import bus, validation
 from rooms.member_actions import bounded_int, check_wake_payload, resolve_caller, send_to_agents
@@ -71,7 +71,7 @@ def _queued_behind_other_work(result: dict[str, Any]) -> bool:
 async def wait_for_children(message_event_id: str, timeout_ms: int) -> dict[str, Any]:
     """Return at once when a child waits behind other work; otherwise wait until every child is
     terminal or the time is up. Durable commits wake the wait (the bus), so no polling loop spins."""
-    read = sync_to_async(snapshot, thread_sensitive=False)
+    read = db.read(snapshot)
     listener = bus.subscribe(max_frames=8, max_bytes=65_536)
     try:
         result = await read(message_event_id)
@@ -101,17 +101,17 @@ def _wait_ms(payload: dict[str, Any]) -> int:
 
 
 async def member_ask(binding_id: str, payload: Any) -> dict[str, Any]:
-    command = await sync_to_async(check_wake_payload)(payload, {"timeoutMs", "cancelOnTimeout"})
+    command = await db.read(check_wake_payload)(payload, {"timeoutMs", "cancelOnTimeout"})
     wait_ms = _wait_ms(payload)
     cancel_on_timeout = payload.get("cancelOnTimeout", False)
     if not isinstance(cancel_on_timeout, bool):
         raise invalid("cancelOnTimeout must be true or false")
-    sent = await sync_to_async(send_to_agents, thread_sensitive=True)(binding_id, command, command_type="mcp.ask")
+    sent = await db.write(send_to_agents)(binding_id, command, command_type="mcp.ask")
     result = await wait_for_children(sent["messageEventId"], wait_ms)
     if result["state"] == "pending" and cancel_on_timeout:
         for entry in result["results"]:
             if entry["status"] == "pending":
-                await sync_to_async(lifecycle.request_cancel, thread_sensitive=True)(entry["turnId"])
+                await db.write(lifecycle.request_cancel)(entry["turnId"])
     return result
 
 
@@ -134,6 +134,6 @@ def check_collect(binding_id: str, payload: Any) -> tuple[str, int]:
 
 
 async def member_collect(binding_id: str, payload: Any) -> dict[str, Any]:
-    message_id, wait_ms = await sync_to_async(check_collect, thread_sensitive=True)(binding_id, payload)
+    message_id, wait_ms = await db.write(check_collect)(binding_id, payload)
     return await wait_for_children(message_id, wait_ms)
 

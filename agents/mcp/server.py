@@ -16,13 +16,13 @@ import logging
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
+from groupx_site import db
 from groupx_site.errors import GroupXError
 from memory import mcp as memory_tools
 from rooms import member_actions
@@ -38,7 +38,7 @@ SECURITY = TransportSecuritySettings(
 
 
 def _sync(fn):
-    return sync_to_async(fn, thread_sensitive=True)
+    return db.write(fn)
 
 
 HANDLERS = {
@@ -139,7 +139,7 @@ async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
 
 async def handle(scope, receive, send) -> None:
     binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
-    state = await sync_to_async(binding_state, thread_sensitive=False)(binding_id) if binding_id else "unknown"
+    state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
     if state == "unknown":
         return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
     if state == "unavailable":

@@ -1,0 +1,39 @@
+"""The lane's one database call before a native prompt (ARCHITECTURE "The dispatch path").
+
+Building the Context Packet, claiming the Turn (``turn.dispatched``) and the write-ahead
+``prompt_invoked + unknown`` are three steps and two commits. Made one call on the writer thread
+(``groupx_site.db``) they cost the lane one thread hand-off instead of three; the commits stay
+separate, so restart recovery still sees the protocol's phases (PROTOCOL §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.context import ContextPacket
+from memory.engine import packet_if_it_fits
+from setup_wizard.config import ResolvedAgent
+from turns import lifecycle
+from turns.lifecycle import Claim
+
+
+@dataclass
+class ReadyTurn:
+    claim: Claim | None = None  # None: the Turn was cancelled before it could be claimed
+    packet: ContextPacket | None = None
+    invoked: bool = False  # False: cancelled between the claim and the write-ahead; never prompt it
+    needs_compaction: bool = False  # the packet would leave messages out: compact first (async)
+
+
+def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *, binding_id: str,
+                     instance_id: str, packet: ContextPacket | None = None) -> ReadyTurn:
+    """Claim ``turn_id`` with ``packet`` (built here when not given) and commit ``prompt_invoked``."""
+    if packet is None:
+        packet = packet_if_it_fits(agent, source_event_id)
+        if packet is None:
+            return ReadyTurn(needs_compaction=True)
+    claim = lifecycle.claim(turn_id, binding_id=binding_id, instance_id=instance_id,
+                            context_through_seq=packet.through_seq)
+    if claim is None:
+        return ReadyTurn()
+    return ReadyTurn(claim=claim, packet=packet, invoked=lifecycle.mark_prompt_invoked(claim))
