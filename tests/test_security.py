@@ -48,6 +48,29 @@ def test_a_foreign_host_header_is_refused(room):
     assert response.status_code == 400
 
 
+def test_a_foreign_host_header_is_refused_on_a_write_and_on_a_page_too(room):
+    write = httpx.post(room.url("/api/messages"), json={"clientCommandId": "h", "to": ["agent:alpha"], "content": "x"},
+                       headers={"Host": "attacker.example"})
+    page = httpx.get(room.url("/"), headers={"Host": "attacker.example"})
+
+    assert write.status_code == 400
+    assert page.status_code == 400
+
+
+def test_the_admin_still_refuses_a_login_post_without_its_csrf_token(room):
+    # Django's page middleware is skipped only under /api/ (docs/DECISIONS.md D20).
+    response = httpx.post(room.url("/admin/login/"), data={"username": "x", "password": "y"})
+
+    assert response.status_code == 403
+
+
+def test_api_answers_skip_the_page_middleware(room):
+    response = room.get("/api/bootstrap")
+
+    assert "set-cookie" not in response.headers
+    assert "x-frame-options" not in response.headers  # the CSP's frame-ancestors covers the API
+
+
 def test_responses_carry_the_security_headers(room):
     response = room.get("/api/health")
 
