@@ -18,9 +18,10 @@ import sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-from django.core.asgi import get_asgi_application  # noqa: E402
 
-django_app = ASGIStaticFilesHandler(get_asgi_application())  # wraps only Django: lifespan has no path
+from groupx_site.handler import get_application  # noqa: E402
+
+django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
 from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
 from groupx_site import runtime  # noqa: E402

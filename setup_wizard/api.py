@@ -7,6 +7,7 @@ so the answer always says ``restartRequired`` and the new agents wait for ``grou
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
@@ -18,12 +19,15 @@ router = Router(tags=["setup"])
 
 
 @router.get("/setup", summary="The config draft, driver detection and whether the runtime is active")
-def get_setup(request: HttpRequest):
-    body = actions.snapshot(settings.GROUPX_CONFIG_PATH, runtime_active=True)
+async def get_setup(request: HttpRequest):
+    # Off the event loop on a pool thread: detection runs the CLIs' --version (up to seconds).
+    body = await sync_to_async(actions.snapshot, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH,
+                                                                         runtime_active=True)
     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
 
 
 @router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)")
-def post_setup(request: HttpRequest):
-    body = actions.save(settings.GROUPX_CONFIG_PATH, json_body(request), restart_required=True)
+async def post_setup(request: HttpRequest):
+    body = await sync_to_async(actions.save, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, json_body(request),
+                                                                     restart_required=True)
     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
