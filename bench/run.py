@@ -1,7 +1,8 @@
 """Entry point: ``python -m bench.run`` (``make bench``).
 
 Two servers, each a real daphne subprocess with three fake ACP agents that answer instantly:
-- "live" starts empty and runs latency, then throughput with the fan-out clients attached;
+- "live" starts empty and runs latency, throughput alone, then throughput again with the fan-out
+  clients attached (the issue's figure: the two runs tell the turn's cost from the fan-out's);
 - "history" is seeded straight into SQLite while stopped (1,000 → 10,000 → 100,000 events) and
   restarted at each size for bootstrap; the replay runs at 10,000.
 A separate history server keeps the live figures from depending on a big log and the bootstrap
@@ -63,6 +64,9 @@ def with_cpu(server: BenchServer, result_fn) -> dict:
 def live_workloads(server: BenchServer, plan: dict, results: dict, memory: list) -> None:
     log(f"latency: {plan['latency']} sequential messages")
     results["latency"] = with_cpu(server, lambda: asyncio.run(latency.run(server.base_url, messages=plan["latency"])))
+    log(f"throughput: {plan['throughput']} messages, no other SSE client")
+    results["throughputAlone"] = with_cpu(
+        server, lambda: asyncio.run(throughput.run(server.base_url, messages=plan["throughput"])))
     log(f"throughput: {plan['throughput']} messages, with {plan['clients']} fan-out SSE clients attached")
     fan = FanOut(server.base_url, plan["clients"])
     fan.start()
