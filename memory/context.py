@@ -19,7 +19,9 @@ records.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
 from django.conf import settings
 from django.db.models import Q
@@ -129,37 +131,33 @@ def _is_user_author(author: str) -> bool:
 
 
 def _optional_groups(agent: ResolvedAgent, source: dict):
-    """{key: (section, queryset newest first, the same filter as a Python predicate, kind)} for
-    every optional group except the unread transcript, in priority order after core memory. The
-    predicate lets one query per table serve all of its groups (``_fetch_groups``)."""
+    """{key: (section, the group's filter within its table, the same filter as a Python predicate,
+    table)} for every optional group except the unread transcript, in priority order after core
+    memory. The predicate lets one query per table serve all of its groups (``_fetch_groups``)."""
     me = agent.actor_id
-    memory = MemoryRecord.objects.filter(status="active").order_by("-id")
-    identity = IdentityRecord.objects.filter(status="active", subject_actor_id=me).order_by("-id")
     # The ORM drops None from an __in list; the predicate must too.
     correlations = {source["correlation_id"], source["root_correlation_id"]} - {None}
-    public = memory.filter(Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation",
-                                                                       scope_id__in=correlations))
+    own_memory = Q(scope_type="agent", scope_id=me)
+    user_author = Q(author_actor_id__startswith="user:")
 
     def agent_memory(kind: str):
         return lambda r: r.scope_type == "agent" and r.scope_id == me and r.agent_memory_type == kind
 
     return {
-        "core": ("agent_core_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="core"),
-                 agent_memory("core"), "memory"),
-        "dated": ("agent_dated_memory", memory.filter(scope_type="agent", scope_id=me, agent_memory_type="dated"),
-                  agent_memory("dated"), "memory"),
-        "public": ("public_memory", public,
+        "core": ("agent_core_memory", own_memory & Q(agent_memory_type="core"), agent_memory("core"), "memory"),
+        "dated": ("agent_dated_memory", own_memory & Q(agent_memory_type="dated"), agent_memory("dated"), "memory"),
+        "public": ("public_memory",
+                   Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in=correlations),
                    lambda r: (r.scope_type == "room" and r.scope_id == ROOM_ID)
                    or (r.scope_type == "correlation" and r.scope_id in correlations), "memory"),
-        "self": ("self_identity", identity.filter(author_actor_id=me), lambda r: r.author_actor_id == me, "identity"),
-        "user": ("user_authored_identity", identity.filter(author_actor_id__startswith="user:"),
-                 lambda r: _is_user_author(r.author_actor_id), "identity"),
-        "observed": ("observed_identity", identity.exclude(author_actor_id=me).exclude(author_actor_id__startswith="user:"),
+        "self": ("self_identity", Q(author_actor_id=me), lambda r: r.author_actor_id == me, "identity"),
+        "user": ("user_authored_identity", user_author, lambda r: _is_user_author(r.author_actor_id), "identity"),
+        "observed": ("observed_identity", ~Q(author_actor_id=me) & ~user_author,
                      lambda r: r.author_actor_id != me and not _is_user_author(r.author_actor_id), "identity"),
     }
 
 
-def _fetch_groups(groups: dict) -> dict[str, tuple[list, int]]:
+def _fetch_groups(agent: ResolvedAgent, groups: dict) -> dict[str, tuple[list, int]]:
     """{key: (the group's newest ≤ GROUP_FETCH_CAP records, its total)}.
 
     The usual case is a handful of records: then one query per table (the OR of its groups'
@@ -167,20 +165,24 @@ def _fetch_groups(groups: dict) -> dict[str, tuple[list, int]]:
     totals are the list lengths. Only when a table holds more than the cap does each of its groups
     fall back to its own ``[:cap + 1]`` read and a COUNT when that is full; the records looked at
     are then exactly what a per-group read gives."""
+    tables = {
+        "memory": MemoryRecord.objects.filter(status="active").order_by("-id"),
+        "identity": IdentityRecord.objects.filter(status="active", subject_actor_id=agent.actor_id).order_by("-id"),
+    }
     fetched: dict[str, tuple[list, int]] = {}
-    for kind in ("memory", "identity"):
+    for kind, table in tables.items():
         keys = [key for key, group in groups.items() if group[3] == kind]
-        combined = groups[keys[0]][1]
-        for key in keys[1:]:
-            combined = combined | groups[key][1]
-        rows = list(combined[:GROUP_FETCH_CAP + 1])
+        # Self, user-authored and observed identity split the active records about the agent
+        # between them, so their OR is the whole table query (and one cheap filter to build).
+        combined = Q() if kind == "identity" else reduce(operator.or_, (groups[key][1] for key in keys))
+        rows = list(table.filter(combined)[:GROUP_FETCH_CAP + 1])
         if len(rows) <= GROUP_FETCH_CAP:
             for key in keys:
                 picked = [r for r in rows if groups[key][2](r)]
                 fetched[key] = (picked, len(picked))
             continue
         for key in keys:
-            queryset = groups[key][1]
+            queryset = table.filter(groups[key][1])
             picked = list(queryset[:GROUP_FETCH_CAP + 1])
             total = queryset.count() if len(picked) > GROUP_FETCH_CAP else len(picked)
             fetched[key] = (picked[:GROUP_FETCH_CAP], total)
@@ -222,7 +224,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
 
     groups = _optional_groups(agent, source)
-    fetched = _fetch_groups(groups)
+    fetched = _fetch_groups(agent, groups)
     # Author names only matter when some record is shown; an empty memory skips the query.
     names = _names() if any(records for records, _ in fetched.values()) else {}
     omitted = 0

@@ -11,11 +11,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from django.db.models import F
-from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from memory.models import DatedMemoryRollup, DatedMemorySource
+from rooms import hot_sql
 from rooms.models import ROOM_ID, Event
 
 # Observer (supervision watch) Turns are not the agent's own work and are excluded.
@@ -45,15 +44,9 @@ def register_source(*, turn_id: str, actor_id: str, command_type: str, source_ev
     # UPDATE first: the day's row usually exists, and then this is one statement instead of
     # SELECT + UPDATE. The caller holds the write lock, so a row missing here stays missing until
     # it is created below, with what the same UPDATE would have made of the model's defaults.
-    rollups = DatedMemoryRollup.objects.filter(room_id=ROOM_ID, actor_id=actor_id, local_date=day)
-    bumped = rollups.update(
-        pending_turns=F("pending_turns") + 1,
-        pending_chars=F("pending_chars") + chars,
-        pending_through_seq=Greatest(F("pending_through_seq"), response.seq),
-        first_pending_at=Coalesce(F("first_pending_at"), now),
-        last_pending_at=now,
-    )
-    if not bumped:
+    # (One fixed statement in rooms/hot_sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
+    if not hot_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
+                                     through_seq=response.seq, now=now):
         DatedMemoryRollup.objects.create(
             room_id=ROOM_ID, actor_id=actor_id, local_date=day, pending_turns=1, pending_chars=chars,
             pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.db import connection
@@ -32,6 +32,12 @@ _CLAIM_TURN = """
     WHERE turn_id = %s AND status = %s
     RETURNING target_actor_id, source_event_id, correlation_id, root_correlation_id"""
 
+# A lane's FIFO head: the columns a lane uses; the rest load on access (``Turn.from_db``).
+LANE_HEAD_COLUMNS = ("turn_id", "source_event_id", "target_actor_id", "status", "enqueue_seq")
+_LANE_HEAD = f"""
+    SELECT {", ".join(LANE_HEAD_COLUMNS)} FROM turns_turn
+    WHERE target_actor_id = %s AND status = %s ORDER BY enqueue_seq LIMIT 1"""
+
 _TURN_STATUS = "SELECT status FROM turns_turn WHERE turn_id = %s"
 
 # The first native event: the native id always, dispatching → running only from dispatching (a
@@ -50,6 +56,13 @@ _TERMINAL_READ = """
     LEFT JOIN turns_turnattempt a ON a.attempt_id = %s
     LEFT JOIN rooms_event e ON e.event_id = t.source_event_id
     WHERE t.turn_id = %s"""
+
+# A completed Turn joins its agent's pending dated-memory batch for the day (memory/dated_sources.py).
+_BUMP_DATED_ROLLUP = """
+    UPDATE memory_datedmemoryrollup SET pending_turns = pending_turns + 1, pending_chars = pending_chars + %s,
+        pending_through_seq = MAX(pending_through_seq, %s), first_pending_at = COALESCE(first_pending_at, %s),
+        last_pending_at = %s
+    WHERE room_id = %s AND actor_id = %s AND local_date = %s"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +106,13 @@ def insert_event(*, event_id: str, room_id: str, event_type: str, actor_id: str,
         return cursor.fetchone()[0]
 
 
+def lane_head(actor_id: str) -> tuple[str, str, str, str, int] | None:
+    """The oldest queued Turn of a lane, as ``LANE_HEAD_COLUMNS``, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LANE_HEAD, [actor_id, QUEUED])
+        return cursor.fetchone()
+
+
 def claim_turn(turn_id: str, binding_id: str) -> tuple[str, str, str, str] | None:
     """CAS queued → dispatching. (target_actor_id, source_event_id, correlation_id,
     root_correlation_id) of the Turn it moved, or None when the Turn was not queued."""
@@ -123,3 +143,12 @@ def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
     *columns, body = row
     # As the JSONField reads it; a NULL column (or no source row) stays None.
     return TerminalRead(*columns, source_body=None if body is None else json.loads(body))
+
+
+def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
+                      now: datetime) -> bool:
+    """Add one Turn to the day's rollup row; False when that row does not exist yet."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BUMP_DATED_ROLLUP, [chars, through_seq, _datetime(now), _datetime(now), room_id, actor_id,
+                                            connection.ops.adapt_datefield_value(day)])
+        return cursor.rowcount == 1

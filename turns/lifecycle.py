@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from agents.models import DeliveryCursor
@@ -61,8 +61,10 @@ class TurnOutcome:
 
 
 def next_queued_turn(actor_id: str) -> Turn | None:
-    """The FIFO head of a lane (oldest enqueue_seq), or None."""
-    return Turn.objects.filter(target_actor_id=actor_id, status=QUEUED).order_by("enqueue_seq").first()
+    """The FIFO head of a lane (oldest enqueue_seq), or None. A lane asks after every Turn, so this is
+    one fixed SELECT of the columns a lane uses; like ``.only()``, any other field loads on access."""
+    head = hot_sql.lane_head(actor_id)
+    return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, hot_sql.LANE_HEAD_COLUMNS, head)
 
 
 def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
@@ -264,12 +266,9 @@ def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
 
 
 def delivery_cursor(actor_id: str) -> int:
-    return (
-        DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
-        .values_list("last_delivered_seq", flat=True)
-        .first()
-        or 0
-    )
+    # One row at most (unique per actor and room): no ordering needed.
+    return next(iter(DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
+                     .values_list("last_delivered_seq", flat=True)), None) or 0
 
 
 # ---- cancel ---------------------------------------------------------------------------------
