@@ -64,6 +64,19 @@ _BUMP_DATED_ROLLUP = """
         last_pending_at = %s
     WHERE room_id = %s AND actor_id = %s AND local_date = %s"""
 
+# The Context Packet's memory and identity reads, each the union of its table's optional groups
+# (memory/context.py:_fetch_groups), newest first. The Python predicates there split the rows.
+_PACKET_MEMORY = """
+    SELECT * FROM memory_memoryrecord
+    WHERE status = 'active' AND (
+        (scope_type = 'agent' AND scope_id = %s AND agent_memory_type IN ('core', 'dated'))
+        OR (scope_type = 'room' AND scope_id = %s)
+        OR (scope_type = 'correlation' AND scope_id IN (%s, %s)))
+    ORDER BY id DESC LIMIT %s"""
+_PACKET_IDENTITY = """
+    SELECT * FROM memory_identityrecord WHERE status = 'active' AND subject_actor_id = %s
+    ORDER BY id DESC LIMIT %s"""
+
 
 @dataclass(frozen=True, slots=True)
 class TerminalRead:
@@ -152,3 +165,19 @@ def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, thr
         cursor.execute(_BUMP_DATED_ROLLUP, [chars, through_seq, _datetime(now), _datetime(now), room_id, actor_id,
                                             connection.ops.adapt_datefield_value(day)])
         return cursor.rowcount == 1
+
+
+def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list:
+    """Active memory records of the agent (core, dated), the room and the correlations, as models."""
+    from memory.models import MemoryRecord
+
+    first, *rest = sorted(correlations)
+    return list(MemoryRecord.objects.raw(_PACKET_MEMORY, [actor_id, room_id, first, rest[0] if rest else first,
+                                                           limit]))
+
+
+def packet_identity(*, actor_id: str, limit: int) -> list:
+    """Active identity records about the agent, as models."""
+    from memory.models import IdentityRecord
+
+    return list(IdentityRecord.objects.raw(_PACKET_IDENTITY, [actor_id, limit]))
