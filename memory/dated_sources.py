@@ -9,14 +9,13 @@ in the background (``memory.dated``).
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
-from django.db.models import F
-from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from memory.models import DatedMemoryRollup, DatedMemorySource
+from rooms import hot_sql
 from rooms.models import ROOM_ID, Event
-from turns.models import Turn
 
 # Observer (supervision watch) Turns are not the agent's own work and are excluded.
 OBSERVER_COMMAND_TYPES = frozenset({"supervision.watch"})
@@ -27,34 +26,28 @@ def local_date(moment: datetime) -> date:
     return moment.astimezone().date()
 
 
-def register_source(turn: Turn, response: Event) -> None:
-    """Call inside the terminal transaction, after the response message was appended."""
-    if turn.command_type in OBSERVER_COMMAND_TYPES:
+def register_source(*, turn_id: str, actor_id: str, command_type: str, source_event_id: str,
+                    source_seq: int | None, source_body: dict[str, Any] | None, response: Event) -> None:
+    """Call inside the terminal transaction, after the response message was appended. The source
+    message's ``source_seq`` and ``source_body`` come from the caller's read of the Turn (None
+    when the source row is gone: nothing is registered)."""
+    if command_type in OBSERVER_COMMAND_TYPES or source_seq is None:
         return
-    source = Event.objects.filter(event_id=turn.source_event_id).values("seq", "body").first()
-    if source is None:
-        return
-    chars = len(str((source["body"] or {}).get("content", ""))) + len(str(response.body.get("content", "")))
+    chars = len(str((source_body or {}).get("content", ""))) + len(str(response.body.get("content", "")))
     now = timezone.now()
     day = local_date(now)
     DatedMemorySource.objects.create(
-        turn_id=turn.turn_id, room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day,
-        source_event_id=turn.source_event_id, source_seq=source["seq"], response_event_id=response.event_id,
+        turn_id=turn_id, room_id=ROOM_ID, actor_id=actor_id, local_date=day,
+        source_event_id=source_event_id, source_seq=source_seq, response_event_id=response.event_id,
         response_seq=response.seq, source_chars=chars, terminal_at=now,
     )
     # UPDATE first: the day's row usually exists, and then this is one statement instead of
     # SELECT + UPDATE. The caller holds the write lock, so a row missing here stays missing until
     # it is created below, with what the same UPDATE would have made of the model's defaults.
-    rollups = DatedMemoryRollup.objects.filter(room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day)
-    bumped = rollups.update(
-        pending_turns=F("pending_turns") + 1,
-        pending_chars=F("pending_chars") + chars,
-        pending_through_seq=Greatest(F("pending_through_seq"), response.seq),
-        first_pending_at=Coalesce(F("first_pending_at"), now),
-        last_pending_at=now,
-    )
-    if not bumped:
+    # (One fixed statement in rooms/hot_sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
+    if not hot_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
+                                     through_seq=response.seq, now=now):
         DatedMemoryRollup.objects.create(
-            room_id=ROOM_ID, actor_id=turn.target_actor_id, local_date=day, pending_turns=1, pending_chars=chars,
+            room_id=ROOM_ID, actor_id=actor_id, local_date=day, pending_turns=1, pending_chars=chars,
             pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,
         )

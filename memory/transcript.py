@@ -39,7 +39,8 @@ def reset_floor() -> int:
 def active_summary(floor: int | None = None) -> Summary | None:
     """The room's single active checkpoint, if it still lies above the reset floor (``floor``: a
     value the caller just read with ``reset_floor()``, to save the second read)."""
-    summary = Summary.objects.filter(room_id=ROOM_ID, status="active").first()
+    # At most one active summary per room (a unique constraint): no ordering needed.
+    summary = next(iter(Summary.objects.filter(room_id=ROOM_ID, status="active")), None)
     if summary is None or summary.through_seq <= (reset_floor() if floor is None else floor):
         return None
     return summary

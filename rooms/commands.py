@@ -20,16 +20,19 @@ def canonical_hash(command_type: str, payload: dict[str, Any]) -> str:
 def find_receipt(binding_id: str, client_command_id: str, command_type: str, digest: str) -> dict[str, Any] | None:
     """The stored result of an identical earlier command, None for a new one; a different payload
     under the same id is CLIENT_COMMAND_CONFLICT. Call inside the command's transaction."""
-    receipt = ClientCommand.objects.filter(source_binding_id=binding_id, client_command_id=client_command_id).first()
+    # At most one row (a unique constraint): no ordering, no model instance.
+    receipt = next(iter(ClientCommand.objects.filter(source_binding_id=binding_id, client_command_id=client_command_id)
+                        .values_list("command_type", "canonical_hash", "result")), None)
     if receipt is None:
         return None
-    if receipt.command_type != command_type or receipt.canonical_hash != digest:
+    stored_type, stored_hash, result = receipt
+    if stored_type != command_type or stored_hash != digest:
         raise GroupXError(
             "CLIENT_COMMAND_CONFLICT",
             "this clientCommandId was already used for a different command",
             details={"clientCommandId": client_command_id},
         )
-    return receipt.result
+    return result
 
 
 def store_receipt(binding_id: str, client_command_id: str, command_type: str, digest: str, result: dict) -> None:

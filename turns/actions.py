@@ -53,6 +53,8 @@ def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> dict[str, i
 def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | None = None) -> tuple[int, str | None]:
     """(turns ahead that are not terminal, the target's in-flight turn ahead of this one).
     ``ahead_count``: that number when the caller already counted it."""
+    if ahead_count == 0:
+        return 0, None  # nothing unfinished ahead, so nothing in flight either
     ahead = Turn.objects.filter(
         target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
     )

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from agents.models import DeliveryCursor
 from memory.dated_sources import register_source as register_dated_memory_source
-from rooms import events
+from rooms import events, hot_sql
 from rooms.events import ActorRef
+from rooms.hot_sql import TerminalRead
 from rooms.ids import new_id
 from rooms.models import ROOM_ID, Event
 from turns.models import Turn, TurnAttempt
@@ -60,23 +61,24 @@ class TurnOutcome:
 
 
 def next_queued_turn(actor_id: str) -> Turn | None:
-    """The FIFO head of a lane (oldest enqueue_seq), or None."""
-    return Turn.objects.filter(target_actor_id=actor_id, status=QUEUED).order_by("enqueue_seq").first()
+    """The FIFO head of a lane (oldest enqueue_seq), or None. A lane asks after every Turn, so this is
+    one fixed SELECT of the columns a lane uses; like ``.only()``, any other field loads on access."""
+    head = hot_sql.lane_head(actor_id)
+    return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, hot_sql.LANE_HEAD_COLUMNS, head)
 
 
 def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
     """CAS queued → dispatching, open a ``prepared + not_delivered`` attempt and append
     ``turn.dispatched``. None when someone else moved the Turn first (a cancel)."""
     with transaction.atomic():
-        moved = Turn.objects.filter(turn_id=turn_id, status=QUEUED).update(
-            status=DISPATCHING, binding_id=binding_id
-        )
-        if moved != 1:
+        # The CAS and the read of what the Claim carries are one UPDATE … RETURNING.
+        moved = hot_sql.claim_turn(turn_id, binding_id)
+        if moved is None:
             return None
-        turn = Turn.objects.get(turn_id=turn_id)
-        attempt = TurnAttempt.objects.create(
-            attempt_id=new_id("att"),
-            turn=turn,
+        claim = Claim(turn_id, new_id("att"), *moved)
+        TurnAttempt.objects.create(
+            attempt_id=claim.attempt_id,
+            turn_id=turn_id,
             binding_id=binding_id,
             instance_id=instance_id,
             context_through_seq=context_through_seq,
@@ -85,22 +87,21 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
         events.turn_event(
             event_type="turn.dispatched",
             actor=events.SYSTEM,
-            turn_id=turn.turn_id,
-            target_actor_id=turn.target_actor_id,
-            correlation_id=turn.correlation_id,
-            root_correlation_id=turn.root_correlation_id,
-            body={"attemptId": attempt.attempt_id, "targetActorId": turn.target_actor_id},
-            idempotency_key=f"turn:{turn.turn_id}:dispatched:{attempt.attempt_id}",
+            turn_id=turn_id,
+            target_actor_id=claim.target_actor_id,
+            correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id,
+            body={"attemptId": claim.attempt_id, "targetActorId": claim.target_actor_id},
+            idempotency_key=f"turn:{turn_id}:dispatched:{claim.attempt_id}",
         )
-    return Claim(turn.turn_id, attempt.attempt_id, turn.target_actor_id, turn.source_event_id,
-                 turn.correlation_id, turn.root_correlation_id)
+    return claim
 
 
 def mark_prompt_invoked(claim: Claim) -> bool:
     """Write-ahead, in its own commit, before the native prompt is written: ``prompt_invoked +
     unknown``. False when the Turn was cancelled first: then the prompt must never be sent."""
     with transaction.atomic():
-        if not Turn.objects.filter(turn_id=claim.turn_id, status=DISPATCHING).exists():
+        if hot_sql.turn_status(claim.turn_id) != DISPATCHING:
             return False
         TurnAttempt.objects.filter(attempt_id=claim.attempt_id, dispatch_phase="prepared").update(
             dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=timezone.now()
@@ -116,8 +117,8 @@ def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> N
             dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id,
             started_at=now,
         )
-        Turn.objects.filter(turn_id=claim.turn_id, status=DISPATCHING).update(status=RUNNING, started_at=now)
-        Turn.objects.filter(turn_id=claim.turn_id).update(native_turn_id=native_turn_id)
+        # The native id always; dispatching → running (a cancelling Turn stays cancelling): one UPDATE.
+        hot_sql.start_turn(claim.turn_id, native_turn_id, now)
         body: dict[str, Any] = {"attemptId": claim.attempt_id}
         if native_turn_id:
             body["nativeTurnId"] = native_turn_id
@@ -161,20 +162,20 @@ class _TurnMoved(Exception):
 def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: ActorRef) -> str | None:
     status = outcome.status
     with transaction.atomic():
-        turn = Turn.objects.filter(turn_id=turn_id).first()
+        # The Turn, the claim's attempt and the source message in one read (rooms/hot_sql.py).
+        turn = hot_sql.terminal_read(turn_id, claim.attempt_id if claim else None)
         if turn is None or turn.status in TERMINAL_STATUSES:
             return None
-        attempt = TurnAttempt.objects.filter(attempt_id=claim.attempt_id).first() if claim else None
-        delivered = attempt is not None and attempt.delivery_certainty == "delivered"
+        delivered = turn.delivery_certainty == "delivered"
         if status == COMPLETED and not delivered:
             status, outcome.error_code = FAILED, outcome.error_code or "PROTOCOL_INVALID_MESSAGE"
         terminal_body: dict[str, Any] = {"status": status}
         if outcome.reasoning:
-            record = _turn_record(turn, agent, "turn.reasoning.recorded",
+            record = _turn_record(turn_id, turn, agent, "turn.reasoning.recorded",
                                   {"content": outcome.reasoning, "terminalStatus": status}, "reasoning")
             terminal_body["reasoningEventId"] = record.event_id
         tool_ids = [
-            _turn_record(turn, agent, "tool.progress.recorded", tool, f"tool:{index}").event_id
+            _turn_record(turn_id, turn, agent, "tool.progress.recorded", tool, f"tool:{index}").event_id
             for index, tool in enumerate(outcome.tool_records)
         ]
         if tool_ids:
@@ -189,25 +190,29 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
                 root_correlation_id=turn.root_correlation_id,
                 source_kind="adapter",
                 reply_to_event_id=turn.source_event_id,
-                causation_id=turn.turn_id,
-                idempotency_key=f"turn:{turn.turn_id}:response",
-                extra_body={"turnId": turn.turn_id},
+                causation_id=turn_id,
+                idempotency_key=f"turn:{turn_id}:response",
+                extra_body={"turnId": turn_id},
             )
             terminal_body["responseEventId"] = response.event_id
             # Dated memory (PROTOCOL §2.2, FEATURES §15.3): a completed Turn registers its source and
             # reply ids in this same transaction; no memory record or event is written here.
-            register_dated_memory_source(turn, response)
+            register_dated_memory_source(
+                turn_id=turn_id, actor_id=turn.target_actor_id, command_type=turn.command_type,
+                source_event_id=turn.source_event_id, source_seq=turn.source_seq, source_body=turn.source_body,
+                response=response,
+            )
         if outcome.error_code and status != COMPLETED:
             terminal_body["errorCode"] = outcome.error_code
         terminal = events.turn_event(
             event_type=f"turn.{status}",
             actor=agent if status == COMPLETED else events.SYSTEM,
-            turn_id=turn.turn_id,
+            turn_id=turn_id,
             target_actor_id=turn.target_actor_id,
             correlation_id=turn.correlation_id,
             root_correlation_id=turn.root_correlation_id,
             body=terminal_body,
-            idempotency_key=f"turn:{turn.turn_id}:terminal",
+            idempotency_key=f"turn:{turn_id}:terminal",
         )
         now = timezone.now()
         # The status CAS and the terminal columns in one UPDATE. The write lock has been held since
@@ -223,23 +228,24 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         )
         if moved != 1:
             raise _TurnMoved
-        if attempt is not None:
-            TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
+        if turn.attempt_id is not None:
+            TurnAttempt.objects.filter(attempt_id=turn.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
             if delivered:
-                advance_delivery_cursor(turn.target_actor_id, attempt.context_through_seq)
+                advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq)
     return status
 
 
-def _turn_record(turn: Turn, agent: ActorRef, event_type: str, body: dict[str, Any], key: str) -> Event:
+def _turn_record(turn_id: str, turn: TerminalRead, agent: ActorRef, event_type: str, body: dict[str, Any],
+                 key: str) -> Event:
     return events.turn_event(
         event_type=event_type,
         actor=agent,
-        turn_id=turn.turn_id,
+        turn_id=turn_id,
         target_actor_id=turn.target_actor_id,
         correlation_id=turn.correlation_id,
         root_correlation_id=turn.root_correlation_id,
         body=body,
-        idempotency_key=f"turn:{turn.turn_id}:{key}",
+        idempotency_key=f"turn:{turn_id}:{key}",
         source_kind="adapter",
     )
 
@@ -260,12 +266,9 @@ def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
 
 
 def delivery_cursor(actor_id: str) -> int:
-    return (
-        DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
-        .values_list("last_delivered_seq", flat=True)
-        .first()
-        or 0
-    )
+    # One row at most (unique per actor and room): no ordering needed.
+    return next(iter(DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
+                     .values_list("last_delivered_seq", flat=True)), None) or 0
 
 
 # ---- cancel ---------------------------------------------------------------------------------
