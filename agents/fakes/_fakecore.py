@@ -3,8 +3,7 @@
 Everything here is independent of the wire dialect, so ``fake_acp.py`` today and
 ``fake_codex.py`` / ``fake_claude.py`` later can share it: the JSONL frame writer, the wire log,
 scenario loading, the ``[[fake: …]]`` directive parser (re-exported from ``_fakedirectives``),
-the time scale, the state dir for
-resumable sessions, the turn/cancel helpers, the server-request table and the process-level
+the time scale, the resumable sessions' store (re-exported from ``_state``), the turn/cancel helpers, the server-request table and the process-level
 scenario keys (``ignore_sigterm``, ``spawn_grandchild``, …). The MCP client lives in
 ``_fakemcp.py``.
 
@@ -17,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -47,6 +45,7 @@ try:  # imported as agents.fakes._fakecore (tests)
         strip_blocks,
         turn_plan,
     )
+    from ._state import StateStore
 except ImportError:  # run through a shim: agents/fakes itself is on sys.path
     from _fakedirectives import (  # type: ignore[no-redef]
         Directive,
@@ -59,12 +58,13 @@ except ImportError:  # run through a shim: agents/fakes itself is on sys.path
         strip_blocks,
         turn_plan,
     )
+    from _state import StateStore  # type: ignore[no-redef]
 
 # Re-exports, so fakes see one core API. (Only these names are listed: the rest of the module is
 # public anyway, and listing them keeps ruff from calling the imports unused.)
 __all__ = [
     "Directive", "DirectiveError", "current_message", "default_turn_directives", "find_blocks",
-    "parse_directives", "split_text", "strip_blocks", "turn_plan",
+    "parse_directives", "split_text", "strip_blocks", "turn_plan", "StateStore",
 ]
 
 # ------------------------------------------------------------------------------------------- time
@@ -348,38 +348,6 @@ class PendingRequests:
         slot.msg = msg
         slot.event.set()
         return True
-
-
-# --------------------------------------------------------------------------------------- state dir
-
-
-class StateStore:
-    """Resumable sessions as ``<GROUPX_FAKE_STATE_DIR or ~/.groupx-fake>/<family>/<id>.json``."""
-
-    def __init__(self, family: str):
-        base = os.environ.get("GROUPX_FAKE_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".groupx-fake")
-        self.dir = Path(base) / family
-
-    def _path(self, session_id: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "_"
-        return self.dir / f"{safe}.json"
-
-    def load(self, session_id: str) -> dict[str, Any] | None:
-        if not session_id:
-            return None
-        try:
-            data = json.loads(self._path(session_id).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and data.get("id") == session_id else None
-
-    def save(self, session_id: str, data: dict[str, Any]) -> None:
-        # Atomic replace: a crash mid-write must not leave a half file for the next process.
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path = self._path(session_id)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
-        tmp.write_text(json.dumps({**data, "id": session_id}, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
 
 
 # ----------------------------------------------------------------------------------------- process
