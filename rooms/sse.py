@@ -147,6 +147,7 @@ class _Tail:
         self._began = 0.0  # loop time the last broadcast began
         self._began_cpu = 0.0
         self._busy: set[_Inbox] = set()  # woken by the last broadcast, not parked again yet
+        self._pages: dict[int, asyncio.Task] = {}  # page reads below the window in flight, by cursor
 
     # -- membership (streams) and the bus (commits, deltas) ---------------------------------
 
@@ -288,6 +289,28 @@ class _Tail:
 
     # -- the frames --------------------------------------------------------------------------
 
+    async def page(self, cursor: int) -> tuple[bytes, int, bool]:
+        """One page of the table after ``cursor`` (below the window): ``(frames, new cursor, full)``.
+
+        Streams asking for the same cursor while its read is in flight share it (50 clients
+        replaying from seq 0 at once made 50 identical reads and encodings). A shared read may
+        have started before the asking stream joined, so it can miss rows committed just before
+        that; the caller therefore looks at the tail once more after a short page.
+        """
+        reading = self._pages.get(cursor)
+        if reading is None:
+            reading = self._pages[cursor] = self.loop.create_task(self._read_page(cursor))
+        return await asyncio.shield(reading)  # one stream going away must not cancel the others' read
+
+    async def _read_page(self, cursor: int) -> tuple[bytes, int, bool]:
+        try:
+            page = await _read_frames(cursor)
+        finally:
+            del self._pages[cursor]
+        if not page:
+            return b"", cursor, False
+        return b"".join(frame for _, frame in page), page[-1][0], len(page) == PAGE
+
     def _trim(self) -> None:
         drop = 0
         while drop < len(self.seqs) and (len(self.seqs) - drop > TAIL_FRAMES or self.size > TAIL_BYTES):
@@ -340,10 +363,10 @@ async def _next_durable(tail: _Tail, cursor: int) -> tuple[bytes, int, bool]:
     if cursor >= tail.floor:
         chunk, cursor = tail.after(cursor)
         return chunk, cursor, False
-    page = await _read_frames(cursor)
-    if not page:
-        return b"", cursor, False
-    return b"".join(frame for _, frame in page), page[-1][0], len(page) == PAGE
+    chunk, cursor, full = await tail.page(cursor)
+    # After a short page, the tail once more: a shared page read may predate this stream's join.
+    # (Only after progress: an empty page must not make a loop.)
+    return chunk, cursor, full or (bool(chunk) and cursor < tail.top)
 
 
 async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:

@@ -134,3 +134,18 @@ def test_deltas_reach_every_attached_stream_complete_and_in_order(make_server, t
     finally:
         for reader in readers:
             reader.close()
+
+
+def test_many_streams_replaying_a_long_log_at_once_while_commits_arrive_each_get_every_seq_once(server):
+    insert_rows(server, 1_200)  # longer than a page and than the shared tail's window
+    readers = [SseClient(server.base_url, after_seq=0) for _ in range(20)]
+    try:
+        for i in range(10):  # commits while the streams share their catch-up reads
+            post(server, f"during the replay {i}")
+        head = head_of(server)
+        for reader in readers:
+            reader.wait_for_seq(head, timeout=30)
+            assert seqs(reader) == list(range(1, head + 1))
+    finally:
+        for reader in readers:
+            reader.close()
