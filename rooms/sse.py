@@ -148,6 +148,10 @@ class _Tail:
         self._began_cpu = 0.0
         self._busy: set[_Inbox] = set()  # woken by the last broadcast, not parked again yet
         self._pages: dict[int, asyncio.Task] = {}  # page reads below the window in flight, by cursor
+        # transient frames encoded once, by id(envelope): offered since the current broadcast
+        # began, and those that broadcast delivers (dropped when it ends; a late stream re-encodes)
+        self._offered: dict[int, tuple[dict[str, Any], bytes]] = {}
+        self._delivering: dict[int, tuple[dict[str, Any], bytes]] = {}
 
     # -- membership (streams) and the bus (commits, deltas) ---------------------------------
 
@@ -162,6 +166,7 @@ class _Tail:
         self.parked(inbox)
         if not self.inboxes:
             bus.leave(self)
+            self._offered, self._delivering = {}, {}
             if self._poll is not None:
                 self._poll.cancel()
                 self._poll = None
@@ -171,10 +176,20 @@ class _Tail:
         self._schedule()
 
     def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
+        # encoded once here, not by each stream (the inboxes share the envelope object)
+        self._offered[id(envelope)] = (envelope, transient_frame(envelope).encode())
         for inbox in self.inboxes:
             inbox.offer(envelope, size)
         self._flush_wanted = True
         self._schedule()
+
+    def transient_bytes(self, envelopes: list[dict[str, Any]]) -> bytes:
+        """The frames of a stream's transients: the shared encoding, unless the inbox merged some."""
+        frames = []
+        for envelope in envelopes:
+            known = self._offered.get(id(envelope)) or self._delivering.get(id(envelope))
+            frames.append(known[1] if known and known[0] is envelope else transient_frame(envelope).encode())
+        return b"".join(frames)
 
     async def refresh(self) -> None:
         """Return once a read of the table that started after this call has finished."""
@@ -255,6 +270,7 @@ class _Tail:
 
     def _broadcast(self, *, new_rows: bool) -> None:
         self._flush_wanted = False
+        self._delivering, self._offered = self._offered, {}
         self._began, self._began_cpu = self.loop.time(), time.thread_time()
         self._next_at = self._began + MAX_GAP  # until the broadcast ends and its cost is known
         self._busy = set()
@@ -270,6 +286,7 @@ class _Tail:
 
     def _end_broadcast(self) -> None:
         cost = time.thread_time() - self._began_cpu
+        self._delivering = {}
         self._next_at = min(self.loop.time() + PACE * cost, self._began + MAX_GAP)
         if self._timer is not None:  # it was set for the provisional bound
             self._timer.cancel()
@@ -400,7 +417,7 @@ async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:
                 # page (up to 500 encoded frames; 50 streams held ~13 MiB this way).
                 chunk = b""
             if inbox.transients:
-                yield "".join(transient_frame(e) for e in inbox.take_transients())
+                yield tail.transient_bytes(inbox.take_transients())
                 inbox.last_sent = loop.time()
             if inbox.heartbeat_due:
                 inbox.heartbeat_due = False
