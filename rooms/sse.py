@@ -111,13 +111,14 @@ class _Tail:
 
     Broadcasts are paced. Each costs about ``streams x c`` (resuming a generator, Django's
     streaming response, daphne's write), so broadcasting every commit made 50 streams cost the
-    server more than the turns themselves. The cost ``d`` of a broadcast is measured as the loop
+    server nearly as much CPU as the turns themselves. The cost ``d`` of a broadcast is measured as the loop
     thread's CPU time from the first wake until the last woken stream is parked again (CPU, not
     wall time: waiting for the GIL while the database thread works is not fan-out cost, and a lone
     stream must not be slowed by it). The next broadcast starts no sooner than ``PACE * d`` after
     that and no later than ``MAX_GAP`` after the previous one began; meanwhile commits and deltas
-    accumulate and go out together. A lone stream (d ~0.1 ms) is served at once unless commits
-    come faster than every ~0.5 ms; 50 streams (d ~3 ms) get one wake-up every ~15 ms. Pacing
+    accumulate and go out together (a woken stream that never parks, e.g. on a blocked send, does
+    not hold the others back beyond ``MAX_GAP``). A lone stream (d ~0.1 ms) is served at once unless commits
+    come faster than every ~0.5 ms; 50 streams (d ~4 ms) at most one every ~20 ms. Pacing
     changes only *when* a stream reads the tail, never what it reads: durable events still go out
     in seq order exactly once, each at most ``MAX_GAP`` plus two table reads after its commit.
     Deltas share the schedule because they cost the same per stream (an agent streaming tokens
