@@ -86,6 +86,7 @@ class _Inbox(bus.Listener):
     def __init__(self, loop: asyncio.AbstractEventLoop, *, max_frames: int, max_bytes: int):
         super().__init__(loop, max_frames=max_frames, max_bytes=max_bytes)
         self.waiting = False  # parked in ``signal.wait()`` with nothing left to send
+        self.ticket = 0  # the tail's join count when this stream joined
         self.heartbeat_due = False
         self.last_sent = loop.time()
 
@@ -148,7 +149,10 @@ class _Tail:
         self._began = 0.0  # loop time the last broadcast began
         self._began_cpu = 0.0
         self._busy: set[_Inbox] = set()  # woken by the last broadcast, not parked again yet
-        self._pages: dict[int, asyncio.Task] = {}  # page reads below the window in flight, by cursor
+        self._told_top = head  # the top the last broadcast told the streams about
+        self._joins = 0
+        # page reads below the window in flight, by cursor, with the join count when each began
+        self._pages: dict[int, tuple[asyncio.Task, int]] = {}
         # transient frames encoded once, by id(envelope): offered since the current broadcast
         # began, and those that broadcast delivers (dropped when it ends; a late stream re-encodes)
         self._offered: dict[int, tuple[dict[str, Any], bytes]] = {}
@@ -157,6 +161,8 @@ class _Tail:
     # -- membership (streams) and the bus (commits, deltas) ---------------------------------
 
     def join(self, inbox: _Inbox) -> None:
+        self._joins += 1
+        inbox.ticket = self._joins
         if not self.inboxes:
             bus.join(self)
             self._poll = self.loop.call_later(POLL_SECONDS, self._on_poll)
@@ -233,7 +239,6 @@ class _Tail:
             self._broadcast(new_rows=False)
 
     async def _read(self, refreshes: list[asyncio.Future]) -> None:
-        top = self.top
         failed: BaseException | None = None
         try:
             while True:
@@ -265,12 +270,13 @@ class _Tail:
                 else:
                     served.cancel()
         if failed is None:
-            self._broadcast(new_rows=self.top != top)
+            self._broadcast(new_rows=self.top != self._told_top)  # also rows a failed read kept
         else:
             self._schedule()
 
     def _broadcast(self, *, new_rows: bool) -> None:
         self._flush_wanted = False
+        self._told_top = self.top
         self._delivering, self._offered = self._offered, {}
         self._began, self._began_cpu = self.loop.time(), time.thread_time()
         self._next_at = self._began + MAX_GAP  # until the broadcast ends and its cost is known
@@ -307,18 +313,22 @@ class _Tail:
 
     # -- the frames --------------------------------------------------------------------------
 
-    async def page(self, cursor: int) -> tuple[bytes, int, bool]:
-        """One page of the table after ``cursor`` (below the window): ``(frames, new cursor, full)``.
+    async def page(self, cursor: int, inbox: _Inbox) -> tuple[bytes, int, bool, bool]:
+        """One page of the table after ``cursor`` (below the window):
+        ``(frames, new cursor, full, fresh)``.
 
         Streams asking for the same cursor while its read is in flight share it (50 clients
-        replaying from seq 0 at once made 50 identical reads and encodings). A shared read may
-        have started before the asking stream joined, so it can miss rows committed just before
-        that; the caller therefore looks at the tail once more after a short page.
+        replaying from seq 0 at once made 50 identical reads and encodings). A shared read that
+        began before this stream joined is not *fresh*: it may miss rows committed just before
+        the join, whose broadcast this stream never got, so the caller must read once more (the
+        tail, or a page that began after this call, hence after the join) before parking.
         """
         reading = self._pages.get(cursor)
         if reading is None:
-            reading = self._pages[cursor] = self.loop.create_task(self._read_page(cursor))
-        return await asyncio.shield(reading)  # one stream going away must not cancel the others' read
+            reading = self._pages[cursor] = (self.loop.create_task(self._read_page(cursor)), self._joins)
+        task, began = reading
+        result = await asyncio.shield(task)  # one stream going away must not cancel the others' read
+        return (*result, began >= inbox.ticket)
 
     async def _read_page(self, cursor: int) -> tuple[bytes, int, bool]:
         try:
@@ -374,17 +384,15 @@ def reset_frame(cursor: int, head: int) -> str:
     return transient_frame(envelope)
 
 
-async def _next_durable(tail: _Tail, cursor: int) -> tuple[bytes, int, bool]:
+async def _next_durable(tail: _Tail, inbox: _Inbox, cursor: int) -> tuple[bytes, int, bool]:
     """``(frames after cursor, new cursor, read again)``: from the shared tail when the cursor is
     inside its window (the tail's own schedule keeps it fresh), else one page of the table (a
     stream catching up)."""
     if cursor >= tail.floor:
         chunk, cursor = tail.after(cursor)
         return chunk, cursor, False
-    chunk, cursor, full = await tail.page(cursor)
-    # After a short page, the tail once more: a shared page read may predate this stream's join.
-    # (Only after progress: an empty page must not make a loop.)
-    return chunk, cursor, full or (bool(chunk) and cursor < tail.top)
+    chunk, cursor, full, fresh = await tail.page(cursor, inbox)
+    return chunk, cursor, full or not fresh
 
 
 async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:
@@ -410,7 +418,7 @@ async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:
                 inbox.durable_pending = False
                 more = True
                 while more:
-                    chunk, cursor, more = await _next_durable(tail, cursor)
+                    chunk, cursor, more = await _next_durable(tail, inbox, cursor)
                     if chunk:
                         yield chunk
                         inbox.last_sent = loop.time()

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.agents import fake_agents, send, wait_terminal
+from tests.server import wait_until
 from tests.sse import SseClient
 
 
@@ -149,3 +150,12 @@ def test_many_streams_replaying_a_long_log_at_once_while_commits_arrive_each_get
     finally:
         for reader in readers:
             reader.close()
+
+
+def test_a_silent_stream_gets_a_heartbeat_and_then_still_gets_new_events(server):
+    start = head_of(server)
+    with SseClient(server.base_url, after_seq=start) as reader:
+        wait_until(lambda: ": heartbeat" in reader.comments, timeout=40, message="a heartbeat (sent after 15 s)")
+        accepted = post(server, "after the heartbeat")
+        reader.wait_for(lambda e: e.get("eventId") == accepted["messageEventId"])
+        assert seqs(reader) == list(range(start + 1, head_of(server) + 1))
