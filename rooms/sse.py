@@ -97,6 +97,10 @@ class _Inbox(bus.Listener):
 # previous broadcast began, which bounds what pacing adds to any event's delivery.
 PACE = 4.0
 MAX_GAP = 0.040
+# The loop runs other work between a broadcast's wakes (lanes, requests, agent output), which the
+# CPU clock also counts; a stream's own share is ~75 µs here, so the cost is capped at this much
+# per woken stream, or a lone stream would wait for work that is not fan-out at all.
+STREAM_COST_CAP = 0.000_250
 
 
 class _Tail:
@@ -112,18 +116,19 @@ class _Tail:
 
     Broadcasts are paced. Each costs about ``streams x c`` (resuming a generator, Django's
     streaming response, daphne's write), so broadcasting every commit made 50 streams cost the
-    server nearly as much CPU as the turns themselves. The cost ``d`` of a broadcast is measured as the loop
-    thread's CPU time from the first wake until the last woken stream is parked again (CPU, not
-    wall time: waiting for the GIL while the database thread works is not fan-out cost, and a lone
-    stream must not be slowed by it). The next broadcast starts no sooner than ``PACE * d`` after
-    that and no later than ``MAX_GAP`` after the previous one began; meanwhile commits and deltas
-    accumulate and go out together (a woken stream that never parks, e.g. on a blocked send, does
-    not hold the others back beyond ``MAX_GAP``). A lone stream (d ~0.1 ms) is served at once unless commits
-    come faster than every ~0.5 ms; 50 streams (d ~4 ms) at most one every ~20 ms. Pacing
-    changes only *when* a stream reads the tail, never what it reads: durable events still go out
-    in seq order exactly once, each at most ``MAX_GAP`` plus two table reads after its commit.
-    Deltas share the schedule because they cost the same per stream (an agent streaming tokens
-    would otherwise wake every stream per token); a browser batches them per 32 ms anyway.
+    server nearly as much CPU as the turns themselves. The cost ``d`` of a broadcast is measured
+    as the loop thread's CPU time from the first wake until the last woken stream is parked again
+    (CPU, not wall time: waiting for the GIL while the database thread works is not fan-out cost,
+    and a lone stream must not be slowed by it), capped per woken stream (``STREAM_COST_CAP``).
+    The next broadcast starts no sooner than ``PACE * d`` after that and no later than ``MAX_GAP``
+    after the previous one began; meanwhile commits and deltas accumulate and go out together (a
+    woken stream that never parks, e.g. on a blocked send, does not hold the others back beyond
+    ``MAX_GAP``). A lone stream (d ~0.1 ms) is served at once unless commits come faster than
+    every ~0.5 ms; 50 streams (d ~4 ms) at most one every ~20 ms. Pacing changes only *when* a
+    stream reads the tail, never what it reads: durable events still go out in seq order exactly
+    once, each at most ``MAX_GAP`` plus two table reads after its commit. Deltas share the
+    schedule because they cost the same per stream (an agent streaming tokens would otherwise
+    wake every stream per token); a browser batches them per 32 ms anyway.
 
     A stream's first read waits for a fresh read (``refresh()``: one that started after the call),
     so it sees rows written before it joined, by this process or another. Every ``POLL_SECONDS``
@@ -149,6 +154,7 @@ class _Tail:
         self._began = 0.0  # loop time the last broadcast began
         self._began_cpu = 0.0
         self._busy: set[_Inbox] = set()  # woken by the last broadcast, not parked again yet
+        self._woken = 0  # how many streams the last broadcast woke
         self._told_top = head  # the top the last broadcast told the streams about
         self._joins = 0
         # page reads below the window in flight, by cursor, with the join count when each began
@@ -288,11 +294,12 @@ class _Tail:
                 inbox.signal.set()
                 if inbox.waiting:
                     self._busy.add(inbox)
+        self._woken = len(self._busy)
         if not self._busy:
             self._end_broadcast()
 
     def _end_broadcast(self) -> None:
-        cost = time.thread_time() - self._began_cpu
+        cost = min(time.thread_time() - self._began_cpu, self._woken * STREAM_COST_CAP)
         self._delivering = {}
         self._next_at = min(self.loop.time() + PACE * cost, self._began + MAX_GAP)
         if self._timer is not None:  # it was set for the provisional bound
