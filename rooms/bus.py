@@ -4,9 +4,12 @@ The bus never carries durable events themselves: it only says "read the table ag
 or coalesced wake-up can delay a durable event but never drop it. Transient deltas travel through
 it whole and may be merged or dropped for a slow reader (PROTOCOL §11).
 
-Writers call ``wake_readers`` from ``transaction.on_commit`` in any thread; listeners live on the
-server's event loop and are offered items with ``call_soon_threadsafe``. The seam for scaling out
-is this module: a channel-layer backend would implement the same three calls (docs/DECISIONS.md).
+Writers call ``wake_readers`` from ``transaction.on_commit`` in any thread; members live on the
+server's event loop and are offered items with ``call_soon_threadsafe``. A member is a ``Listener``
+(one inbox, woken at once) or anything else with ``loop``, ``_wake_durable()`` and
+``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
+that paces their wake-ups (rooms/sse.py). The seam for scaling out is this module: a channel-layer
+backend would implement the same calls (docs/DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import threading
 from collections import deque
 from typing import Any
 
-_listeners: set[Listener] = set()
+_listeners: set = set()  # Listeners and other members (see the module docstring)
 _lock = threading.Lock()
 
 
@@ -39,15 +42,19 @@ class Listener:
         self.signal.set()
 
     def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
-        if self._merge_into_last(envelope):
+        if self.offer(envelope, size):
             self.signal.set()
-            return
+
+    def offer(self, envelope: dict[str, Any], size: int) -> bool:
+        """Queue (or merge) a transient without waking the reader; False when it was dropped."""
+        if self._merge_into_last(envelope):
+            return True
         if len(self.transients) >= self.max_frames or self.transient_bytes + size > self.max_bytes:
             self.dropped += 1  # a slow reader loses deltas, never durable events
-            return
+            return False
         self.transients.append(envelope)
         self.transient_bytes += size
-        self.signal.set()
+        return True
 
     def _merge_into_last(self, envelope: dict[str, Any]) -> bool:
         """Consecutive content deltas of one turn are merged while the reader is behind."""
@@ -73,21 +80,28 @@ class Listener:
 
 def subscribe(*, max_frames: int = 512, max_bytes: int = 2_097_152) -> Listener:
     listener = Listener(asyncio.get_running_loop(), max_frames=max_frames, max_bytes=max_bytes)
-    with _lock:
-        _listeners.add(listener)
+    join(listener)
     return listener
 
 
-def unsubscribe(listener: Listener) -> None:
+def join(member) -> None:
     with _lock:
-        _listeners.discard(listener)
+        _listeners.add(member)
+
+
+def unsubscribe(member) -> None:
+    with _lock:
+        _listeners.discard(member)
+
+
+leave = unsubscribe
 
 
 def listener_count() -> int:
     return len(_listeners)
 
 
-def _by_loop() -> dict[asyncio.AbstractEventLoop, list[Listener]]:
+def _by_loop() -> dict[asyncio.AbstractEventLoop, list]:
     with _lock:
         groups: dict[asyncio.AbstractEventLoop, list[Listener]] = {}
         for listener in _listeners:
@@ -107,7 +121,7 @@ def _call_each(method: str, *args) -> None:
                 unsubscribe(listener)
 
 
-def _run_each(listeners: list[Listener], method: str, args: tuple) -> None:
+def _run_each(listeners: list, method: str, args: tuple) -> None:
     for listener in listeners:
         try:
             getattr(listener, method)(*args)
