@@ -2,7 +2,8 @@
 
 - ``/mcp`` goes to the member MCP server (``agents.mcp.server``); ``/mcp/operator`` is reserved and
   answers 503 ``MCP_UNAVAILABLE`` until the operator surface is built;
-- everything else goes to Django (API, room page, admin, static files).
+- everything else goes to Django (API, room page, admin, static files); the event stream's
+  ``send`` waits while the client is not reading (``groupx_site/flow.py``).
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
 or lazily by the first request; ``ensure_started`` is idempotent.
@@ -24,7 +25,7 @@ from groupx_site.handler import get_application  # noqa: E402
 django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
 from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
-from groupx_site import runtime  # noqa: E402
+from groupx_site import flow, runtime  # noqa: E402
 
 
 async def send_json(send, status: int, body: dict) -> None:
@@ -74,6 +75,8 @@ async def application(scope, receive, send):
         if scope["path"].rstrip("/") == "/mcp":
             return await member_mcp.handle(scope, receive, send)
         return await mcp_unavailable(scope, receive, send)  # /mcp/operator: the operator surface is not built
+    if scope["type"] == "http" and scope["path"] == "/api/events":
+        send = flow.with_backpressure(send)  # a slow reader pauses its stream instead of filling memory
     return await django_app(scope, receive, send)
 
 

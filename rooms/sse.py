@@ -54,6 +54,7 @@ def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
 
 TAIL_FRAMES = 2 * PAGE
 TAIL_BYTES = 4 * 1024 * 1024
+CHUNK_BYTES = 256 * 1024  # the most a stream takes from the tail in one go
 
 
 def read_page(cursor: int) -> list[dict[str, Any]]:
@@ -355,12 +356,19 @@ class _Tail:
             self.floor = self.seqs[drop - 1]
             del self.seqs[:drop], self.frames[:drop]
 
-    def after(self, cursor: int) -> tuple[bytes, int]:
-        """The frames after ``cursor`` (which must be ``>= floor``) and the new cursor."""
+    def after(self, cursor: int) -> tuple[bytes, int, bool]:
+        """The frames after ``cursor`` (which must be ``>= floor``), at most ~``CHUNK_BYTES`` of
+        them: ``(frames, new cursor, more left)``. Bounded because each stream holds its own
+        joined copy while a slow client drains it (``groupx_site/flow.py``)."""
         start = bisect.bisect_right(self.seqs, cursor)
-        if start == len(self.seqs):
-            return b"", cursor
-        return b"".join(self.frames[start:]), self.seqs[-1]  # one frame: the shared object itself
+        end, size = start, 0
+        while end < len(self.seqs) and (end == start or size + len(self.frames[end]) <= CHUNK_BYTES):
+            size += len(self.frames[end])
+            end += 1
+        if end == start:
+            return b"", cursor, False
+        chunk = self.frames[start] if end == start + 1 else b"".join(self.frames[start:end])  # one: shared as is
+        return chunk, self.seqs[end - 1], end < len(self.seqs)
 
 
 _tails: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Tail] = weakref.WeakKeyDictionary()
@@ -396,8 +404,7 @@ async def _next_durable(tail: _Tail, inbox: _Inbox, cursor: int) -> tuple[bytes,
     inside its window (the tail's own schedule keeps it fresh), else one page of the table (a
     stream catching up)."""
     if cursor >= tail.floor:
-        chunk, cursor = tail.after(cursor)
-        return chunk, cursor, False
+        return tail.after(cursor)
     chunk, cursor, full, fresh = await tail.page(cursor, inbox)
     return chunk, cursor, full or not fresh
 

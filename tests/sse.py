@@ -13,7 +13,7 @@ import httpx
 
 class SseClient:
     def __init__(self, base_url: str, *, after_seq: int | None = None, last_event_id: int | None = None,
-                 slow_seconds: float = 0.0):
+                 slow_seconds: float = 0.0, hold: threading.Event | None = None):
         params = {} if after_seq is None else {"afterSeq": str(after_seq)}
         headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
         self.frames: queue.Queue = queue.Queue()
@@ -24,6 +24,7 @@ class SseClient:
         self.closed = threading.Event()
         self._stop = threading.Event()
         self._slow = slow_seconds
+        self._hold = hold  # a reader that takes the headers, then reads nothing until this is set
         self._response: httpx.Response | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(10, read=60))
         self._thread = threading.Thread(
@@ -36,6 +37,8 @@ class SseClient:
             with self._client.stream("GET", url, params=params, headers=headers) as response:
                 self._response = response
                 self.status = response.status_code
+                if self._hold is not None:
+                    self._hold.wait()
                 frame: dict = {}
                 for line in response.iter_lines():
                     if self._stop.is_set():

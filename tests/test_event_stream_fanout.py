@@ -7,6 +7,7 @@ measured by bench/, never asserted here.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
@@ -81,16 +82,17 @@ def test_a_lone_stream_gets_each_commit_before_the_next_one_is_made(server):
         assert seqs(reader) == list(range(start + 1, head + 1))
 
 
-def insert_rows(server, count: int) -> None:
+def insert_rows(server, count: int, *, body_size: int = 0) -> None:
     """Rows committed by another process (like a management command): they wake no bus."""
     now = datetime.now(UTC).isoformat()
+    body = json.dumps({"content": "from another process" + "." * body_size})
     db = sqlite3.connect(server.workdir / ".groupx" / "groupx.db", timeout=10)
     try:
         db.executemany(
             "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
             " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [(f"evt_other{uuid.uuid4().hex}", "room:main", "message.created", "user:web", "user", "You", "[]",
-              f"corr_o{i}", f"corr_o{i}", now, '{"content": "from another process"}') for i in range(count)],
+              f"corr_o{i}", f"corr_o{i}", now, body) for i in range(count)],
         )
         db.commit()
     finally:
@@ -159,3 +161,27 @@ def test_a_silent_stream_gets_a_heartbeat_and_then_still_gets_new_events(server)
         accepted = post(server, "after the heartbeat")
         reader.wait_for(lambda e: e.get("eventId") == accepted["messageEventId"])
         assert seqs(reader) == list(range(start + 1, head_of(server) + 1))
+
+
+def test_a_reader_that_stops_reading_holds_back_no_one_and_later_gets_every_seq_once_in_order(server):
+    # Megabytes of log: far more than the socket buffers, so the server has to stop writing to
+    # the stalled reader (groupx_site/flow.py) and resume when it reads again.
+    insert_rows(server, 6_000, body_size=2_000)
+    head = head_of(server)
+    hold = threading.Event()
+    stalled = SseClient(server.base_url, after_seq=0, hold=hold)
+    live = SseClient(server.base_url, after_seq=head)
+    try:
+        wait_until(lambda: stalled.status is not None, message="the stalled stream's headers")
+        post(server, "while one reader is stalled")
+        live.wait_for_seq(head + 1)  # served while the other stream cannot take any more
+
+        hold.set()
+        new_head = head_of(server)
+        stalled.wait_for_seq(new_head, timeout=60)
+
+        assert seqs(stalled) == list(range(1, new_head + 1))
+    finally:
+        hold.set()
+        stalled.close()
+        live.close()
