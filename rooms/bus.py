@@ -1,12 +1,15 @@
 """The in-process notification bus between writers and SSE streams.
 
-The bus never carries durable events themselves: it only says "read the table again", so a lost
-or coalesced wake-up can delay a durable event but never drop it. Transient deltas travel through
-it whole and may be merged or dropped for a slow reader (PROTOCOL §11).
+The table stays the truth for durable events: the bus says "read again", and hands over the
+committed frames only as a shortcut that a member may use when they continue exactly where it
+stands (the SSE tail does, rooms/sse.py); so a lost or coalesced hand-off can delay a durable event
+but never drop it. Transient deltas travel through it whole and may be merged or dropped for a slow
+reader (PROTOCOL §11).
 
-Writers call ``wake_readers`` from ``transaction.on_commit`` in any thread; members live on the
-server's event loop and are offered items with ``call_soon_threadsafe``. A member is a ``Listener``
-(one inbox, woken at once) or anything else with ``loop``, ``_wake_durable()`` and
+Writers call ``committed`` (or ``wake_readers``) from ``transaction.on_commit`` in any thread;
+members live on the server's event loop and are offered items with ``call_soon_threadsafe``, one
+hand-off per loop for a whole burst of commits. A member is a ``Listener`` (one inbox, woken at
+once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
 ``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
 that paces their wake-ups (rooms/sse.py). The seam for scaling out is this module: a channel-layer
 backend would implement the same calls (docs/DECISIONS.md).
@@ -40,6 +43,9 @@ class Listener:
     def _wake_durable(self) -> None:
         self.durable_pending = True
         self.signal.set()
+
+    def _committed(self, frames: list[tuple[int, bytes | None]]) -> None:
+        self._wake_durable()  # a plain inbox re-reads the table
 
     def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
         if self.offer(envelope, size):
@@ -127,6 +133,32 @@ def _run_each(listeners: list, method: str, args: tuple) -> None:
             getattr(listener, method)(*args)
         except Exception as error:  # one broken inbox must not starve the others
             listener.loop.call_exception_handler({"message": f"bus listener {method} failed", "exception": error})
+
+
+_committed_by_loop: dict[asyncio.AbstractEventLoop, list[tuple[int, bytes | None]]] = {}
+
+
+def committed(seq: int, frame: bytes | None) -> None:
+    """A durable event was committed (from ``transaction.on_commit``, on the committing thread, in
+    commit order), with its SSE frame (None: encode it from the table). Events pile up per loop
+    until that loop takes them: one hand-off however many commits a burst holds."""
+    for loop in _by_loop():
+        with _lock:
+            batch = _committed_by_loop.setdefault(loop, [])
+            batch.append((seq, frame))
+            if len(batch) > 1:
+                continue  # a hand-off that will take this one too is already on its way
+        try:
+            loop.call_soon_threadsafe(_hand_over_committed, loop)
+        except RuntimeError:  # the loop is closed: its connections are gone
+            with _lock:
+                _committed_by_loop.pop(loop, None)
+
+
+def _hand_over_committed(loop: asyncio.AbstractEventLoop) -> None:
+    with _lock:
+        frames = _committed_by_loop.pop(loop, [])
+    _run_each(_by_loop().get(loop, []), "_committed", (frames,))
 
 
 def wake_readers() -> None:

@@ -7,6 +7,8 @@ Envelopes never carry binding ids or native ids.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -124,20 +126,15 @@ def append_event(
     # a sixth of the CPU, and this runs six times per Turn. The caller gets the same saved instance.
     event = Event(seq=hot_sql.insert_event(**values), **values)
     event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS  # what save() leaves on an instance
-    _wake_readers_on_commit()
+    # The streams get the committed frame itself (encoded now: exactly the row just written, even
+    # if the caller changes ``body`` later), so the SSE tail need not read the table back.
+    frame = durable_frame(envelope_of(event)).encode() if bus.listener_count() else None
+    transaction.on_commit(functools.partial(bus.committed, event.seq, frame))
     return event
 
 
-def _wake_readers_on_commit() -> None:
-    """One wake-up per commit, however many events it holds: every stream re-reads ``seq > cursor``
-    anyway, and each wake-up is a hand-off per event loop (``bus._call_each``). Deduplicated only
-    outside savepoints, where nothing but the whole transaction can drop the earlier callback."""
-    connection = transaction.get_connection()
-    if not connection.savepoint_ids and any(
-        func is bus.wake_readers and not sids for sids, func, _ in connection.run_on_commit
-    ):
-        return
-    transaction.on_commit(bus.wake_readers)
+def durable_frame(envelope: dict[str, Any]) -> str:
+    return f"id: {envelope['seq']}\ndata: {json.dumps(envelope, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 def publish_transient(

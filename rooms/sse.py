@@ -29,7 +29,7 @@ from django.db.models import Max
 
 from groupx_site.errors import invalid
 from rooms import bus
-from rooms.events import ENVELOPE_FIELDS, SYSTEM, envelope_from_row, iso
+from rooms.events import ENVELOPE_FIELDS, SYSTEM, durable_frame, envelope_from_row, iso
 from rooms.models import ROOM_ID, SCHEMA, Event
 
 PAGE = 500
@@ -74,10 +74,6 @@ def head_seq() -> int:
 
 _read_frames = sync_to_async(read_frames, thread_sensitive=False)
 _head_seq = sync_to_async(head_seq, thread_sensitive=False)
-
-
-def durable_frame(envelope: dict[str, Any]) -> str:
-    return f"id: {envelope['seq']}\ndata: {json.dumps(envelope, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 class _Inbox(bus.Listener):
@@ -189,6 +185,28 @@ class _Tail:
         self._read_wanted = True
         self._schedule()
 
+    def _committed(self, frames: list[tuple[int, bytes | None]]) -> None:
+        """Committed events with their frames, from their writer in commit order. When they
+        continue exactly from ``top`` (the usual case: one writer thread, ``groupx_site/db.py``)
+        they join the window as they are, and the broadcast needs no read of the table. Anything
+        else (a gap left by another thread's or process's commit, a read in flight, a frame not
+        encoded) is a plain wake-up: the table decides."""
+        fresh = [(seq, frame) for seq, frame in frames if seq > self.top]
+        if not fresh:
+            return  # already read from the table
+        contiguous = all(seq == self.top + 1 + i and frame is not None for i, (seq, frame) in enumerate(fresh))
+        if not contiguous or self._reading is not None or self._read_wanted:
+            self._wake_durable()
+            return
+        for seq, frame in fresh:
+            self.seqs.append(seq)
+            self.frames.append(frame)
+            self.size += len(frame)
+        self.top = fresh[-1][0]
+        self._trim()
+        self._flush_wanted = True
+        self._schedule()
+
     def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
         # encoded once here, not by each stream (the inboxes share the envelope object)
         self._offered[id(envelope)] = (envelope, transient_frame(envelope).encode())
@@ -243,7 +261,7 @@ class _Tail:
             self._last_read = self.loop.time()
             self._reading = self.loop.create_task(self._read(refreshes))
         else:
-            self._broadcast(new_rows=False)
+            self._broadcast(new_rows=self.top != self._told_top)  # rows handed over by ``_committed``
 
     async def _read(self, refreshes: list[asyncio.Future]) -> None:
         failed: BaseException | None = None
