@@ -12,6 +12,7 @@ Nothing here may hold a database transaction across an ``await``: ORM work runs 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 from groupx_site import db, lifecycle
@@ -47,11 +48,20 @@ async def _start() -> None:
 
         await agent_runtime.start()
         lifecycle.set_readiness("ready")
+        _freeze_startup_objects()
         logger.info("GroupX runtime ready")
     except Exception:
         lifecycle.set_readiness("failed")
         logger.exception("GroupX runtime failed to start")
         raise
+
+
+def _freeze_startup_objects() -> None:
+    """Keep the ~half a million objects of startup (Django, twisted, the MCP SDK, ...) out of the
+    garbage collector's full passes: each full pass walked them all and stalled the server for
+    ~100 ms every few hundred Turns (``make bench``'s latency maximum; docs/PERFORMANCE.md)."""
+    gc.collect()
+    gc.freeze()
 
 
 def begin_start() -> asyncio.Future:
