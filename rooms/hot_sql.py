@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 
 from turns.states import DISPATCHING, QUEUED, RUNNING
 
@@ -76,6 +76,36 @@ _PACKET_MEMORY = """
 _PACKET_IDENTITY = """
     SELECT * FROM memory_identityrecord WHERE status = 'active' AND subject_actor_id = %s
     ORDER BY id DESC LIMIT %s"""
+
+# The Context Packet's prelude (memory/context.py:build_context_packet) in one statement: the source
+# message, the agent's delivery cursor, the reset floor and the room's active summary (at most one:
+# a unique constraint). Was five ORM reads of ~150–200 µs each. No row: the source does not exist.
+PACKET_ENTRY_COLUMNS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
+                        "forwarded_event_id", "body")  # what memory/transcript.py:entry reads
+_SUMMARY_COLUMNS = ("summary_id", "from_seq", "through_seq", "content", "generator_actor_id")
+_PACKET_PRELUDE = f"""
+    SELECT {", ".join("e." + c for c in PACKET_ENTRY_COLUMNS)}, e.correlation_id, e.root_correlation_id,
+        (SELECT last_delivered_seq FROM agents_deliverycursor WHERE actor_id = %s AND room_id = %s),
+        (SELECT MAX(through_seq) FROM memory_contextreset WHERE room_id = %s),
+        {", ".join("s." + c for c in _SUMMARY_COLUMNS)}
+    FROM rooms_event e
+    LEFT JOIN memory_summary s ON s.room_id = %s AND s.status = 'active'
+    WHERE e.event_id = %s"""
+
+# Room context (memory/transcript.py:context_events) strictly between two seqs, minus the events
+# of a JSON list of ids (the reply chain: a fixed statement whatever its length). ``IS NOT`` keeps
+# bodies without a "kind" (or with a null one), as the ORM's has_key guard does.
+_CONTEXT_RANGE = """
+    FROM rooms_event
+    WHERE room_id = %s AND event_type IN (%s, %s) AND json_extract(body, '$.kind') IS NOT %s
+        AND seq > %s AND seq < %s AND event_id NOT IN (SELECT value FROM json_each(%s))"""
+_PACKET_UNREAD = f"SELECT {', '.join(PACKET_ENTRY_COLUMNS)} {_CONTEXT_RANGE} ORDER BY seq DESC"
+_PACKET_UNREAD_COUNT = f"SELECT COUNT(*) {_CONTEXT_RANGE}"
+
+# One step up a reply chain: the parent, if it is room context above the reset floor.
+_PACKET_PARENT = f"""
+    SELECT {", ".join(PACKET_ENTRY_COLUMNS)} FROM rooms_event
+    WHERE event_id = %s AND event_type IN (%s, %s) AND seq > %s"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +211,68 @@ def packet_identity(*, actor_id: str, limit: int) -> list:
     from memory.models import IdentityRecord
 
     return list(IdentityRecord.objects.raw(_PACKET_IDENTITY, [actor_id, limit]))
+
+
+# ---- the Context Packet (memory/context.py) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PacketPrelude:
+    source: dict[str, Any]  # PACKET_ENTRY_COLUMNS, correlation_id, root_correlation_id
+    cursor: int  # the agent's last delivered seq, 0 without a cursor
+    floor: int  # the reset floor, 0 without a reset
+    summary: Any  # the room's active Summary (only its packet columns loaded) or None
+
+
+def _entry(row: tuple) -> dict[str, Any]:
+    event = dict(zip(PACKET_ENTRY_COLUMNS, row, strict=True))
+    event["body"] = json.loads(event["body"])  # as the JSONField reads it (the column is NOT NULL)
+    return event
+
+
+def packet_prelude(*, actor_id: str, room_id: str, source_event_id: str) -> PacketPrelude | None:
+    """What a packet reads before anything optional; None when the source event does not exist."""
+    from memory.models import Summary
+
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PRELUDE, [actor_id, room_id, room_id, room_id, source_event_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(PACKET_ENTRY_COLUMNS)
+    source = _entry(row[:width])
+    source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width:width + 4]
+    summary_row = row[width + 4:]
+    summary = None if summary_row[0] is None else Summary.from_db(DEFAULT_DB_ALIAS, _SUMMARY_COLUMNS, summary_row)
+    return PacketPrelude(source, delivered or 0, floor or 0, summary)
+
+
+def _context_range(room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> list:
+    from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
+
+    return [room_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, after_seq, before_seq, json.dumps(excluded)]
+
+
+def packet_unread(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]):
+    """Room context with after_seq < seq < before_seq, newest first, as entry dicts; read in chunks
+    of 200 rows, so a caller that stops early does not pay for the rest."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD, _context_range(room_id, after_seq, before_seq, excluded))
+        while rows := cursor.fetchmany(200):
+            yield from map(_entry, rows)
+
+
+def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD_COUNT, _context_range(room_id, after_seq, before_seq, excluded))
+        return cursor.fetchone()[0]
+
+
+def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
+    """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
+    from memory.transcript import CONTEXT_TYPES
+
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, floor])
+        row = cursor.fetchone()
+    return None if row is None else _entry(row)
