@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from turns.states import DISPATCHING, QUEUED, RUNNING
+from turns.states import ACTIVE_STATUSES, DISPATCHING, IN_FLIGHT_STATUSES, QUEUED, RUNNING
 
 _INSERT_EVENT = """
     INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,
@@ -76,6 +76,38 @@ _PACKET_MEMORY = """
 _PACKET_IDENTITY = """
     SELECT * FROM memory_identityrecord WHERE status = 'active' AND subject_actor_id = %s
     ORDER BY id DESC LIMIT %s"""
+
+# ---- accepting a command (rooms/commands.py, turns/actions.py) ----
+
+# A command's idempotency receipt (unique per binding and clientCommandId).
+_FIND_RECEIPT = """
+    SELECT command_type, canonical_hash, result FROM rooms_clientcommand
+    WHERE source_binding_id = %s AND client_command_id = %s"""
+_INSERT_RECEIPT = """
+    INSERT INTO rooms_clientcommand (command_id, source_binding_id, client_command_id, command_type,
+        canonical_hash, result, accepted_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s)"""
+
+# Unfinished Turns per target, for every target of a command at once (a JSON list of actor ids:
+# one fixed statement whatever the number of targets; the turns_lane index serves it).
+_ACTIVE = sorted(ACTIVE_STATUSES)
+_IN_FLIGHT = sorted(IN_FLIGHT_STATUSES)
+_ACTIVE_COUNTS = f"""
+    SELECT target_actor_id, COUNT(*) FROM turns_turn
+    WHERE target_actor_id IN (SELECT value FROM json_each(%s)) AND status IN ({", ".join(["%s"] * len(_ACTIVE))})
+    GROUP BY target_actor_id"""
+# The target's in-flight Turn ahead of a newly queued one (what queue_metadata reports).
+_IN_FLIGHT_AHEAD = f"""
+    SELECT turn_id FROM turns_turn
+    WHERE target_actor_id = %s AND status IN ({", ".join(["%s"] * len(_IN_FLIGHT))}) AND enqueue_seq < %s
+    ORDER BY enqueue_seq LIMIT 1"""
+
+# A new queued Turn, with every NOT NULL column the model would fill (the nullable ones stay NULL).
+_INSERT_TURN = """
+    INSERT INTO turns_turn (turn_id, source_event_id, target_actor_id, adapter_id, transport, command_type,
+        parent_turn_id, correlation_id, root_correlation_id, hop_count, queued_event_id, enqueue_seq, status,
+        partial_text, queued_at)
+    VALUES (%s, %s, %s, %s, 'structured', %s, %s, %s, %s, %s, %s, %s, %s, '', %s)"""
 
 # The Context Packet's prelude (memory/context.py:build_context_packet) in one statement: the source
 # message, the agent's delivery cursor, the reset floor and the room's active summary (at most one:
@@ -211,6 +243,44 @@ def packet_identity(*, actor_id: str, limit: int) -> list:
     from memory.models import IdentityRecord
 
     return list(IdentityRecord.objects.raw(_PACKET_IDENTITY, [actor_id, limit]))
+
+
+def find_receipt(binding_id: str, client_command_id: str) -> tuple[str, str, Any] | None:
+    """(command_type, canonical_hash, result) of the receipt, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FIND_RECEIPT, [binding_id, client_command_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], json.loads(row[2]))
+
+
+def insert_receipt(*, command_id: str, binding_id: str, client_command_id: str, command_type: str, digest: str,
+                   result: Any, accepted_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_RECEIPT, [command_id, binding_id, client_command_id, command_type, digest,
+                                         _json(result), _datetime(accepted_at)])
+
+
+def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:
+    """{actor_id: unfinished Turns} for the actors that have any."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_COUNTS, [json.dumps(actor_ids), *_ACTIVE])
+        return dict(cursor.fetchall())
+
+
+def in_flight_ahead(actor_id: str, enqueue_seq: int) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_IN_FLIGHT_AHEAD, [actor_id, *_IN_FLIGHT, enqueue_seq])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def insert_turn(*, turn_id: str, source_event_id: str, target_actor_id: str, adapter_id: str, command_type: str,
+                parent_turn_id: str | None, correlation_id: str, root_correlation_id: str, hop_count: int,
+                queued_event_id: str, enqueue_seq: int, status: str, queued_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id, command_type,
+                                      parent_turn_id, correlation_id, root_correlation_id, hop_count,
+                                      queued_event_id, enqueue_seq, status, _datetime(queued_at)])
 
 
 # ---- the Context Packet (memory/context.py) ------------------------------------------------------
