@@ -229,20 +229,41 @@ def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, thr
         return cursor.rowcount == 1
 
 
+def _records(model, sql: str, params: list) -> list:
+    """The rows of a ``SELECT *`` as model instances, converted as ``Model.objects.raw`` would (on
+    SQLite only the datetime columns need it). A plain cursor: raw() costs ~35 µs even for no rows,
+    and most packets find none."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        names = [column[0] for column in cursor.description]
+    if not rows:
+        return []
+    fields = [model._meta.get_field(name) for name in names]
+    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"]
+    attnames = [field.attname for field in fields]
+    records = []
+    for row in rows:
+        row = list(row)
+        for i in dates:
+            row[i] = connection.ops.convert_datetimefield_value(row[i], None, connection)
+        records.append(model.from_db(DEFAULT_DB_ALIAS, attnames, row))
+    return records
+
+
 def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list:
     """Active memory records of the agent (core, dated), the room and the correlations, as models."""
     from memory.models import MemoryRecord
 
     first, *rest = sorted(correlations)
-    return list(MemoryRecord.objects.raw(_PACKET_MEMORY, [actor_id, room_id, first, rest[0] if rest else first,
-                                                           limit]))
+    return _records(MemoryRecord, _PACKET_MEMORY, [actor_id, room_id, first, rest[0] if rest else first, limit])
 
 
 def packet_identity(*, actor_id: str, limit: int) -> list:
     """Active identity records about the agent, as models."""
     from memory.models import IdentityRecord
 
-    return list(IdentityRecord.objects.raw(_PACKET_IDENTITY, [actor_id, limit]))
+    return _records(IdentityRecord, _PACKET_IDENTITY, [actor_id, limit])
 
 
 def find_receipt(binding_id: str, client_command_id: str) -> tuple[str, str, Any] | None:
