@@ -26,19 +26,10 @@ from django.db.models import Q
 
 from agents.models import Actor
 from memory.models import IdentityRecord, MemoryRecord
-from memory.transcript import (
-    CONTEXT_TYPES,
-    ENTRY_FIELDS,
-    context_events,
-    entry,
-    reset_floor,
-    summary_block,
-)
-from memory.transcript import active_summary as current_summary
+from memory.transcript import entry, summary_block
 from rooms import hot_sql
 from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
-from turns.lifecycle import delivery_cursor
 
 SCHEMA = "groupx.context/0.4"
 REPLY_CHAIN_DEPTH = 64
@@ -96,8 +87,7 @@ def _reply_chain(source: dict, floor: int) -> list[dict]:
     chain, seen, parent = [], {source["event_id"]}, source["reply_to_event_id"]
     while parent and parent not in seen and len(chain) < REPLY_CHAIN_DEPTH:
         seen.add(parent)
-        event = (Event.objects.filter(event_id=parent, event_type__in=CONTEXT_TYPES, seq__gt=floor)
-                 .values(*ENTRY_FIELDS).first())
+        event = hot_sql.packet_parent(parent, floor)
         if event is None:
             break
         chain.append(event)
@@ -200,11 +190,14 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     (default: the hard ceiling ``limits.contextCharacters``)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     budget = min(budget or hard, hard)
-    source = Event.objects.filter(event_id=source_event_id).values(
-        *ENTRY_FIELDS, "correlation_id", "root_correlation_id").get()
-    cursor = delivery_cursor(agent.actor_id)
-    floor = reset_floor()
-    summary = current_summary(floor)  # the floor just read: one MAX() query, not two
+    # The source, the cursor, the floor and the active summary in one statement (rooms/hot_sql.py):
+    # what turns.lifecycle.delivery_cursor, reset_floor and active_summary(floor) would return.
+    prelude = hot_sql.packet_prelude(actor_id=agent.actor_id, room_id=ROOM_ID, source_event_id=source_event_id)
+    if prelude is None:
+        raise Event.DoesNotExist("Event matching query does not exist.")
+    source, cursor, floor, summary = prelude.source, prelude.cursor, prelude.floor, prelude.summary
+    if summary is not None and summary.through_seq <= floor:
+        summary = None  # a checkpoint at or below the reset floor is not active (active_summary)
     embedded = summary if summary is not None and summary.through_seq > cursor else None
     after_seq = max(cursor, floor, summary.through_seq if summary else 0)
     chain = _reply_chain(source, floor)
@@ -252,11 +245,12 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         omitted += total - len(taken)
 
     fill("core")
-    unread_qs = context_events().filter(seq__gt=after_seq, seq__lt=source["seq"]).order_by("-seq")
-    if chain:  # an empty exclude is a no-op that still costs a filter to build
-        unread_qs = unread_qs.exclude(event_id__in=[e["event_id"] for e in chain])
+    # context_events() between the cursor and the source, minus the reply chain, newest first: a
+    # fixed statement (rooms/hot_sql.py; the ORM spent ~450 µs building it).
+    unread_range = {"room_id": ROOM_ID, "after_seq": after_seq, "before_seq": source["seq"],
+                    "excluded": [e["event_id"] for e in chain]}
     unread, newest_omitted = [], None
-    for event in unread_qs.values(*ENTRY_FIELDS).iterator(chunk_size=200):
+    for event in hot_sql.packet_unread(**unread_range):
         item = entry(event)
         cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
         if used + cost > budget:
@@ -266,7 +260,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         used += cost
     # Without a stop every unread row was read, so the total is known; COUNT only when the budget
     # stopped the loop.
-    unread_total = unread_qs.count() if newest_omitted is not None else len(unread)
+    unread_total = hot_sql.packet_unread_count(**unread_range) if newest_omitted is not None else len(unread)
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
     omitted += unread_total - len(unread)

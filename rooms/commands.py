@@ -8,8 +8,8 @@ from typing import Any
 from django.utils import timezone
 
 from groupx_site.errors import GroupXError
+from rooms import hot_sql
 from rooms.ids import new_id
-from rooms.models import ClientCommand
 from setup_wizard.config import canonical_json
 
 
@@ -20,9 +20,8 @@ def canonical_hash(command_type: str, payload: dict[str, Any]) -> str:
 def find_receipt(binding_id: str, client_command_id: str, command_type: str, digest: str) -> dict[str, Any] | None:
     """The stored result of an identical earlier command, None for a new one; a different payload
     under the same id is CLIENT_COMMAND_CONFLICT. Call inside the command's transaction."""
-    # At most one row (a unique constraint): no ordering, no model instance.
-    receipt = next(iter(ClientCommand.objects.filter(source_binding_id=binding_id, client_command_id=client_command_id)
-                        .values_list("command_type", "canonical_hash", "result")), None)
+    # At most one row (a unique constraint): a fixed SELECT (rooms/hot_sql.py), every command pays it.
+    receipt = hot_sql.find_receipt(binding_id, client_command_id)
     if receipt is None:
         return None
     stored_type, stored_hash, result = receipt
@@ -36,12 +35,6 @@ def find_receipt(binding_id: str, client_command_id: str, command_type: str, dig
 
 
 def store_receipt(binding_id: str, client_command_id: str, command_type: str, digest: str, result: dict) -> None:
-    ClientCommand.objects.create(
-        command_id=new_id("cmd"),
-        source_binding_id=binding_id,
-        client_command_id=client_command_id,
-        command_type=command_type,
-        canonical_hash=digest,
-        result=result,
-        accepted_at=timezone.now(),
-    )
+    # The row ClientCommand.objects.create would write, as a fixed INSERT (rooms/hot_sql.py).
+    hot_sql.insert_receipt(command_id=new_id("cmd"), binding_id=binding_id, client_command_id=client_command_id,
+                           command_type=command_type, digest=digest, result=result, accepted_at=timezone.now())

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 
-from turns.states import DISPATCHING, QUEUED, RUNNING
+from turns.states import ACTIVE_STATUSES, DISPATCHING, IN_FLIGHT_STATUSES, QUEUED, RUNNING
 
 _INSERT_EVENT = """
     INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,
@@ -76,6 +76,68 @@ _PACKET_MEMORY = """
 _PACKET_IDENTITY = """
     SELECT * FROM memory_identityrecord WHERE status = 'active' AND subject_actor_id = %s
     ORDER BY id DESC LIMIT %s"""
+
+# ---- accepting a command (rooms/commands.py, turns/actions.py) ----
+
+# A command's idempotency receipt (unique per binding and clientCommandId).
+_FIND_RECEIPT = """
+    SELECT command_type, canonical_hash, result FROM rooms_clientcommand
+    WHERE source_binding_id = %s AND client_command_id = %s"""
+_INSERT_RECEIPT = """
+    INSERT INTO rooms_clientcommand (command_id, source_binding_id, client_command_id, command_type,
+        canonical_hash, result, accepted_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s)"""
+
+# Unfinished Turns per target, for every target of a command at once (a JSON list of actor ids:
+# one fixed statement whatever the number of targets; the turns_lane index serves it).
+_ACTIVE = sorted(ACTIVE_STATUSES)
+_IN_FLIGHT = sorted(IN_FLIGHT_STATUSES)
+_ACTIVE_COUNTS = f"""
+    SELECT target_actor_id, COUNT(*) FROM turns_turn
+    WHERE target_actor_id IN (SELECT value FROM json_each(%s)) AND status IN ({", ".join(["%s"] * len(_ACTIVE))})
+    GROUP BY target_actor_id"""
+# The target's in-flight Turn ahead of a newly queued one (what queue_metadata reports).
+_IN_FLIGHT_AHEAD = f"""
+    SELECT turn_id FROM turns_turn
+    WHERE target_actor_id = %s AND status IN ({", ".join(["%s"] * len(_IN_FLIGHT))}) AND enqueue_seq < %s
+    ORDER BY enqueue_seq LIMIT 1"""
+
+# A new queued Turn, with every NOT NULL column the model would fill (the nullable ones stay NULL).
+_INSERT_TURN = """
+    INSERT INTO turns_turn (turn_id, source_event_id, target_actor_id, adapter_id, transport, command_type,
+        parent_turn_id, correlation_id, root_correlation_id, hop_count, queued_event_id, enqueue_seq, status,
+        partial_text, queued_at)
+    VALUES (%s, %s, %s, %s, 'structured', %s, %s, %s, %s, %s, %s, %s, %s, '', %s)"""
+
+# The Context Packet's prelude (memory/context.py:build_context_packet) in one statement: the source
+# message, the agent's delivery cursor, the reset floor and the room's active summary (at most one:
+# a unique constraint). Was five ORM reads of ~150–200 µs each. No row: the source does not exist.
+PACKET_ENTRY_COLUMNS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
+                        "forwarded_event_id", "body")  # what memory/transcript.py:entry reads
+_SUMMARY_COLUMNS = ("summary_id", "from_seq", "through_seq", "content", "generator_actor_id")
+_PACKET_PRELUDE = f"""
+    SELECT {", ".join("e." + c for c in PACKET_ENTRY_COLUMNS)}, e.correlation_id, e.root_correlation_id,
+        (SELECT last_delivered_seq FROM agents_deliverycursor WHERE actor_id = %s AND room_id = %s),
+        (SELECT MAX(through_seq) FROM memory_contextreset WHERE room_id = %s),
+        {", ".join("s." + c for c in _SUMMARY_COLUMNS)}
+    FROM rooms_event e
+    LEFT JOIN memory_summary s ON s.room_id = %s AND s.status = 'active'
+    WHERE e.event_id = %s"""
+
+# Room context (memory/transcript.py:context_events) strictly between two seqs, minus the events
+# of a JSON list of ids (the reply chain: a fixed statement whatever its length). ``IS NOT`` keeps
+# bodies without a "kind" (or with a null one), as the ORM's has_key guard does.
+_CONTEXT_RANGE = """
+    FROM rooms_event
+    WHERE room_id = %s AND event_type IN (%s, %s) AND json_extract(body, '$.kind') IS NOT %s
+        AND seq > %s AND seq < %s AND event_id NOT IN (SELECT value FROM json_each(%s))"""
+_PACKET_UNREAD = f"SELECT {', '.join(PACKET_ENTRY_COLUMNS)} {_CONTEXT_RANGE} ORDER BY seq DESC"
+_PACKET_UNREAD_COUNT = f"SELECT COUNT(*) {_CONTEXT_RANGE}"
+
+# One step up a reply chain: the parent, if it is room context above the reset floor.
+_PACKET_PARENT = f"""
+    SELECT {", ".join(PACKET_ENTRY_COLUMNS)} FROM rooms_event
+    WHERE event_id = %s AND event_type IN (%s, %s) AND seq > %s"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,17 +229,141 @@ def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, thr
         return cursor.rowcount == 1
 
 
+def _records(model, sql: str, params: list) -> list:
+    """The rows of a ``SELECT *`` as model instances, converted as ``Model.objects.raw`` would (on
+    SQLite only the datetime columns need it). A plain cursor: raw() costs ~35 µs even for no rows,
+    and most packets find none."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        names = [column[0] for column in cursor.description]
+    if not rows:
+        return []
+    fields = [model._meta.get_field(name) for name in names]
+    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"]
+    attnames = [field.attname for field in fields]
+    records = []
+    for row in rows:
+        row = list(row)
+        for i in dates:
+            row[i] = connection.ops.convert_datetimefield_value(row[i], None, connection)
+        records.append(model.from_db(DEFAULT_DB_ALIAS, attnames, row))
+    return records
+
+
 def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list:
     """Active memory records of the agent (core, dated), the room and the correlations, as models."""
     from memory.models import MemoryRecord
 
     first, *rest = sorted(correlations)
-    return list(MemoryRecord.objects.raw(_PACKET_MEMORY, [actor_id, room_id, first, rest[0] if rest else first,
-                                                           limit]))
+    return _records(MemoryRecord, _PACKET_MEMORY, [actor_id, room_id, first, rest[0] if rest else first, limit])
 
 
 def packet_identity(*, actor_id: str, limit: int) -> list:
     """Active identity records about the agent, as models."""
     from memory.models import IdentityRecord
 
-    return list(IdentityRecord.objects.raw(_PACKET_IDENTITY, [actor_id, limit]))
+    return _records(IdentityRecord, _PACKET_IDENTITY, [actor_id, limit])
+
+
+def find_receipt(binding_id: str, client_command_id: str) -> tuple[str, str, Any] | None:
+    """(command_type, canonical_hash, result) of the receipt, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FIND_RECEIPT, [binding_id, client_command_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], json.loads(row[2]))
+
+
+def insert_receipt(*, command_id: str, binding_id: str, client_command_id: str, command_type: str, digest: str,
+                   result: Any, accepted_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_RECEIPT, [command_id, binding_id, client_command_id, command_type, digest,
+                                         _json(result), _datetime(accepted_at)])
+
+
+def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:
+    """{actor_id: unfinished Turns} for the actors that have any."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_COUNTS, [json.dumps(actor_ids), *_ACTIVE])
+        return dict(cursor.fetchall())
+
+
+def in_flight_ahead(actor_id: str, enqueue_seq: int) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_IN_FLIGHT_AHEAD, [actor_id, *_IN_FLIGHT, enqueue_seq])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def insert_turn(*, turn_id: str, source_event_id: str, target_actor_id: str, adapter_id: str, command_type: str,
+                parent_turn_id: str | None, correlation_id: str, root_correlation_id: str, hop_count: int,
+                queued_event_id: str, enqueue_seq: int, status: str, queued_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id, command_type,
+                                      parent_turn_id, correlation_id, root_correlation_id, hop_count,
+                                      queued_event_id, enqueue_seq, status, _datetime(queued_at)])
+
+
+# ---- the Context Packet (memory/context.py) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PacketPrelude:
+    source: dict[str, Any]  # PACKET_ENTRY_COLUMNS, correlation_id, root_correlation_id
+    cursor: int  # the agent's last delivered seq, 0 without a cursor
+    floor: int  # the reset floor, 0 without a reset
+    summary: Any  # the room's active Summary (only its packet columns loaded) or None
+
+
+def _entry(row: tuple) -> dict[str, Any]:
+    event = dict(zip(PACKET_ENTRY_COLUMNS, row, strict=True))
+    event["body"] = json.loads(event["body"])  # as the JSONField reads it (the column is NOT NULL)
+    return event
+
+
+def packet_prelude(*, actor_id: str, room_id: str, source_event_id: str) -> PacketPrelude | None:
+    """What a packet reads before anything optional; None when the source event does not exist."""
+    from memory.models import Summary
+
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PRELUDE, [actor_id, room_id, room_id, room_id, source_event_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(PACKET_ENTRY_COLUMNS)
+    source = _entry(row[:width])
+    source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width:width + 4]
+    summary_row = row[width + 4:]
+    summary = None if summary_row[0] is None else Summary.from_db(DEFAULT_DB_ALIAS, _SUMMARY_COLUMNS, summary_row)
+    return PacketPrelude(source, delivered or 0, floor or 0, summary)
+
+
+def _context_range(room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> list:
+    from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
+
+    return [room_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, after_seq, before_seq, json.dumps(excluded)]
+
+
+def packet_unread(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]):
+    """Room context with after_seq < seq < before_seq, newest first, as entry dicts; read in chunks
+    of 200 rows, so a caller that stops early does not pay for the rest."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD, _context_range(room_id, after_seq, before_seq, excluded))
+        while rows := cursor.fetchmany(200):
+            yield from map(_entry, rows)
+
+
+def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD_COUNT, _context_range(room_id, after_seq, before_seq, excluded))
+        return cursor.fetchone()[0]
+
+
+def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
+    """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
+    from memory.transcript import CONTEXT_TYPES
+
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, floor])
+        row = cursor.fetchone()
+    return None if row is None else _entry(row)

@@ -8,6 +8,7 @@ has nothing fake-specific in it). What each agent was told is read from the fake
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -179,3 +180,26 @@ def test_the_management_commands_compact_and_reset_and_say_what_they_did(make_se
 def test_a_malformed_reset_is_refused(room, body):
     response = room.post("/api/context/reset", body)
     assert response.status_code == 400
+
+
+def test_a_reply_chain_is_shown_once_and_the_unread_delta_holds_the_rest_in_order(make_server, tmp_path):
+    # The delta excludes the reply chain's events (one fixed statement, rooms/hot_sql.py): a message
+    # must appear in [reply_chain] or in [room_delta_since_cursor], never both.
+    room = make_server(fake_agents(tmp_path, "kimi", "grok"))
+    ready(room, "agent:kimi", "agent:grok")
+    root = send(room, "agent:grok", "[[fake: reply text=grok-one]] chain-root")
+    assert wait_terminal(room, root["turns"][0]["turnId"])["type"] == "turn.completed"
+    other = send(room, "agent:grok", "[[fake: reply text=grok-two]] unrelated")
+    assert wait_terminal(room, other["turns"][0]["turnId"])["type"] == "turn.completed"
+
+    ask = send(room, "agent:kimi", "[[fake: reply text=kimi]] about the root", replyToEventId=root["messageEventId"])
+    assert wait_terminal(room, ask["turns"][0]["turnId"])["type"] == "turn.completed"
+
+    packet = packets(room, "kimi")[-1]
+    chain = packet.split("[reply_chain]\n", 1)[1].split("\n\n[current_message]", 1)[0]
+    delta = packet.split("[room_delta_since_cursor]\n", 1)[1].split("\n\n[reply_chain]", 1)[0]
+    assert chain.startswith(f"- id={root['messageEventId']} ") and "chain-root" in chain
+    assert f"- id={root['messageEventId']} " not in delta and "chain-root" not in delta
+    assert all(text in delta for text in ("grok-one", "unrelated", "grok-two"))
+    seqs = [int(seq) for seq in re.findall(r"^- id=\S+ seq=(\d+) ", delta, re.MULTILINE)]
+    assert len(seqs) >= 3 and seqs == sorted(seqs)

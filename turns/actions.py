@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from groupx_site.errors import GroupXError
-from rooms import events
+from rooms import events, hot_sql
 from rooms.ids import turn_id as new_turn_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
 from turns import wakeups
 from turns.models import Turn
-from turns.states import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, QUEUED
+from turns.states import ACTIVE_STATUSES, QUEUED
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,9 @@ class QueuedTurn:
 def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> dict[str, int]:
     """QUEUE_CAPACITY_REACHED when a target already holds ``limit`` unfinished turns. Returns each
     target's count of unfinished turns, which ``do_enqueue_turns`` reuses as its queue position."""
-    counts = {
-        agent.actor_id: Turn.objects.filter(target_actor_id=agent.actor_id, status__in=ACTIVE_STATUSES).count()
-        for agent in agents
-    }
+    # One fixed statement for all targets (rooms/hot_sql.py), in the targets' order.
+    found = hot_sql.active_turn_counts([agent.actor_id for agent in agents])
+    counts = {agent.actor_id: found.get(agent.actor_id, 0) for agent in agents}
     full = [actor_id for actor_id, count in counts.items() if count + 1 > limit]
     if full:
         raise GroupXError(
@@ -55,11 +54,12 @@ def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | No
     ``ahead_count``: that number when the caller already counted it."""
     if ahead_count == 0:
         return 0, None  # nothing unfinished ahead, so nothing in flight either
-    ahead = Turn.objects.filter(
-        target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
-    )
-    active = ahead.filter(status__in=IN_FLIGHT_STATUSES).values_list("turn_id", flat=True).first()
-    return ahead.count() if ahead_count is None else ahead_count, active
+    active = hot_sql.in_flight_ahead(target_actor_id, enqueue_seq)
+    if ahead_count is None:
+        ahead_count = Turn.objects.filter(
+            target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
+        ).count()
+    return ahead_count, active
 
 
 def do_enqueue_turns(
@@ -83,13 +83,14 @@ def do_enqueue_turns(
             adapter_id=agent.driver,
             hop_count=hop_count,
         )
-        Turn.objects.create(
+        # The row Turn.objects.create would write, as a fixed INSERT (rooms/hot_sql.py).
+        hot_sql.insert_turn(
             turn_id=turn_id,
             source_event_id=source_event.event_id,
             target_actor_id=agent.actor_id,
             adapter_id=agent.driver,
             command_type=command_type,
-            parent_turn=parent_turn,
+            parent_turn_id=parent_turn.turn_id if parent_turn is not None else None,
             correlation_id=source_event.correlation_id,
             root_correlation_id=source_event.root_correlation_id,
             hop_count=hop_count,
