@@ -54,18 +54,21 @@ def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
 
 TAIL_FRAMES = 2 * PAGE
 TAIL_BYTES = 4 * 1024 * 1024
-CHUNK_BYTES = 256 * 1024  # the most a stream takes from the tail in one go
+CHUNK_BYTES = 64 * 1024  # the most a stream takes from the tail in one go (one Django chunk)
+# A stream catching up below the tail holds its page while a slow client drains it: 50 streams
+# replaying from seq 0 held ~25 MiB with pages of 500 (PROTOCOL §11 allows any page up to 500).
+CATCH_UP_PAGE = 100
 
 
-def read_page(cursor: int) -> list[dict[str, Any]]:
-    rows = Event.objects.filter(seq__gt=cursor).order_by("seq").values(*ENVELOPE_FIELDS)[:PAGE]
+def read_page(cursor: int, limit: int = PAGE) -> list[dict[str, Any]]:
+    rows = Event.objects.filter(seq__gt=cursor).order_by("seq").values(*ENVELOPE_FIELDS)[:limit]
     return [envelope_from_row(row) for row in rows]
 
 
-def read_frames(cursor: int) -> list[tuple[int, bytes]]:
+def read_frames(cursor: int, limit: int = PAGE) -> list[tuple[int, bytes]]:
     """One page as ``(seq, frame bytes)``, encoded in the worker thread rather than on the loop.
     Bytes, so that every stream writes the same object: no per-connection encoding or copy."""
-    return [(envelope["seq"], durable_frame(envelope).encode()) for envelope in read_page(cursor)]
+    return [(envelope["seq"], durable_frame(envelope).encode()) for envelope in read_page(cursor, limit)]
 
 
 def head_seq() -> int:
@@ -358,12 +361,12 @@ class _Tail:
 
     async def _read_page(self, cursor: int) -> tuple[bytes, int, bool]:
         try:
-            page = await _read_frames(cursor)
+            page = await _read_frames(cursor, CATCH_UP_PAGE)
         finally:
             del self._pages[cursor]
         if not page:
             return b"", cursor, False
-        return b"".join(frame for _, frame in page), page[-1][0], len(page) == PAGE
+        return b"".join(frame for _, frame in page), page[-1][0], len(page) == CATCH_UP_PAGE
 
     def _trim(self) -> None:
         drop = 0
