@@ -3,7 +3,7 @@ from groupx.json when a server is started on port 0, as the tests do)."""
 
 from __future__ import annotations
 
-import gc
+import sys
 
 from django.conf import settings
 
@@ -17,15 +17,16 @@ def set_bound(host: str, port: int) -> None:
 
 def _daphne_address() -> tuple[str, int] | None:
     # daphne keeps its bound addresses on its Server object, which neither the daphne CLI nor
-    # runserver exposes; the reactor has started (and listened) by the time this runs, once.
-    try:
-        from daphne.server import Server
-    except ImportError:
-        return None
-    for obj in gc.get_objects():
-        if isinstance(obj, Server) and obj.listening_addresses:
-            host, port = obj.listening_addresses[0]
-            return str(host), int(port)
+    # runserver exposes; but its listening port is one of the twisted reactor's readers, which the
+    # reactor does expose (it has started, and listened, by the time this runs).
+    if "twisted.internet.reactor" not in sys.modules:
+        return None  # not under daphne: the server bound exactly what groupx.json says
+    from twisted.internet import reactor, tcp
+
+    for reader in reactor.getReaders():
+        if isinstance(reader, tcp.Port):
+            address = reader.getHost()
+            return str(address.host), int(address.port)
     return None
 
 
