@@ -9,7 +9,7 @@ by 53 MiB, and ``make bench``'s 50 readers added ~55 MiB at 90 turns/s.
 pauses when its buffer passes 64 KiB and resumes once it has drained; a body ``send`` waits while
 paused. The event stream then simply stops pulling: durable events stay in the table, and the
 stream catches up from its cursor when the client reads again, in pages, exactly once and in
-order (``rooms/sse.py``); transients queued meanwhile are merged or dropped by the stream's inbox
+order (``rooms/tail.py``); transients queued meanwhile are merged or dropped by the stream's inbox
 (PROTOCOL §11). A slow client costs the server two Django chunks (≤ 128 KiB), not all it missed.
 
 Under another ASGI server ``send`` is returned unchanged: uvicorn applies flow control itself.

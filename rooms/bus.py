@@ -2,7 +2,7 @@
 
 The table stays the truth for durable events: the bus says "read again", and hands over the
 committed frames only as a shortcut that a member may use when they continue exactly where it
-stands (the SSE tail does, rooms/sse.py); so a lost or coalesced hand-off can delay a durable event
+stands (the SSE tail does, rooms/tail.py); so a lost or coalesced hand-off can delay a durable event
 but never drop it. Transient deltas travel through it whole and may be merged or dropped for a slow
 reader (PROTOCOL §11).
 
@@ -11,7 +11,7 @@ members live on the server's event loop and are offered items with ``call_soon_t
 hand-off per loop for a whole burst of commits. A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
 ``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
-that paces their wake-ups (rooms/sse.py). The seam for scaling out is this module: a channel-layer
+that paces their wake-ups (rooms/tail.py). The seam for scaling out is this module: a channel-layer
 backend would implement the same calls (docs/DECISIONS.md).
 """
 

@@ -1,4 +1,4 @@
-"""GET /api/events with many streams: the shared tail and its paced wake-ups (rooms/sse.py ``_Tail``).
+"""GET /api/events with many streams: the shared tail and its paced wake-ups (rooms/tail.py ``Tail``).
 
 Pacing changes only when a stream reads, never what it reads: every stream must still get every
 durable seq exactly once and in order, and deltas in the order they were sent. How fast is
