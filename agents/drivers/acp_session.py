@@ -274,8 +274,9 @@ class AcpSession(NativeSession):
 
     # -- start-time plumbing (used by AcpDriver) ------------------------------------------------
 
-    def start_fatal(self) -> DriverError | None:
-        return self._start_fatal.result() if self._start_fatal.done() else None
+    @property
+    def start_fatal(self) -> asyncio.Future[DriverError]:
+        return self._start_fatal
 
     def _set_start_fatal(self, error: DriverError) -> None:
         if self._starting and not self._start_fatal.done():
