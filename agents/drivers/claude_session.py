@@ -26,8 +26,8 @@ from .base import (
     TurnFailed,
 )
 from .claude_turn import ClaudeTurn, is_abort
-from .jsonrpc import EXIT_EOF_GRACE_S, ConnectionLost, ProcessExited, ProtocolViolation
-from .process import FrameError, JsonLineProcess, ProcessClosedError, ProcessTerminationError
+from .jsonrpc import ConnectionLost, FrameReader, ProcessExited, ProtocolViolation
+from .process import JsonLineProcess, ProcessClosedError, ProcessTerminationError
 from .turnkit import RecentIds, same_path, short
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,7 @@ class ClaudeSession(NativeSession):
         self._turn: ClaudeTurn | None = None
         self._stray_owed = False
         self._stray_owner: ClaudeTurn | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._exit_watch: asyncio.Task[None] | None = None
+        self._frames: FrameReader | None = None
         self._close_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -81,8 +80,9 @@ class ClaudeSession(NativeSession):
 
     def attach(self, process: JsonLineProcess) -> None:
         self.process = process
-        self._reader = asyncio.ensure_future(self._read_loop())
-        self._exit_watch = asyncio.ensure_future(self._watch_exit())
+        self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
+                                   closing=lambda: self.closing, label="claude")
+        self._frames.start()
 
     @property
     def stderr_tail(self) -> str:  # type: ignore[override]
@@ -189,43 +189,6 @@ class ClaudeSession(NativeSession):
 
     # -- inbound --------------------------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        assert self.process is not None
-        try:
-            while True:
-                frame = await self.process.read_frame()
-                if frame is None:
-                    break
-                self._dispatch(frame)
-        except asyncio.CancelledError:
-            raise
-        except FrameError as exc:
-            self._fail(ProtocolViolation(str(exc)))
-            return
-        except ProtocolViolation as exc:
-            self._fail(exc)
-            return
-        except Exception as exc:
-            log.exception("claude reader failed")
-            self._fail(ProtocolViolation(f"reader failed: {exc}"))
-            return
-        await self.process.wait_exit(EXIT_EOF_GRACE_S)
-        self._fail(self._exit_error("stdout closed"))
-
-    async def _watch_exit(self) -> None:
-        assert self.process is not None and self._reader is not None
-        await self.process.wait()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._reader), EXIT_EOF_GRACE_S)
-        except TimeoutError:
-            self._fail(self._exit_error("process exited with stdout still open"))
-
-    def _exit_error(self, what: str) -> ProcessExited:
-        assert self.process is not None
-        rc = self.process.returncode
-        return ProcessExited(f"{what} (exit code {rc})" if rc is not None else what, returncode=rc,
-                             expected=self.closing)
-
     def _fail(self, exc: ConnectionLost) -> None:
         if self.lost is not None:
             return
@@ -238,10 +201,8 @@ class ClaudeSession(NativeSession):
         for future in pending.values():
             if not future.done():
                 future.set_exception(exc)
-        current = asyncio.current_task()
-        for task in (self._reader, self._exit_watch):
-            if task is not None and task is not current and not task.done():
-                task.cancel()
+        if self._frames is not None:
+            self._frames.stop()
         if self._turn is not None:
             self._turn.on_lost(exc)
 
@@ -424,6 +385,8 @@ class ClaudeSession(NativeSession):
                 log.error("claude process %s survived SIGKILL", self.process.pid)
         if turn is not None:
             turn.interrupt_for_close()
-        for task in (*self._background, self._reader, self._exit_watch):
-            if task is not None and not task.done():
+        for task in self._background:
+            if not task.done():
                 task.cancel()
+        if self._frames is not None:
+            self._frames.stop()
