@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .acp_policy import grok_policy_marker
@@ -31,7 +31,6 @@ from .base import (
     ContentDelta,
     DriverError,
     LaunchProfile,
-    NativeSession,
     NativeTurn,
     ReasoningDelta,
     ToolProgress,
@@ -50,6 +49,7 @@ from .jsonrpc import (
     ProcessExited,
 )
 from .process import JsonLineProcess, ProcessTerminationError
+from .turnkit import ChildSession
 
 log = logging.getLogger(__name__)
 
@@ -226,27 +226,17 @@ class AcpTurn(NativeTurn):
         self._session._turn_finished(self)
 
 
-class AcpSession(NativeSession):
+class AcpSession(ChildSession[AcpTurn]):
     def __init__(self, flavor: str, profile: LaunchProfile):
+        super().__init__(profile)
         self.flavor = flavor
-        self.profile = profile
         self.native_session_id = ""
-        self.resumed = False
-        self.mcp_verified = False
-        self.needs_rebuild = False
         self.agent_capabilities: dict[str, Any] = {}
         self.agent_info: dict[str, Any] = {}
         self.replay: deque[dict[str, Any]] = deque(maxlen=REPLAY_LIMIT)
-        self.process: JsonLineProcess | None = None
         self.client: JsonRpcClient | None = None
-        self.closing = False
         self.policy_marker: str | None = None
-        self._starting = True
         self._loading = False
-        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
-        self._turn: AcpTurn | None = None
-        self._close_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -260,23 +250,11 @@ class AcpSession(NativeSession):
         return self.client
 
     @property
-    def stderr_tail(self) -> str:  # type: ignore[override]
-        return self.process.stderr_tail if self.process is not None else ""
-
-    @property
     def alive(self) -> bool:
         return (self.process is not None and self.process.running and self.client is not None
                 and self.client.lost is None and not self.closing)
 
-    @property
-    def active_turn(self) -> AcpTurn | None:
-        return self._turn
-
     # -- start-time plumbing (used by AcpDriver) ------------------------------------------------
-
-    @property
-    def start_fatal(self) -> asyncio.Future[DriverError]:
-        return self._start_fatal
 
     def _set_start_fatal(self, error: DriverError) -> None:
         if self._starting and not self._start_fatal.done():
@@ -384,23 +362,13 @@ class AcpSession(NativeSession):
         elif self._turn is not None:
             turn = self._turn
             if turn._fail_early(TurnFailed(NATIVE_POLICY_BLOCKED, message)):
-                self._spawn(turn._send_native_cancel())
+                self.spawn(turn._send_native_cancel())
 
     def _on_lost(self, exc: ConnectionLost) -> None:
         if not self.closing:
             self.needs_rebuild = True
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     # -- close ----------------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         timeouts = self.profile.timeouts

@@ -21,14 +21,13 @@ from .base import (
     UNEXPECTED_NATIVE_INTERACTION,
     DriverError,
     LaunchProfile,
-    NativeSession,
     NativeTurn,
     TurnFailed,
 )
 from .claude_turn import ClaudeTurn, is_abort
 from .jsonrpc import ConnectionLost, FrameReader, ProcessExited, ProtocolViolation
 from .process import JsonLineProcess, ProcessClosedError, ProcessTerminationError
-from .turnkit import RecentIds, same_path, short
+from .turnkit import ChildSession, RecentIds, same_path, short
 
 log = logging.getLogger(__name__)
 
@@ -48,33 +47,23 @@ class ControlRefused(Exception):
         self.error_code = error_code
 
 
-class ClaudeSession(NativeSession):
+class ClaudeSession(ChildSession[ClaudeTurn]):
     def __init__(self, profile: LaunchProfile, session_id: str, *, resuming: bool):
-        self.profile = profile
+        super().__init__(profile)
         self.native_session_id = session_id  # chosen by GroupX (--session-id) or the stored one (--resume)
         self.resuming = resuming
-        self.resumed = False
-        self.mcp_verified = False
-        self.needs_rebuild = False
         self.mcp_status: str | None = None  # from system/init mcp_servers: connected | failed | pending
         self.initial_permission_mode: str | None = None  # observational only (Decision 20)
         self.cli_pid: int | None = None
         self.cli_version: str | None = None
         self.startup_result: dict[str, Any] | None = None  # a `result` before any turn (L3)
         self.streamed_messages = RecentIds()  # message ids whose text streamed as deltas
-        self.process: JsonLineProcess | None = None
-        self.closing = False
         self.lost: ConnectionLost | None = None
-        self._starting = True
-        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._counter = 0
-        self._turn: ClaudeTurn | None = None
         self._stray_owed = False
         self._stray_owner: ClaudeTurn | None = None
         self._frames: FrameReader | None = None
-        self._close_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -85,20 +74,8 @@ class ClaudeSession(NativeSession):
         self._frames.start()
 
     @property
-    def stderr_tail(self) -> str:  # type: ignore[override]
-        return self.process.stderr_tail if self.process is not None else ""
-
-    @property
     def alive(self) -> bool:
         return self.process is not None and self.process.running and self.lost is None and not self.closing
-
-    @property
-    def active_turn(self) -> ClaudeTurn | None:
-        return self._turn
-
-    @property
-    def start_fatal(self) -> asyncio.Future[DriverError]:
-        return self._start_fatal
 
     def started(self) -> None:
         self._starting = False
@@ -144,15 +121,16 @@ class ClaudeSession(NativeSession):
             log.info("interrupt not sent: %s", exc)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """As ChildSession.spawn; a write that finds the CLI gone is no error here, as the loss
+        reaches the turn through the reader anyway."""
+
         async def guarded() -> None:
             try:
                 await coro
             except ConnectionLost as exc:
                 log.debug("not sent: %s", exc)
 
-        task = asyncio.ensure_future(guarded())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        super().spawn(guarded())
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -360,11 +338,6 @@ class ClaudeSession(NativeSession):
         self.spawn(settle())
 
     # -- close ----------------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         timeouts = self.profile.timeouts
