@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
 from typing import Any
 
 from .acp_policy import grok_policy_marker
@@ -23,7 +22,6 @@ from .base import (
     NATIVE_POLICY_BLOCKED,
     PROTOCOL_INVALID_MESSAGE,
     SESSION_NOT_AVAILABLE,
-    TERMINAL_EVENTS,
     TURN_CANCEL_TIMEOUT,
     TURN_INTERRUPTED,
     UNEXPECTED_NATIVE_INTERACTION,
@@ -49,12 +47,11 @@ from .jsonrpc import (
     ProcessExited,
 )
 from .process import JsonLineProcess, ProcessTerminationError
-from .turnkit import ChildSession
+from .turnkit import ChildSession, QueuedTurn, short
 
 log = logging.getLogger(__name__)
 
 REPLAY_LIMIT = 1000  # replayed history kept from session/load; never emitted as turn events
-_TITLE_LIMIT = 200
 _TOOL_DONE = frozenset({"completed", "failed", "cancelled"})
 
 # What GroupX answers to each native interaction request (§1.9): settle it, never approve.
@@ -64,37 +61,21 @@ INTERACTION_REPLIES: dict[str, Any] = {
 }
 
 
-def _short(value: Any) -> str | None:
-    return value[:_TITLE_LIMIT] if isinstance(value, str) else None
-
-
-class AcpTurn(NativeTurn):
-    """One ``session/prompt``. Its terminal is decided exactly once (``_finish``)."""
+class AcpTurn(QueuedTurn):
+    """One ``session/prompt``. Its terminal is decided exactly once (``QueuedTurn._finish``)."""
 
     native_turn_id = None  # ACP has no native turn ids (X2)
 
     def __init__(self, session: AcpSession, turn_id: str):
+        super().__init__(turn_id)
         self._session = session
-        self.turn_id = turn_id
-        self._events: asyncio.Queue[AdapterEvent] = asyncio.Queue()
-        self._events.put_nowait(TurnStarted(native_turn_id=None))
-        self.terminal: AdapterEvent | None = None
         self._prompt: PendingRequest | None = None
         self._had_content = False
         self._cancel_sent = False
-        self.cancel_requested = False  # by the runtime, as opposed to our own interaction cancel
-        self._failure: TurnFailed | None = None  # decided early; emitted once the prompt settles
-        self._timer: asyncio.TimerHandle | None = None
         self._tools: dict[str, dict[str, Any]] = {}
+        self._emit(TurnStarted(native_turn_id=None))
 
     # -- NativeTurn -----------------------------------------------------------------------------
-
-    async def events(self) -> AsyncIterator[AdapterEvent]:
-        while True:
-            event = await self._events.get()
-            yield event
-            if isinstance(event, TERMINAL_EVENTS):
-                return
 
     async def cancel(self) -> None:
         if self.terminal is not None or self.cancel_requested:
@@ -118,31 +99,21 @@ class AcpTurn(NativeTurn):
         self._cancel_sent = True
         await self._session.notify_cancel()
 
-    def _fail_early(self, failure: TurnFailed) -> bool:
+    def fail_for_interaction(self, failure: TurnFailed) -> bool:
         """The turn failed natively (interaction, policy marker); the caller then cancels the
         native turn. The failure is emitted once the prompt settles. False if already decided."""
-        if self.terminal is not None or self._failure is not None:
-            return False
-        self._failure = failure
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        # If the prompt never settles, the session is not safe for another turn.
-        self._arm(self._session.profile.timeouts.cancel_ms, failure)
-        return True
+        return self._fail_early(failure, self._session.profile.timeouts.cancel_ms)
 
     def _interrupt(self) -> None:
         self._finish(self._failure or TurnFailed(TURN_INTERRUPTED, "the session was closed during the turn"))
 
-    def _arm(self, ms: int, failure: TurnFailed) -> None:
-        def expire() -> None:
-            if self.terminal is None:
-                log.warning("turn %s: native prompt did not settle within %s ms", self.turn_id, ms)
-                self._session.needs_rebuild = True
-                self._finish(failure)
+    def _poison(self) -> None:
+        self._session.needs_rebuild = True
 
-        if self.terminal is None and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(ms / 1000, expire)
+    def _finished(self) -> None:
+        if self._prompt is not None and not self._prompt.done():
+            self._prompt.forget()  # a late prompt response is only logged
+        self._session._turn_finished(self)
 
     def _on_update(self, update: dict[str, Any]) -> None:
         if self.terminal is not None or self._failure is not None:
@@ -155,9 +126,9 @@ class AcpTurn(NativeTurn):
                 if isinstance(text, str) and text:
                     if kind == "agent_message_chunk":
                         self._had_content = True
-                        self._events.put_nowait(ContentDelta(text))
+                        self._emit(ContentDelta(text))
                     else:
-                        self._events.put_nowait(ReasoningDelta(text))
+                        self._emit(ReasoningDelta(text))
         elif kind in ("tool_call", "tool_call_update"):
             self._on_tool(kind, update)
 
@@ -167,13 +138,13 @@ class AcpTurn(NativeTurn):
         # Updates usually omit the title; remember what tool_call said so progress stays labelled.
         known = self._tools.setdefault(call_id or "", {"title": None, "kind": None, "status": "pending"})
         for key in ("title", "kind", "status"):
-            value = _short(update.get(key))
+            value = short(update.get(key))
             if value is not None:
                 known[key] = value
         details = {"name": known["title"] or known["kind"] or "tool", "title": known["title"],
                    "kind": known["kind"], "status": known["status"]}
         done = kind == "tool_call_update" and known["status"] in _TOOL_DONE
-        self._events.put_nowait(ToolProgress("tool.completed" if done else "tool.started", call_id, details))
+        self._emit(ToolProgress("tool.completed" if done else "tool.started", call_id, details))
 
     def _on_prompt_done(self, future: asyncio.Future[Any]) -> None:
         if future.cancelled():
@@ -213,17 +184,6 @@ class AcpTurn(NativeTurn):
             self._session.needs_rebuild = True
             return TurnFailed(PROTOCOL_INVALID_MESSAGE, "agent refused")
         return TurnCompleted(content=None, stop_reason=stop)
-
-    def _finish(self, event: AdapterEvent) -> None:
-        if self.terminal is not None:
-            return
-        self.terminal = event
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._prompt is not None and not self._prompt.done():
-            self._prompt.forget()  # a late prompt response is only logged
-        self._events.put_nowait(event)
-        self._session._turn_finished(self)
 
 
 class AcpSession(ChildSession[AcpTurn]):
@@ -334,7 +294,7 @@ class AcpSession(ChildSession[AcpTurn]):
             # user's behalf, so settling the request is enough and the terminal stays "cancelled".
             log.info("%s during a requested cancel: settled, turn left to finish", request.method)
         elif turn is not None:
-            cancel_turn = turn._fail_early(TurnFailed(UNEXPECTED_NATIVE_INTERACTION, what))
+            cancel_turn = turn.fail_for_interaction(TurnFailed(UNEXPECTED_NATIVE_INTERACTION, what))
         else:
             log.warning("%s outside a turn: %s", self.flavor, what)
 
@@ -361,7 +321,7 @@ class AcpSession(ChildSession[AcpTurn]):
             self._set_start_fatal(DriverError(NATIVE_POLICY_BLOCKED, message, retryable=False))
         elif self._turn is not None:
             turn = self._turn
-            if turn._fail_early(TurnFailed(NATIVE_POLICY_BLOCKED, message)):
+            if turn.fail_for_interaction(TurnFailed(NATIVE_POLICY_BLOCKED, message)):
                 self.spawn(turn._send_native_cancel())
 
     def _on_lost(self, exc: ConnectionLost) -> None:

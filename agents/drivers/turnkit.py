@@ -1,6 +1,6 @@
 """Pieces shared by the native drivers: the launch environment, path comparison, stderr
 excerpts, ``ChildSession`` (the plumbing every session keeps the same way), and ``QueuedTurn``,
-the event queue with a once-only terminal that the Codex and Claude turns build on.
+the event queue with a once-only terminal that every driver's turn builds on.
 
 ``QueuedTurn`` keeps the contract of ``base.NativeTurn``: ``events()`` ends after exactly one
 terminal, whatever mix of native terminals, interaction failures, timers and connection losses
