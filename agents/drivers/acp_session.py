@@ -21,7 +21,6 @@ from .acp_policy import grok_policy_marker
 from .base import (
     NATIVE_POLICY_BLOCKED,
     PROTOCOL_INVALID_MESSAGE,
-    SESSION_NOT_AVAILABLE,
     TURN_CANCEL_TIMEOUT,
     TURN_INTERRUPTED,
     UNEXPECTED_NATIVE_INTERACTION,
@@ -231,25 +230,13 @@ class AcpSession(ChildSession[AcpTurn]):
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"{self.flavor} session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"{self.flavor} session already runs turn "
-                                                     f"{self._turn.turn_id}")
-        assert self.client is not None
+        self.check_turn_slot(self.flavor)
+        client = self.client
+        assert client is not None
         turn = AcpTurn(self, turn_id)
-        self._turn = turn  # before writing: updates may arrive before the write returns
         params = {"sessionId": self.native_session_id, "prompt": [{"type": "text", "text": prompt_text}]}
-        try:
-            # No timeout on the prompt (§1.5): the terminal is its response, however late.
-            prompt = await self.client.send_request("session/prompt", params)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send the prompt: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}",
-                              retryable=False) from exc
+        # No timeout on the prompt (§1.5): the terminal is its response, however late.
+        prompt = await self.write_prompt(turn, lambda: client.send_request("session/prompt", params), "the prompt")
         turn._attach_prompt(prompt)
         return turn
 

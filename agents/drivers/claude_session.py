@@ -135,23 +135,12 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, "claude session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"claude session already runs turn {self._turn.turn_id}")
+        self.check_turn_slot("claude")
         turn = ClaudeTurn(self, turn_id)
-        self._turn = turn  # before writing: frames may arrive before the write returns
         # The shape the real CLI is fed (real-cli transcripts): a user message, no parent tool use.
         frame = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt_text}]},
                  "parent_tool_use_id": None, "session_id": self.native_session_id}
-        try:
-            await self._write(frame)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send the prompt: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
+        await self.write_prompt(turn, lambda: self._write(frame), "the prompt")
         return turn
 
     def turn_finished(self, turn: ClaudeTurn) -> None:

@@ -18,8 +18,6 @@ import logging
 from typing import Any
 
 from .base import (
-    PROTOCOL_INVALID_MESSAGE,
-    SESSION_NOT_AVAILABLE,
     UNEXPECTED_NATIVE_INTERACTION,
     DriverError,
     LaunchProfile,
@@ -97,22 +95,12 @@ class CodexSession(ChildSession[CodexTurn]):
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, "codex session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"codex session already runs turn {self._turn.turn_id}")
-        assert self.client is not None
+        self.check_turn_slot("codex")
+        client = self.client
+        assert client is not None
         turn = CodexTurn(self, turn_id)
-        self._turn = turn  # before writing: notifications may arrive before the write returns
         params = {"threadId": self.native_session_id, "input": [{"type": "text", "text": prompt_text}]}
-        try:
-            request = await self.client.send_request("turn/start", params)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send turn/start: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
+        request = await self.write_prompt(turn, lambda: client.send_request("turn/start", params), "turn/start")
         turn.attach_start(request)
         return turn
 

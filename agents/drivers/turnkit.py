@@ -14,10 +14,12 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from .base import (
+    PROTOCOL_INVALID_MESSAGE,
+    SESSION_NOT_AVAILABLE,
     TERMINAL_EVENTS,
     AdapterEvent,
     DriverError,
@@ -26,6 +28,7 @@ from .base import (
     NativeTurn,
     TurnFailed,
 )
+from .jsonrpc import ConnectionLost
 from .process import JsonLineProcess
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,7 @@ class RecentIds:
 
 
 TurnT = TypeVar("TurnT", bound=NativeTurn)
+WrittenT = TypeVar("WrittenT")
 
 
 class ChildSession(NativeSession, Generic[TurnT]):
@@ -112,6 +116,28 @@ class ChildSession(NativeSession, Generic[TurnT]):
         """Set by the session when start-time evidence (an interaction, a policy marker) makes
         the start hopeless; the driver's handshake races every step against it."""
         return self._start_fatal
+
+    def check_turn_slot(self, cli: str) -> None:
+        """SESSION_NOT_AVAILABLE unless the session can take a turn now: started, alive, not
+        marked for a rebuild, and with no other turn active."""
+        if self._starting or not self.alive or self.needs_rebuild:
+            raise DriverError(SESSION_NOT_AVAILABLE, f"{cli} session is not usable")
+        if self._turn is not None:
+            raise DriverError(SESSION_NOT_AVAILABLE, f"{cli} session already runs turn {self._turn.turn_id}")
+
+    async def write_prompt(self, turn: TurnT, write: Callable[[], Awaitable[WrittenT]], what: str) -> WrittenT:
+        """Make ``turn`` the active one and write its prompt with ``write``. The slot is taken
+        first, as the CLI may answer before the write returns; a prompt that cannot be written
+        frees it again."""
+        self._turn = turn
+        try:
+            return await write()
+        except ConnectionLost as exc:
+            self._turn = None
+            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send {what}: {exc}") from exc
+        except ValueError as exc:
+            self._turn = None
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` in the background; it is cancelled when the session closes."""
