@@ -11,19 +11,14 @@ then ``session/new`` or ``session/load``, then ``session/set_mode``. Each step i
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
 from typing import Any
 
 from .acp_policy import has_policy_evidence
 from .acp_session import AcpSession
 from .base import (
     ADAPTER_START_FAILED,
-    MCP_BINDING_MISMATCH,
     NATIVE_POLICY_BLOCKED,
     NATIVE_RESUME_UNSUPPORTED,
-    PROTOCOL_HANDSHAKE_TIMEOUT,
     PROTOCOL_INVALID_MESSAGE,
     SESSION_NOT_AVAILABLE,
     Driver,
@@ -31,10 +26,8 @@ from .base import (
     LaunchProfile,
     NativeSession,
 )
-from .jsonrpc import ConnectionLost, JsonRpcError, ProtocolViolation
-from .process import JsonLineProcess
-
-log = logging.getLogger(__name__)
+from .jsonrpc import JsonRpcError
+from .native_start import RpcHandshake, require_mcp_binding, start_native_session
 
 FLAVOR_ARGV: dict[str, tuple[str, ...]] = {
     # Grok's global flags must come before the `agent stdio` subcommand.
@@ -49,7 +42,6 @@ FLAVOR_MODE: dict[str, str | None] = {"grok": None, "kimi": "auto", "hermes": "d
 HERMES_AGENT_NAME = "hermes-agent"
 ACP_PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "groupx", "title": "GroupX", "version": "0.1.0"}
-STDERR_EXCERPT = 2000
 
 
 def mcp_servers(profile: LaunchProfile) -> list[dict[str, Any]]:
@@ -73,41 +65,17 @@ class AcpDriver(Driver):
         self.flavor = flavor
 
     async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
-        if profile.mcp is not None and not profile.mcp.binding_id:
-            raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
-        argv = [*profile.command, *FLAVOR_ARGV[self.flavor]]
-        # profile.env overlays the server's environment; None inherits it unchanged (§1.4).
-        env = None if profile.env is None else {**os.environ, **profile.env}
+        require_mcp_binding(profile)
         session = AcpSession(self.flavor, profile)
-        try:
-            process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=env, on_stderr=session._on_stderr)
-        except OSError as exc:
-            raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
-        session.attach(process)
-        try:
-            await _Handshake(session, profile, resume_native_session_id).run()
-        except BaseException:
-            await _abort(session)
-            raise
-        return session
+        handshake = _Handshake(session, profile, resume_native_session_id)
+        return await start_native_session(session, [*profile.command, *FLAVOR_ARGV[self.flavor]], profile,
+                                          handshake.run, label=self.flavor, on_stderr=session._on_stderr)
 
 
-async def _abort(session: AcpSession) -> None:
-    """Close a session whose start failed, after letting owed replies and cancels go out."""
-    if session.client is not None:
-        await session.client.drain_replies(1.0)
-    try:
-        await session.close()
-    except Exception:
-        log.exception("closing a failed %s start", session.flavor)
-
-
-class _Handshake:
+class _Handshake(RpcHandshake):
     def __init__(self, session: AcpSession, profile: LaunchProfile, resume_id: str | None):
+        super().__init__(session, profile, resume_id, label=session.flavor, fatal=session.start_fatal)
         self.session = session
-        self.profile = profile
-        self.resume_id = resume_id
-        self.step_timeout = profile.timeouts.handshake_ms / 1000
         # During a resume, a refused step means "this session is gone", so the manager starts fresh.
         self.refused_code = SESSION_NOT_AVAILABLE if resume_id else ADAPTER_START_FAILED
 
@@ -172,39 +140,6 @@ class _Handshake:
         if not isinstance(result, dict):
             raise DriverError(ADAPTER_START_FAILED, f"session/set_mode {mode!r} returned {result!r:.100}, not an object")
 
-    def check_fatal(self) -> None:
-        fatal = self.session.start_fatal()
-        if fatal is not None:
-            raise fatal
-
-    async def step(self, method: str, params: dict[str, Any], *, refused: str) -> Any:
-        """One handshake request, raced against start-fatal evidence and ``handshake_ms``."""
-        self.check_fatal()
-        session = self.session
-        assert session.client is not None
-        try:
-            pending = await asyncio.wait_for(session.client.send_request(method, params), self.step_timeout)
-        except TimeoutError:
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {method} within "
-                                                          f"{self.step_timeout:g} s") from None
-        except ConnectionLost as exc:
-            raise await self.lost(method, exc) from exc
-        fatal = session._start_fatal
-        await asyncio.wait({pending.future, fatal}, timeout=self.step_timeout,
-                           return_when=asyncio.FIRST_COMPLETED)
-        if fatal.done():
-            pending.forget()
-            raise fatal.result()
-        if not pending.done():
-            pending.forget()
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"{method} got no response within {self.step_timeout:g} s")
-        try:
-            return pending.future.result()
-        except JsonRpcError as exc:
-            raise self.refusal(method, exc, refused) from exc
-        except ConnectionLost as exc:
-            raise await self.lost(method, exc) from exc
-
     def refusal(self, method: str, error: JsonRpcError, code: str) -> DriverError:
         detail = f"{method} failed: {error.code} {error.message}"
         if has_policy_evidence(error.data):
@@ -219,13 +154,3 @@ class _Handshake:
             # The agent answered and said no: asking again the same way cannot change the answer.
             return DriverError(code, detail, retryable=False)
         return DriverError(code, detail)
-
-    async def lost(self, method: str, exc: ConnectionLost) -> DriverError:
-        if isinstance(exc, ProtocolViolation):
-            return DriverError(PROTOCOL_INVALID_MESSAGE, f"during {method}: {exc}")
-        process = self.session.process
-        assert process is not None
-        await process.settle_stderr(0.5)  # the reason for a crash is usually its last words
-        tail = process.stderr_tail.strip()[-STDERR_EXCERPT:]
-        return DriverError(ADAPTER_START_FAILED, f"{self.session.flavor} exited during {method}: {exc}"
-                                                 + (f"; stderr: {tail}" if tail else ""))

@@ -15,15 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from .acp_policy import grok_policy_marker
 from .base import (
     NATIVE_POLICY_BLOCKED,
     PROTOCOL_INVALID_MESSAGE,
-    SESSION_NOT_AVAILABLE,
-    TERMINAL_EVENTS,
     TURN_CANCEL_TIMEOUT,
     TURN_INTERRUPTED,
     UNEXPECTED_NATIVE_INTERACTION,
@@ -31,7 +28,6 @@ from .base import (
     ContentDelta,
     DriverError,
     LaunchProfile,
-    NativeSession,
     NativeTurn,
     ReasoningDelta,
     ToolProgress,
@@ -50,11 +46,11 @@ from .jsonrpc import (
     ProcessExited,
 )
 from .process import JsonLineProcess, ProcessTerminationError
+from .turnkit import ChildSession, QueuedTurn, short
 
 log = logging.getLogger(__name__)
 
 REPLAY_LIMIT = 1000  # replayed history kept from session/load; never emitted as turn events
-_TITLE_LIMIT = 200
 _TOOL_DONE = frozenset({"completed", "failed", "cancelled"})
 
 # What GroupX answers to each native interaction request (§1.9): settle it, never approve.
@@ -64,37 +60,21 @@ INTERACTION_REPLIES: dict[str, Any] = {
 }
 
 
-def _short(value: Any) -> str | None:
-    return value[:_TITLE_LIMIT] if isinstance(value, str) else None
-
-
-class AcpTurn(NativeTurn):
-    """One ``session/prompt``. Its terminal is decided exactly once (``_finish``)."""
+class AcpTurn(QueuedTurn):
+    """One ``session/prompt``. Its terminal is decided exactly once (``QueuedTurn._finish``)."""
 
     native_turn_id = None  # ACP has no native turn ids (X2)
 
     def __init__(self, session: AcpSession, turn_id: str):
+        super().__init__(turn_id)
         self._session = session
-        self.turn_id = turn_id
-        self._events: asyncio.Queue[AdapterEvent] = asyncio.Queue()
-        self._events.put_nowait(TurnStarted(native_turn_id=None))
-        self.terminal: AdapterEvent | None = None
         self._prompt: PendingRequest | None = None
         self._had_content = False
         self._cancel_sent = False
-        self.cancel_requested = False  # by the runtime, as opposed to our own interaction cancel
-        self._failure: TurnFailed | None = None  # decided early; emitted once the prompt settles
-        self._timer: asyncio.TimerHandle | None = None
         self._tools: dict[str, dict[str, Any]] = {}
+        self._emit(TurnStarted(native_turn_id=None))
 
     # -- NativeTurn -----------------------------------------------------------------------------
-
-    async def events(self) -> AsyncIterator[AdapterEvent]:
-        while True:
-            event = await self._events.get()
-            yield event
-            if isinstance(event, TERMINAL_EVENTS):
-                return
 
     async def cancel(self) -> None:
         if self.terminal is not None or self.cancel_requested:
@@ -118,31 +98,21 @@ class AcpTurn(NativeTurn):
         self._cancel_sent = True
         await self._session.notify_cancel()
 
-    def _fail_early(self, failure: TurnFailed) -> bool:
+    def fail_for_interaction(self, failure: TurnFailed) -> bool:
         """The turn failed natively (interaction, policy marker); the caller then cancels the
         native turn. The failure is emitted once the prompt settles. False if already decided."""
-        if self.terminal is not None or self._failure is not None:
-            return False
-        self._failure = failure
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        # If the prompt never settles, the session is not safe for another turn.
-        self._arm(self._session.profile.timeouts.cancel_ms, failure)
-        return True
+        return self._fail_early(failure, self._session.profile.timeouts.cancel_ms)
 
     def _interrupt(self) -> None:
         self._finish(self._failure or TurnFailed(TURN_INTERRUPTED, "the session was closed during the turn"))
 
-    def _arm(self, ms: int, failure: TurnFailed) -> None:
-        def expire() -> None:
-            if self.terminal is None:
-                log.warning("turn %s: native prompt did not settle within %s ms", self.turn_id, ms)
-                self._session.needs_rebuild = True
-                self._finish(failure)
+    def _poison(self) -> None:
+        self._session.needs_rebuild = True
 
-        if self.terminal is None and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(ms / 1000, expire)
+    def _finished(self) -> None:
+        if self._prompt is not None and not self._prompt.done():
+            self._prompt.forget()  # a late prompt response is only logged
+        self._session._turn_finished(self)
 
     def _on_update(self, update: dict[str, Any]) -> None:
         if self.terminal is not None or self._failure is not None:
@@ -155,9 +125,9 @@ class AcpTurn(NativeTurn):
                 if isinstance(text, str) and text:
                     if kind == "agent_message_chunk":
                         self._had_content = True
-                        self._events.put_nowait(ContentDelta(text))
+                        self._emit(ContentDelta(text))
                     else:
-                        self._events.put_nowait(ReasoningDelta(text))
+                        self._emit(ReasoningDelta(text))
         elif kind in ("tool_call", "tool_call_update"):
             self._on_tool(kind, update)
 
@@ -167,13 +137,13 @@ class AcpTurn(NativeTurn):
         # Updates usually omit the title; remember what tool_call said so progress stays labelled.
         known = self._tools.setdefault(call_id or "", {"title": None, "kind": None, "status": "pending"})
         for key in ("title", "kind", "status"):
-            value = _short(update.get(key))
+            value = short(update.get(key))
             if value is not None:
                 known[key] = value
         details = {"name": known["title"] or known["kind"] or "tool", "title": known["title"],
                    "kind": known["kind"], "status": known["status"]}
         done = kind == "tool_call_update" and known["status"] in _TOOL_DONE
-        self._events.put_nowait(ToolProgress("tool.completed" if done else "tool.started", call_id, details))
+        self._emit(ToolProgress("tool.completed" if done else "tool.started", call_id, details))
 
     def _on_prompt_done(self, future: asyncio.Future[Any]) -> None:
         if future.cancelled():
@@ -214,39 +184,18 @@ class AcpTurn(NativeTurn):
             return TurnFailed(PROTOCOL_INVALID_MESSAGE, "agent refused")
         return TurnCompleted(content=None, stop_reason=stop)
 
-    def _finish(self, event: AdapterEvent) -> None:
-        if self.terminal is not None:
-            return
-        self.terminal = event
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._prompt is not None and not self._prompt.done():
-            self._prompt.forget()  # a late prompt response is only logged
-        self._events.put_nowait(event)
-        self._session._turn_finished(self)
 
-
-class AcpSession(NativeSession):
+class AcpSession(ChildSession[AcpTurn]):
     def __init__(self, flavor: str, profile: LaunchProfile):
+        super().__init__(profile)
         self.flavor = flavor
-        self.profile = profile
         self.native_session_id = ""
-        self.resumed = False
-        self.mcp_verified = False
-        self.needs_rebuild = False
         self.agent_capabilities: dict[str, Any] = {}
         self.agent_info: dict[str, Any] = {}
         self.replay: deque[dict[str, Any]] = deque(maxlen=REPLAY_LIMIT)
-        self.process: JsonLineProcess | None = None
         self.client: JsonRpcClient | None = None
-        self.closing = False
         self.policy_marker: str | None = None
-        self._starting = True
         self._loading = False
-        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
-        self._turn: AcpTurn | None = None
-        self._close_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -260,22 +209,11 @@ class AcpSession(NativeSession):
         return self.client
 
     @property
-    def stderr_tail(self) -> str:  # type: ignore[override]
-        return self.process.stderr_tail if self.process is not None else ""
-
-    @property
     def alive(self) -> bool:
         return (self.process is not None and self.process.running and self.client is not None
                 and self.client.lost is None and not self.closing)
 
-    @property
-    def active_turn(self) -> AcpTurn | None:
-        return self._turn
-
     # -- start-time plumbing (used by AcpDriver) ------------------------------------------------
-
-    def start_fatal(self) -> DriverError | None:
-        return self._start_fatal.result() if self._start_fatal.done() else None
 
     def _set_start_fatal(self, error: DriverError) -> None:
         if self._starting and not self._start_fatal.done():
@@ -292,25 +230,13 @@ class AcpSession(NativeSession):
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"{self.flavor} session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"{self.flavor} session already runs turn "
-                                                     f"{self._turn.turn_id}")
-        assert self.client is not None
+        self.check_turn_slot(self.flavor)
+        client = self.client
+        assert client is not None
         turn = AcpTurn(self, turn_id)
-        self._turn = turn  # before writing: updates may arrive before the write returns
         params = {"sessionId": self.native_session_id, "prompt": [{"type": "text", "text": prompt_text}]}
-        try:
-            # No timeout on the prompt (§1.5): the terminal is its response, however late.
-            prompt = await self.client.send_request("session/prompt", params)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send the prompt: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}",
-                              retryable=False) from exc
+        # No timeout on the prompt (§1.5): the terminal is its response, however late.
+        prompt = await self.write_prompt(turn, lambda: client.send_request("session/prompt", params), "the prompt")
         turn._attach_prompt(prompt)
         return turn
 
@@ -355,7 +281,7 @@ class AcpSession(NativeSession):
             # user's behalf, so settling the request is enough and the terminal stays "cancelled".
             log.info("%s during a requested cancel: settled, turn left to finish", request.method)
         elif turn is not None:
-            cancel_turn = turn._fail_early(TurnFailed(UNEXPECTED_NATIVE_INTERACTION, what))
+            cancel_turn = turn.fail_for_interaction(TurnFailed(UNEXPECTED_NATIVE_INTERACTION, what))
         else:
             log.warning("%s outside a turn: %s", self.flavor, what)
 
@@ -382,24 +308,14 @@ class AcpSession(NativeSession):
             self._set_start_fatal(DriverError(NATIVE_POLICY_BLOCKED, message, retryable=False))
         elif self._turn is not None:
             turn = self._turn
-            if turn._fail_early(TurnFailed(NATIVE_POLICY_BLOCKED, message)):
-                self._spawn(turn._send_native_cancel())
+            if turn.fail_for_interaction(TurnFailed(NATIVE_POLICY_BLOCKED, message)):
+                self.spawn(turn._send_native_cancel())
 
     def _on_lost(self, exc: ConnectionLost) -> None:
         if not self.closing:
             self.needs_rebuild = True
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     # -- close ----------------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         timeouts = self.profile.timeouts

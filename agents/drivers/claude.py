@@ -14,17 +14,13 @@ who knows the machine is a sandbox can put it in the agent's environment.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import uuid
 from typing import Any
 
 from .base import (
     ADAPTER_START_FAILED,
-    MCP_BINDING_MISMATCH,
     NATIVE_POLICY_BLOCKED,
-    PROTOCOL_HANDSHAKE_TIMEOUT,
     PROTOCOL_INVALID_MESSAGE,
     SESSION_NOT_AVAILABLE,
     Driver,
@@ -33,11 +29,10 @@ from .base import (
     NativeSession,
 )
 from .claude_session import PERMISSION_MODE, ClaudeSession, ControlRefused
-from .jsonrpc import ConnectionLost, ProtocolViolation
-from .process import CLAUDE_LINE_LIMIT, JsonLineProcess
-from .turnkit import launch_env, short, stderr_excerpt
-
-log = logging.getLogger(__name__)
+from .jsonrpc import ConnectionLost
+from .native_start import handshake_answer, lost_during_start, require_mcp_binding, start_native_session
+from .process import CLAUDE_LINE_LIMIT
+from .turnkit import short
 
 CLAUDE_ARGV = ("--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
                "--include-partial-messages", "--permission-mode", PERMISSION_MODE)
@@ -77,30 +72,16 @@ class ClaudeDriver(Driver):
     name = "claude"
 
     async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
-        if profile.mcp is not None and not profile.mcp.binding_id:
-            raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
+        require_mcp_binding(profile)
         resume = resume_native_session_id is not None
         if resume and not _valid_uuid(resume_native_session_id):
             raise DriverError(SESSION_NOT_AVAILABLE, f"{resume_native_session_id!r} is not a Claude session id")
         # A fresh UUID for every start: an id that already has a transcript is refused (L2).
         session_id = resume_native_session_id if resume else str(uuid.uuid4())
-        argv = claude_argv(profile, session_id, resume=resume)
         session = ClaudeSession(profile, session_id, resuming=resume)
-        try:
-            process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile),
-                                                  line_limit=CLAUDE_LINE_LIMIT)
-        except OSError as exc:
-            raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
-        session.attach(process)
-        try:
-            await _Handshake(session, profile).run()
-        except BaseException:
-            try:
-                await session.close()
-            except Exception:
-                log.exception("closing a failed claude start")
-            raise
-        return session
+        return await start_native_session(session, claude_argv(profile, session_id, resume=resume), profile,
+                                          _Handshake(session, profile).run, label="claude",
+                                          line_limit=CLAUDE_LINE_LIMIT)
 
 
 class _Handshake:
@@ -127,23 +108,10 @@ class _Handshake:
 
     async def step(self, subtype: str, fields: dict[str, Any]) -> Any:
         session = self.session
-        fatal = session.start_fatal
-        if fatal.done():
-            raise fatal.result()
+        answer = await handshake_answer(subtype, lambda: session.control(subtype, fields), fatal=session.start_fatal,
+                                        timeout=self.step_timeout, lost=self.lost)
         try:
-            future = await asyncio.wait_for(session.control(subtype, fields), self.step_timeout)
-        except TimeoutError:
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {subtype} within "
-                                                          f"{self.step_timeout:g} s") from None
-        except ConnectionLost as exc:
-            raise await self.lost(subtype, exc) from exc
-        await asyncio.wait({future, fatal}, timeout=self.step_timeout, return_when=asyncio.FIRST_COMPLETED)
-        if fatal.done():
-            raise fatal.result()
-        if not future.done():
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"{subtype} got no response within {self.step_timeout:g} s")
-        try:
-            return future.result()
+            return answer.result()
         except ControlRefused as exc:
             raise await self.refused(subtype, exc) from exc
         except ConnectionLost as exc:
@@ -160,15 +128,14 @@ class _Handshake:
         return DriverError(ADAPTER_START_FAILED, detail)
 
     async def lost(self, subtype: str, exc: ConnectionLost) -> DriverError:
-        if isinstance(exc, ProtocolViolation):
-            return DriverError(PROTOCOL_INVALID_MESSAGE, f"during {subtype}: {exc}")
         session = self.session
-        tail = await stderr_excerpt(session.process)
-        detail = f"claude exited during {subtype}: {exc}" + (f"; stderr: {tail}" if tail else "")
+        error, tail = await lost_during_start(session.process, "claude", subtype, exc)
+        if error.code != ADAPTER_START_FAILED:
+            return error  # garbage on the wire, not an exit
         if ROOT_REFUSAL in tail:
-            return DriverError(NATIVE_POLICY_BLOCKED, f"{ROOT_HINT}. {detail}", retryable=False)
+            return DriverError(NATIVE_POLICY_BLOCKED, f"{ROOT_HINT}. {error.message}", retryable=False)
         startup = session.startup_result or {}
         if session.resuming and (UNKNOWN_SESSION in tail or startup.get("num_turns") == 0):
             # L3/L11: the stored session is gone (or never got a prompt); the manager starts fresh.
-            return DriverError(SESSION_NOT_AVAILABLE, detail)
-        return DriverError(ADAPTER_START_FAILED, detail)
+            return DriverError(SESSION_NOT_AVAILABLE, error.message)
+        return error

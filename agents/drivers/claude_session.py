@@ -21,14 +21,13 @@ from .base import (
     UNEXPECTED_NATIVE_INTERACTION,
     DriverError,
     LaunchProfile,
-    NativeSession,
     NativeTurn,
     TurnFailed,
 )
 from .claude_turn import ClaudeTurn, is_abort
-from .jsonrpc import EXIT_EOF_GRACE_S, ConnectionLost, ProcessExited, ProtocolViolation
-from .process import FrameError, JsonLineProcess, ProcessClosedError, ProcessTerminationError
-from .turnkit import RecentIds, same_path, short
+from .jsonrpc import ConnectionLost, FrameReader, ProcessExited, ProtocolViolation
+from .process import JsonLineProcess, ProcessClosedError, ProcessTerminationError
+from .turnkit import ChildSession, RecentIds, same_path, short
 
 log = logging.getLogger(__name__)
 
@@ -48,57 +47,35 @@ class ControlRefused(Exception):
         self.error_code = error_code
 
 
-class ClaudeSession(NativeSession):
+class ClaudeSession(ChildSession[ClaudeTurn]):
     def __init__(self, profile: LaunchProfile, session_id: str, *, resuming: bool):
-        self.profile = profile
+        super().__init__(profile)
         self.native_session_id = session_id  # chosen by GroupX (--session-id) or the stored one (--resume)
         self.resuming = resuming
-        self.resumed = False
-        self.mcp_verified = False
-        self.needs_rebuild = False
         self.mcp_status: str | None = None  # from system/init mcp_servers: connected | failed | pending
         self.initial_permission_mode: str | None = None  # observational only (Decision 20)
         self.cli_pid: int | None = None
         self.cli_version: str | None = None
         self.startup_result: dict[str, Any] | None = None  # a `result` before any turn (L3)
         self.streamed_messages = RecentIds()  # message ids whose text streamed as deltas
-        self.process: JsonLineProcess | None = None
-        self.closing = False
         self.lost: ConnectionLost | None = None
-        self._starting = True
-        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._counter = 0
-        self._turn: ClaudeTurn | None = None
         self._stray_owed = False
         self._stray_owner: ClaudeTurn | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._exit_watch: asyncio.Task[None] | None = None
-        self._close_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._frames: FrameReader | None = None
 
     # -- wiring ---------------------------------------------------------------------------------
 
     def attach(self, process: JsonLineProcess) -> None:
         self.process = process
-        self._reader = asyncio.ensure_future(self._read_loop())
-        self._exit_watch = asyncio.ensure_future(self._watch_exit())
-
-    @property
-    def stderr_tail(self) -> str:  # type: ignore[override]
-        return self.process.stderr_tail if self.process is not None else ""
+        self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
+                                   closing=lambda: self.closing, label="claude")
+        self._frames.start()
 
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.running and self.lost is None and not self.closing
-
-    @property
-    def active_turn(self) -> ClaudeTurn | None:
-        return self._turn
-
-    @property
-    def start_fatal(self) -> asyncio.Future[DriverError]:
-        return self._start_fatal
 
     def started(self) -> None:
         self._starting = False
@@ -144,36 +121,26 @@ class ClaudeSession(NativeSession):
             log.info("interrupt not sent: %s", exc)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """As ChildSession.spawn; a write that finds the CLI gone is no error here, as the loss
+        reaches the turn through the reader anyway."""
+
         async def guarded() -> None:
             try:
                 await coro
             except ConnectionLost as exc:
                 log.debug("not sent: %s", exc)
 
-        task = asyncio.ensure_future(guarded())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        super().spawn(guarded())
 
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, "claude session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"claude session already runs turn {self._turn.turn_id}")
+        self.check_turn_slot("claude")
         turn = ClaudeTurn(self, turn_id)
-        self._turn = turn  # before writing: frames may arrive before the write returns
         # The shape the real CLI is fed (real-cli transcripts): a user message, no parent tool use.
         frame = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt_text}]},
                  "parent_tool_use_id": None, "session_id": self.native_session_id}
-        try:
-            await self._write(frame)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send the prompt: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
+        await self.write_prompt(turn, lambda: self._write(frame), "the prompt")
         return turn
 
     def turn_finished(self, turn: ClaudeTurn) -> None:
@@ -189,43 +156,6 @@ class ClaudeSession(NativeSession):
 
     # -- inbound --------------------------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        assert self.process is not None
-        try:
-            while True:
-                frame = await self.process.read_frame()
-                if frame is None:
-                    break
-                self._dispatch(frame)
-        except asyncio.CancelledError:
-            raise
-        except FrameError as exc:
-            self._fail(ProtocolViolation(str(exc)))
-            return
-        except ProtocolViolation as exc:
-            self._fail(exc)
-            return
-        except Exception as exc:
-            log.exception("claude reader failed")
-            self._fail(ProtocolViolation(f"reader failed: {exc}"))
-            return
-        await self.process.wait_exit(EXIT_EOF_GRACE_S)
-        self._fail(self._exit_error("stdout closed"))
-
-    async def _watch_exit(self) -> None:
-        assert self.process is not None and self._reader is not None
-        await self.process.wait()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._reader), EXIT_EOF_GRACE_S)
-        except TimeoutError:
-            self._fail(self._exit_error("process exited with stdout still open"))
-
-    def _exit_error(self, what: str) -> ProcessExited:
-        assert self.process is not None
-        rc = self.process.returncode
-        return ProcessExited(f"{what} (exit code {rc})" if rc is not None else what, returncode=rc,
-                             expected=self.closing)
-
     def _fail(self, exc: ConnectionLost) -> None:
         if self.lost is not None:
             return
@@ -238,10 +168,8 @@ class ClaudeSession(NativeSession):
         for future in pending.values():
             if not future.done():
                 future.set_exception(exc)
-        current = asyncio.current_task()
-        for task in (self._reader, self._exit_watch):
-            if task is not None and task is not current and not task.done():
-                task.cancel()
+        if self._frames is not None:
+            self._frames.stop()
         if self._turn is not None:
             self._turn.on_lost(exc)
 
@@ -400,11 +328,6 @@ class ClaudeSession(NativeSession):
 
     # -- close ----------------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
-
     async def _close(self) -> None:
         timeouts = self.profile.timeouts
         turn = self._turn
@@ -424,6 +347,8 @@ class ClaudeSession(NativeSession):
                 log.error("claude process %s survived SIGKILL", self.process.pid)
         if turn is not None:
             turn.interrupt_for_close()
-        for task in (*self._background, self._reader, self._exit_watch):
-            if task is not None and not task.done():
+        for task in self._background:
+            if not task.done():
                 task.cancel()
+        if self._frames is not None:
+            self._frames.stop()

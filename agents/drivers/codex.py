@@ -10,16 +10,13 @@ and the GroupX MCP server travels as a thread-scoped config override. Turns and 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from .acp_policy import has_policy_evidence
 from .base import (
     ADAPTER_START_FAILED,
-    MCP_BINDING_MISMATCH,
     NATIVE_POLICY_BLOCKED,
-    PROTOCOL_HANDSHAKE_TIMEOUT,
     PROTOCOL_INVALID_MESSAGE,
     SESSION_NOT_AVAILABLE,
     Driver,
@@ -28,9 +25,9 @@ from .base import (
     NativeSession,
 )
 from .codex_session import CodexSession
-from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, ConnectionLost, JsonRpcError, ProtocolViolation
-from .process import JsonLineProcess
-from .turnkit import launch_env, same_path, stderr_excerpt
+from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, JsonRpcError
+from .native_start import RpcHandshake, require_mcp_binding, start_native_session
+from .turnkit import same_path
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +39,8 @@ CLIENT_INFO = {"name": "groupx", "title": "GroupX", "version": "0.1.0"}
 CLIENT_CAPABILITIES = {"experimentalApi": True}
 APPROVAL_POLICY = "never"
 SANDBOX_MODE = "danger-full-access"  # kebab case in thread params; responses say dangerFullAccess (C7)
+# The policy preflight; older builds do not know it, which means there is nothing to check.
+REQUIREMENTS_METHOD = "configRequirements/read"
 
 
 def thread_params(profile: LaunchProfile) -> dict[str, Any]:
@@ -86,39 +85,17 @@ class CodexDriver(Driver):
     name = "codex"
 
     async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
-        if profile.mcp is not None and not profile.mcp.binding_id:
-            raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
-        argv = [*profile.command, *CODEX_ARGV]
+        require_mcp_binding(profile)
         session = CodexSession(profile)
-        try:
-            process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile))
-        except OSError as exc:
-            raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
-        session.attach(process)
-        try:
-            await _Handshake(session, profile, resume_native_session_id).run()
-        except BaseException:
-            await _abort(session)
-            raise
-        return session
+        handshake = _Handshake(session, profile, resume_native_session_id)
+        return await start_native_session(session, [*profile.command, *CODEX_ARGV], profile, handshake.run,
+                                          label="codex")
 
 
-async def _abort(session: CodexSession) -> None:
-    """Close a session whose start failed, after letting owed replies go out."""
-    if session.client is not None:
-        await session.client.drain_replies(1.0)
-    try:
-        await session.close()
-    except Exception:
-        log.exception("closing a failed codex start")
-
-
-class _Handshake:
+class _Handshake(RpcHandshake):
     def __init__(self, session: CodexSession, profile: LaunchProfile, resume_id: str | None):
+        super().__init__(session, profile, resume_id, label="codex", fatal=session.start_fatal)
         self.session = session
-        self.profile = profile
-        self.resume_id = resume_id
-        self.step_timeout = profile.timeouts.handshake_ms / 1000
 
     async def run(self) -> None:
         session = self.session
@@ -127,8 +104,7 @@ class _Handshake:
         if not isinstance(init, dict):
             raise DriverError(PROTOCOL_INVALID_MESSAGE, f"initialize returned {init!r:.200}")
         await self.notify("initialized")
-        requirements = await self.step("configRequirements/read", {}, refused=ADAPTER_START_FAILED,
-                                       tolerate_unknown=True)
+        requirements = await self.step(REQUIREMENTS_METHOD, {}, refused=ADAPTER_START_FAILED)
         if requirements is not None:
             check_requirements(requirements)
         params = thread_params(self.profile)
@@ -161,53 +137,11 @@ class _Handshake:
                               f"codex opened the thread in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}")
         return thread_id
 
-    async def notify(self, method: str) -> None:
-        assert self.session.client is not None
-        try:
-            # Sent without params, as the real clients do; the method alone is the notification.
-            await asyncio.wait_for(self.session.client.notify(method), self.step_timeout)
-        except TimeoutError:
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {method}") from None
-        except ConnectionLost as exc:
-            raise await self.lost(method, exc) from exc
-
-    async def step(self, method: str, params: dict[str, Any], *, refused: str, tolerate_unknown: bool = False) -> Any:
-        """One handshake request, raced against a start-time interaction and ``handshake_ms``."""
-        session = self.session
-        assert session.client is not None
-        fatal = session.start_fatal
-        if fatal.done():
-            raise fatal.result()
-        try:
-            pending = await asyncio.wait_for(session.client.send_request(method, params), self.step_timeout)
-        except TimeoutError:
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"could not write {method} within "
-                                                          f"{self.step_timeout:g} s") from None
-        except ConnectionLost as exc:
-            raise await self.lost(method, exc) from exc
-        await asyncio.wait({pending.future, fatal}, timeout=self.step_timeout, return_when=asyncio.FIRST_COMPLETED)
-        if fatal.done():
-            pending.forget()
-            raise fatal.result()
-        if not pending.done():
-            pending.forget()
-            raise DriverError(PROTOCOL_HANDSHAKE_TIMEOUT, f"{method} got no response within {self.step_timeout:g} s")
-        try:
-            return pending.future.result()
-        except JsonRpcError as exc:
-            if tolerate_unknown and _unknown_method(exc):
-                log.info("codex does not know %s (%s); no requirements to check", method, exc.message)
-                return None
-            detail = f"{method} failed: {exc.code} {exc.message}"
-            if has_policy_evidence(exc.data):
-                raise DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False) from exc
-            raise DriverError(refused, detail) from exc
-        except ConnectionLost as exc:
-            raise await self.lost(method, exc) from exc
-
-    async def lost(self, method: str, exc: ConnectionLost) -> DriverError:
-        if isinstance(exc, ProtocolViolation):
-            return DriverError(PROTOCOL_INVALID_MESSAGE, f"during {method}: {exc}")
-        tail = await stderr_excerpt(self.session.process)
-        return DriverError(ADAPTER_START_FAILED, f"codex exited during {method}: {exc}"
-                                                 + (f"; stderr: {tail}" if tail else ""))
+    def refusal(self, method: str, error: JsonRpcError, refused: str) -> DriverError | None:
+        if method == REQUIREMENTS_METHOD and _unknown_method(error):
+            log.info("codex does not know %s (%s); no requirements to check", method, error.message)
+            return None
+        detail = f"{method} failed: {error.code} {error.message}"
+        if has_policy_evidence(error.data):
+            return DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False)
+        return DriverError(refused, detail)

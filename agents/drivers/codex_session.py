@@ -15,23 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from typing import Any
 
 from .base import (
-    PROTOCOL_INVALID_MESSAGE,
-    SESSION_NOT_AVAILABLE,
     UNEXPECTED_NATIVE_INTERACTION,
     DriverError,
     LaunchProfile,
-    NativeSession,
     NativeTurn,
     TurnFailed,
 )
 from .codex_turn import REASONING_DELTAS, CodexTurn
 from .jsonrpc import METHOD_NOT_FOUND, ConnectionLost, InboundRequest, JsonRpcClient, JsonRpcError
 from .process import JsonLineProcess, ProcessTerminationError
-from .turnkit import RecentIds, short
+from .turnkit import ChildSession, RecentIds, short
 
 log = logging.getLogger(__name__)
 
@@ -59,25 +55,15 @@ def _turn_id_of(method: str, params: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class CodexSession(NativeSession):
+class CodexSession(ChildSession[CodexTurn]):
     def __init__(self, profile: LaunchProfile):
-        self.profile = profile
+        super().__init__(profile)
         self.native_session_id = ""
-        self.resumed = False
-        self.mcp_verified = False
-        self.needs_rebuild = False
         self.mcp_status: str | None = None  # starting | ready | failed, from mcpServer/startupStatus/updated
         self.mcp_error: str | None = None
-        self.process: JsonLineProcess | None = None
         self.client: JsonRpcClient | None = None
-        self.closing = False
-        self._starting = True
-        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
-        self._turn: CodexTurn | None = None
         self._finished_ids = RecentIds()
         self._mcp_by_thread: dict[str, tuple[str, str | None]] = {}  # reported before the thread id is known
-        self._close_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -89,23 +75,11 @@ class CodexSession(NativeSession):
         return self.client
 
     @property
-    def stderr_tail(self) -> str:  # type: ignore[override]
-        return self.process.stderr_tail if self.process is not None else ""
-
-    @property
     def alive(self) -> bool:
         return (self.process is not None and self.process.running and self.client is not None
                 and self.client.lost is None and not self.closing)
 
-    @property
-    def active_turn(self) -> CodexTurn | None:
-        return self._turn
-
     # -- start-time plumbing (used by CodexDriver) ----------------------------------------------
-
-    @property
-    def start_fatal(self) -> asyncio.Future[DriverError]:
-        return self._start_fatal
 
     def set_thread(self, thread_id: str) -> None:
         self.native_session_id = thread_id
@@ -121,22 +95,12 @@ class CodexSession(NativeSession):
     # -- turns ----------------------------------------------------------------------------------
 
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:
-        if self._starting or not self.alive or self.needs_rebuild:
-            raise DriverError(SESSION_NOT_AVAILABLE, "codex session is not usable")
-        if self._turn is not None:
-            raise DriverError(SESSION_NOT_AVAILABLE, f"codex session already runs turn {self._turn.turn_id}")
-        assert self.client is not None
+        self.check_turn_slot("codex")
+        client = self.client
+        assert client is not None
         turn = CodexTurn(self, turn_id)
-        self._turn = turn  # before writing: notifications may arrive before the write returns
         params = {"threadId": self.native_session_id, "input": [{"type": "text", "text": prompt_text}]}
-        try:
-            request = await self.client.send_request("turn/start", params)
-        except ConnectionLost as exc:
-            self._turn = None
-            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send turn/start: {exc}") from exc
-        except ValueError as exc:
-            self._turn = None
-            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
+        request = await self.write_prompt(turn, lambda: client.send_request("turn/start", params), "turn/start")
         turn.attach_start(request)
         return turn
 
@@ -166,11 +130,6 @@ class CodexSession(NativeSession):
                 log.warning("codex refused turn/interrupt for %s: %s", native_turn_id, future.exception())
 
         request.future.add_done_callback(done)
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- inbound --------------------------------------------------------------------------------
 
@@ -265,11 +224,6 @@ class CodexSession(NativeSession):
             self._turn.on_lost(exc)
 
     # -- close ----------------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         timeouts = self.profile.timeouts

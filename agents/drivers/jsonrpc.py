@@ -78,6 +78,71 @@ class ProcessExited(ConnectionLost):
         self.expected = expected
 
 
+class FrameReader:
+    """Reads a child's stdout frame by frame into ``dispatch`` and turns the end of it into one
+    ConnectionLost for ``fail``: garbage is a ProtocolViolation, EOF or the child's exit a
+    ProcessExited with the exit code (``expected`` while ``closing()``). Shared by the JSON-RPC
+    client and the Claude session, whose wire is not JSON-RPC but ends the same way."""
+
+    def __init__(self, process: JsonLineProcess, *, dispatch: Callable[[dict[str, Any]], None],
+                 fail: Callable[[ConnectionLost], None], closing: Callable[[], bool], label: str):
+        self.process = process
+        self._dispatch = dispatch
+        self._fail = fail
+        self._closing = closing
+        self._label = label  # names the reader in the log: "JSON-RPC", "claude"
+        self._reader: asyncio.Task[None] | None = None
+        self._exit_watch: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._reader is None:
+            self._reader = asyncio.ensure_future(self._read_loop())
+            self._exit_watch = asyncio.ensure_future(self._watch_exit())
+
+    def stop(self) -> None:
+        """Cancel the reading tasks, except the one calling (it is already on its way out)."""
+        current = asyncio.current_task()
+        for task in (self._reader, self._exit_watch):
+            if task is not None and task is not current and not task.done():
+                task.cancel()
+
+    def exit_error(self, what: str) -> ProcessExited:
+        rc = self.process.returncode
+        detail = f"{what} (exit code {rc})" if rc is not None else what
+        return ProcessExited(detail, returncode=rc, expected=self._closing())
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                frame = await self.process.read_frame()
+                if frame is None:
+                    break
+                self._dispatch(frame)
+        except asyncio.CancelledError:
+            raise
+        except FrameError as exc:
+            self._fail(ProtocolViolation(str(exc)))
+            return
+        except ProtocolViolation as exc:
+            self._fail(exc)
+            return
+        except Exception as exc:
+            log.exception("%s reader failed", self._label)
+            self._fail(ProtocolViolation(f"reader failed: {exc}"))
+            return
+        # EOF: report the exit code when the child is already (or about to be) gone.
+        await self.process.wait_exit(EXIT_EOF_GRACE_S)
+        self._fail(self.exit_error("stdout closed"))
+
+    async def _watch_exit(self) -> None:
+        await self.process.wait()
+        assert self._reader is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), EXIT_EOF_GRACE_S)
+        except TimeoutError:
+            self._fail(self.exit_error("process exited with stdout still open"))
+
+
 def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -165,13 +230,11 @@ class JsonRpcClient:
         self._lost: ConnectionLost | None = None
         self._lost_event = asyncio.Event()
         self._closing = False
-        self._reader: asyncio.Task[None] | None = None
-        self._exit_watch: asyncio.Task[None] | None = None
+        self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
+                                   closing=lambda: self._closing, label="JSON-RPC")
 
     def start(self) -> None:
-        if self._reader is None:
-            self._reader = asyncio.ensure_future(self._read_loop())
-            self._exit_watch = asyncio.ensure_future(self._watch_exit())
+        self._frames.start()
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -246,42 +309,6 @@ class JsonRpcClient:
 
     # -- incoming -------------------------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                frame = await self.process.read_frame()
-                if frame is None:
-                    break
-                self._dispatch(frame)
-        except asyncio.CancelledError:
-            raise
-        except FrameError as exc:
-            self._fail(ProtocolViolation(str(exc)))
-            return
-        except ProtocolViolation as exc:
-            self._fail(exc)
-            return
-        except Exception as exc:
-            log.exception("JSON-RPC reader failed")
-            self._fail(ProtocolViolation(f"reader failed: {exc}"))
-            return
-        # EOF: report the exit code when the child is already (or about to be) gone.
-        await self.process.wait_exit(EXIT_EOF_GRACE_S)
-        self._fail(self._exit_error("stdout closed"))
-
-    async def _watch_exit(self) -> None:
-        await self.process.wait()
-        assert self._reader is not None
-        try:
-            await asyncio.wait_for(asyncio.shield(self._reader), EXIT_EOF_GRACE_S)
-        except TimeoutError:
-            self._fail(self._exit_error("process exited with stdout still open"))
-
-    def _exit_error(self, what: str) -> ProcessExited:
-        rc = self.process.returncode
-        detail = f"{what} (exit code {rc})" if rc is not None else what
-        return ProcessExited(detail, returncode=rc, expected=self._closing)
-
     def _fail(self, exc: ConnectionLost) -> None:
         if self._lost is not None:
             return
@@ -293,10 +320,7 @@ class JsonRpcClient:
         for _method, future in pending.values():
             if not future.done():
                 future.set_exception(exc)
-        current = asyncio.current_task()
-        for task in (self._reader, self._exit_watch):
-            if task is not None and task is not current and not task.done():
-                task.cancel()
+        self._frames.stop()
         if self.on_lost is not None:
             try:
                 self.on_lost(exc)

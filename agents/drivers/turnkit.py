@@ -1,5 +1,6 @@
-"""Pieces shared by the Codex and Claude drivers: the launch environment, path comparison, stderr
-excerpts, and ``QueuedTurn``, the event queue with a once-only terminal that both turns build on.
+"""Pieces shared by the native drivers: the launch environment, path comparison, stderr
+excerpts, ``ChildSession`` (the plumbing every session keeps the same way), and ``QueuedTurn``,
+the event queue with a once-only terminal that every driver's turn builds on.
 
 ``QueuedTurn`` keeps the contract of ``base.NativeTurn``: ``events()`` ends after exactly one
 terminal, whatever mix of native terminals, interaction failures, timers and connection losses
@@ -13,10 +14,21 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, Generic, TypeVar
 
-from .base import TERMINAL_EVENTS, AdapterEvent, LaunchProfile, NativeTurn, TurnFailed
+from .base import (
+    PROTOCOL_INVALID_MESSAGE,
+    SESSION_NOT_AVAILABLE,
+    TERMINAL_EVENTS,
+    AdapterEvent,
+    DriverError,
+    LaunchProfile,
+    NativeSession,
+    NativeTurn,
+    TurnFailed,
+)
+from .jsonrpc import ConnectionLost
 from .process import JsonLineProcess
 
 log = logging.getLogger(__name__)
@@ -67,6 +79,80 @@ class RecentIds:
 
     def __contains__(self, value: object) -> bool:
         return value in self._set
+
+
+TurnT = TypeVar("TurnT", bound=NativeTurn)
+WrittenT = TypeVar("WrittenT")
+
+
+class ChildSession(NativeSession, Generic[TurnT]):
+    """What every driver's session keeps the same way: its child process (and stderr), the
+    start-fatal future the handshake races against, the one active-turn slot, fire-and-forget
+    tasks, and a close that runs once however often it is called. Subclasses write ``_close``."""
+
+    def __init__(self, profile: LaunchProfile):
+        self.profile = profile
+        self.resumed = False
+        self.mcp_verified = False
+        self.needs_rebuild = False
+        self.process: JsonLineProcess | None = None
+        self.closing = False
+        self._starting = True
+        self._start_fatal: asyncio.Future[DriverError] = asyncio.get_running_loop().create_future()
+        self._turn: TurnT | None = None
+        self._close_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def stderr_tail(self) -> str:  # type: ignore[override]
+        return self.process.stderr_tail if self.process is not None else ""
+
+    @property
+    def active_turn(self) -> TurnT | None:
+        return self._turn
+
+    @property
+    def start_fatal(self) -> asyncio.Future[DriverError]:
+        """Set by the session when start-time evidence (an interaction, a policy marker) makes
+        the start hopeless; the driver's handshake races every step against it."""
+        return self._start_fatal
+
+    def check_turn_slot(self, cli: str) -> None:
+        """SESSION_NOT_AVAILABLE unless the session can take a turn now: started, alive, not
+        marked for a rebuild, and with no other turn active."""
+        if self._starting or not self.alive or self.needs_rebuild:
+            raise DriverError(SESSION_NOT_AVAILABLE, f"{cli} session is not usable")
+        if self._turn is not None:
+            raise DriverError(SESSION_NOT_AVAILABLE, f"{cli} session already runs turn {self._turn.turn_id}")
+
+    async def write_prompt(self, turn: TurnT, write: Callable[[], Awaitable[WrittenT]], what: str) -> WrittenT:
+        """Make ``turn`` the active one and write its prompt with ``write``. The slot is taken
+        first, as the CLI may answer before the write returns; a prompt that cannot be written
+        frees it again."""
+        self._turn = turn
+        try:
+            return await write()
+        except ConnectionLost as exc:
+            self._turn = None
+            raise DriverError(SESSION_NOT_AVAILABLE, f"could not send {what}: {exc}") from exc
+        except ValueError as exc:
+            self._turn = None
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"prompt cannot be encoded: {exc}", retryable=False) from exc
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` in the background; it is cancelled when the session closes."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        if self._close_task is None:
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    @abc.abstractmethod
+    async def _close(self) -> None:
+        """The driver's bounded close (NativeSession.close)."""
 
 
 class QueuedTurn(NativeTurn):

@@ -35,7 +35,8 @@ from agents.drivers.base import (
 )
 from agents.drivers.registry import ADAPTER_NOT_FOUND, get_driver
 
-from .acp_rig import MCP, Rig, collect, rest_of, run_turn
+from ._rig import MCP, collect, run_turn
+from .acp_rig import Rig, rest_of
 from .helpers import eventually, pid_gone
 
 

@@ -34,8 +34,9 @@ from agents.drivers.base import (
 )
 from agents.drivers.claude import CLAUDE_ARGV, ClaudeDriver
 
+from ._rig import MCP, collect, run_turn, texts
 from .helpers import read_log, script
-from .native_rig import MCP, NativeRig, collect, mcp_endpoint, run_turn, texts
+from .native_rig import NativeRig, mcp_endpoint
 
 # A scripted Claude CLI for races the fake cannot stage. It answers the two handshake requests,
 # then runs a JSON plan: {"read": n} reads n frames, {"ack": true} acknowledges the last control

@@ -32,7 +32,8 @@ from agents.drivers.claude import ClaudeDriver
 from agents.drivers.codex import CODEX_ARGV, CodexDriver
 from agents.drivers.registry import get_driver
 
-from .native_rig import MCP, NativeRig, collect, mcp_endpoint, run_turn, texts
+from ._rig import MCP, collect, run_turn, texts
+from .native_rig import NativeRig, mcp_endpoint
 
 COMPLETED = TurnCompleted(content=None, stop_reason="completed")
 
