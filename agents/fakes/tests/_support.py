@@ -1,5 +1,5 @@
-"""Shared helpers for the Codex and Claude fake tests: a JSONL child process driven over real pipes
-and a stand-in for GroupX's stateless ``/mcp`` endpoint. Every wait is a condition with a
+"""Shared helpers for the fake CLI tests (ACP, Codex, Claude): a JSONL child process driven over
+real pipes and a stand-in for GroupX's stateless ``/mcp`` endpoint. Every wait is a condition with a
 deadline (reader thread + queue), never a fixed sleep.
 """
 
@@ -122,25 +122,33 @@ def fake_env(log_dir: Path, state_dir: Path, scenario: dict[str, Any] | None, **
 
 
 class GroupxMcpStub(BaseHTTPRequestHandler):
-    """GroupX's stateless /mcp: binding header check (400 MCP_BINDING_MISMATCH), JSON replies."""
+    """GroupX's stateless /mcp: the streamable-HTTP ``Accept`` check (406), the binding header check
+    (400 MCP_BINDING_MISMATCH), JSON replies, or SSE ones for tool calls when ``sse`` is set."""
 
     calls: list[dict[str, Any]] = []
     bindings: list[str | None] = []
     good_binding = "bind-ok"
+    sse = False
 
     def log_message(self, *_args: Any) -> None:
         pass
 
-    def _send(self, status: int, msg: dict[str, Any] | None) -> None:
+    def _send(self, status: int, msg: dict[str, Any] | None, sse: bool = False) -> None:
         body = b"" if msg is None else json.dumps(msg).encode()
+        if sse and msg is not None:
+            body = b"event: message\ndata: " + body + b"\n\n"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        accept = self.headers.get("Accept", "")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            self._send(406, None)
+            return
         binding = self.headers.get("X-GroupX-Binding")
         type(self).bindings.append(binding)
         if binding != self.good_binding:
@@ -161,12 +169,14 @@ class GroupxMcpStub(BaseHTTPRequestHandler):
             type(self).calls.append(msg["params"])
             result = {"content": [{"type": "text", "text": "{\"messageEventId\":\"evt-1\"}"}],
                       "structuredContent": {"messageEventId": "evt-1"}}
-        self._send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        self._send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result},
+                   sse=type(self).sse and method == "tools/call")
 
 
-def start_mcp_stub() -> tuple[ThreadingHTTPServer, str]:
+def start_mcp_stub(*, sse: bool = False) -> tuple[ThreadingHTTPServer, str]:
     GroupxMcpStub.calls = []
     GroupxMcpStub.bindings = []
+    GroupxMcpStub.sse = sse
     server = ThreadingHTTPServer(("127.0.0.1", 0), GroupxMcpStub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/mcp"

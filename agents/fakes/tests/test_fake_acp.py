@@ -5,13 +5,8 @@ Every wait is a condition with a deadline (reader thread + queue), never a fixed
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import signal
-import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,46 +15,17 @@ import pytest
 from agents.fakes import _fakecore as core
 from agents.fakes import wirelog
 from agents.fakes.fake_acp import GROK_ARGV
+from agents.fakes.tests._support import DEADLINE, GroupxMcpStub, LineProc, fake_env, start_mcp_stub
 
-BIN = Path(__file__).resolve().parents[1] / "bin"
 ARGV = {"grok": list(GROK_ARGV), "kimi": ["acp"], "hermes": ["--yolo", "acp"]}
-DEADLINE = 10.0
 
 
-class FakeProc:
-    """One fake CLI child with a line reader thread; ``wait_for`` is the only way to wait."""
+class FakeProc(LineProc):
+    """One fake ACP child: ``LineProc`` plus JSON-RPC requests and their answers."""
 
     def __init__(self, shim: str, argv: list[str], env: dict[str, str], cwd: Path):
-        self.proc = subprocess.Popen(
-            [str(BIN / shim), *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=env, start_new_session=True,
-        )
-        self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.seen: list[Any] = []
-        self.stderr: list[bytes] = []
+        super().__init__(shim, argv, env, cwd)
         self._ids = 0
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_thread.start()
-
-    def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            try:
-                self.items.put(("msg", json.loads(raw)))
-            except ValueError:
-                self.items.put(("raw", raw))
-        self.items.put(("eof", None))
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self.stderr.append(raw)
-
-    def send(self, obj: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
-        self.proc.stdin.flush()
 
     def request(self, method: str, params: dict[str, Any]) -> str:
         self._ids += 1
@@ -69,20 +35,6 @@ class FakeProc:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def wait_for(self, pred: Any, timeout: float = DEADLINE, raw: bool = False) -> Any:
-        """Next item matching ``pred``; every item read on the way is kept in ``seen``."""
-        try:
-            while True:
-                kind, item = self.items.get(timeout=timeout)
-                if kind == "eof":
-                    self.items.put((kind, item))  # keep EOF visible to later waits
-                    raise AssertionError(f"fake exited rc={self.proc.poll()} stderr={b''.join(self.stderr)!r}")
-                self.seen.append(item)
-                if (kind == "raw") == raw and pred(item):
-                    return item
-        except queue.Empty:
-            raise AssertionError(f"timed out; seen so far: {self.seen[-5:]}") from None
 
     def response(self, req_id: str, timeout: float = DEADLINE) -> dict[str, Any]:
         return self.wait_for(lambda m: m.get("id") == req_id and "method" not in m, timeout)
@@ -96,24 +48,6 @@ class FakeProc:
         ups = [m["params"]["update"] for m in self.seen[start:]
                if isinstance(m, dict) and m.get("method") == "session/update"]
         return ups, resp
-
-    def wait_exit(self, timeout: float = DEADLINE) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    def stderr_text(self, timeout: float = DEADLINE) -> str:
-        """All of stderr; only complete once the child has exited (the reader hits EOF)."""
-        self._stderr_thread.join(timeout)
-        return b"".join(self.stderr).decode("utf-8", "replace")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
 
 
 @pytest.fixture
@@ -129,10 +63,7 @@ def spawn(env_dirs: dict[str, Path]):
 
     def start(flavor: str, scenario: dict[str, Any] | None = None, argv: list[str] | None = None,
               shim: str | None = None) -> FakeProc:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_FAKE_")}
-        env.update(GROUPX_FAKE_LOG_DIR=str(env_dirs["log"]), GROUPX_FAKE_STATE_DIR=str(env_dirs["state"]))
-        if scenario is not None:
-            env["GROUPX_FAKE_SCENARIO"] = json.dumps(scenario)
+        env = fake_env(env_dirs["log"], env_dirs["state"], scenario)
         proc = FakeProc(shim or flavor, ARGV[flavor] if argv is None else argv, env, env_dirs["cwd"])
         procs.append(proc)
         return proc
@@ -401,76 +332,30 @@ def test_load_of_unknown_session(spawn, env_dirs) -> None:
 # ------------------------------------------------------------------------------------------- MCP
 
 
-class _GroupxMcp(BaseHTTPRequestHandler):
-    """A stand-in for GroupX's stateless /mcp: binding header check, JSON or SSE replies."""
-
-    calls: list[dict[str, Any]] = []
-    sse = False
-
-    def log_message(self, *_args: Any) -> None:
-        pass
-
-    def _send(self, status: int, msg: dict[str, Any] | None, sse: bool = False) -> None:
-        body = b"" if msg is None else json.dumps(msg).encode()
-        if sse and msg is not None:
-            body = b"event: message\ndata: " + body + b"\n\n"
-        self.send_response(status)
-        self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
-        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        accept = self.headers.get("Accept", "")
-        if "application/json" not in accept or "text/event-stream" not in accept:
-            self._send(406, None)
-            return
-        if self.headers.get("X-GroupX-Binding") != "bind-ok":
-            self._send(400, {"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32602, "message": "bad binding", "data": {"code": "MCP_BINDING_MISMATCH"}}})
-            return
-        method = msg.get("method")
-        if "id" not in msg:
-            self._send(202, None)
-            return
-        if method == "initialize":
-            result: dict[str, Any] = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                                      "serverInfo": {"name": "groupx", "version": "0"}}
-        elif method == "tools/list":
-            result = {"tools": [{"name": "publish", "inputSchema": {"type": "object"}}]}
-        else:
-            type(self).calls.append(msg["params"])
-            result = {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"messageEventId": "evt-1"}}
-        self._send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result}, sse=type(self).sse and method == "tools/call")
-
-
 @pytest.fixture
 def mcp_server():
-    _GroupxMcp.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _GroupxMcp)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    server, url = start_mcp_stub()
+    yield url
     server.shutdown()
     server.server_close()
 
 
 @pytest.mark.parametrize("sse", [False, True])
 def test_mcp_publish_reaches_the_endpoint(spawn, env_dirs, mcp_server, sse: bool) -> None:
-    _GroupxMcp.sse = sse
+    GroupxMcpStub.sse = sse
     p = spawn("kimi")
     sid = start_session(p, env_dirs["cwd"], url=mcp_server, mode="auto")
     ups, resp = p.updates_until(prompt(p, sid, "[[fake: mcp-publish text=hi list=1]]"))
     assert text_of(ups) == "mcp:publish:ok:evt-1"
     assert ups[0]["sessionUpdate"] == "tool_call" and ups[0]["title"] == "groupx/publish"
-    assert _GroupxMcp.calls[0]["name"] == "publish" and _GroupxMcp.calls[0]["arguments"]["content"] == "hi"
+    assert GroupxMcpStub.calls[0]["name"] == "publish" and GroupxMcpStub.calls[0]["arguments"]["content"] == "hi"
     mcp = wirelog.read_records(env_dirs["log"], kind="mcp")
     assert [r["req"]["method"] for r in mcp] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
     assert all(r["headers"]["X-GroupX-Binding"] == "bind-ok" for r in mcp)
 
 
 def test_mcp_binding_override_gives_mismatch(spawn, env_dirs, mcp_server) -> None:
-    _GroupxMcp.sse = False
+    GroupxMcpStub.sse = False
     p = spawn("grok", {"mcp_binding_override": "bogus"})
     sid = start_session(p, env_dirs["cwd"], url=mcp_server)
     ups, resp = p.updates_until(prompt(p, sid, "[[fake: mcp tool=publish args='{\"content\":\"x\"}']]"))
@@ -566,9 +451,9 @@ def test_ignore_eof_and_sigterm_with_grandchild(spawn, env_dirs) -> None:
 
 
 def test_grok_mcp_probe_on_start(spawn, env_dirs, mcp_server) -> None:
-    _GroupxMcp.sse = False
+    GroupxMcpStub.sse = False
     p = spawn("grok", {"mcp_probe_on_start": True})
     start_session(p, env_dirs["cwd"], url=mcp_server)
     note = p.wait_for(lambda m: m.get("method") == "_x.ai/mcp/servers_updated")
     assert note["params"]["servers"] == [{"name": "groupx", "status": "connected"}]
-    assert wirelog.read_records(env_dirs["log"], kind="mcp_probe")[0]["tools"] == ["publish"]
+    assert wirelog.read_records(env_dirs["log"], kind="mcp_probe")[0]["tools"] == ["publish", "send"]
