@@ -185,3 +185,24 @@ def test_a_reader_that_stops_reading_holds_back_no_one_and_later_gets_every_seq_
         hold.set()
         stalled.close()
         live.close()
+
+
+def test_a_commit_after_rows_from_another_process_brings_those_rows_too_in_order(server):
+    # The writer hands its committed frames to the shared tail (docs/DECISIONS.md D22); rows
+    # another process wrote in between leave a gap, and the tail must read the table instead of
+    # appending the handed frames after it (which would skip the gap's rows for good).
+    post(server, "before")
+    start = head_of(server)
+    readers = [SseClient(server.base_url, after_seq=start - 1) for _ in range(3)]
+    try:
+        for reader in readers:
+            reader.wait_for_seq(start)
+        insert_rows(server, 5)  # no bus wake-up: only the tail's 2 s poll would find them
+        post(server, "right after them")
+        head = head_of(server)
+        for reader in readers:
+            reader.wait_for_seq(head)
+            assert seqs(reader) == list(range(start, head + 1))
+    finally:
+        for reader in readers:
+            reader.close()
