@@ -6,7 +6,7 @@ stands (the SSE tail does, rooms/tail.py); so a lost or coalesced hand-off can d
 but never drop it. Transient deltas travel through it whole and may be merged or dropped for a slow
 reader (PROTOCOL §11).
 
-Writers call ``committed`` (or ``wake_readers``) from ``transaction.on_commit`` in any thread;
+Writers call ``committed`` from ``transaction.on_commit`` in any thread;
 members live on the server's event loop and are offered items with ``call_soon_threadsafe``, one
 hand-off per loop for a whole burst of commits. A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
@@ -159,11 +159,6 @@ def _hand_over_committed(loop: asyncio.AbstractEventLoop) -> None:
     with _lock:
         frames = _committed_by_loop.pop(loop, [])
     _run_each(_by_loop().get(loop, []), "_committed", (frames,))
-
-
-def wake_readers() -> None:
-    """Durable rows were committed: every stream re-reads ``seq > cursor``."""
-    _call_each("_wake_durable")
 
 
 def publish_transient(envelope: dict[str, Any]) -> None:

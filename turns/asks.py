@@ -101,7 +101,7 @@ def _wait_ms(payload: dict[str, Any]) -> int:
 
 
 async def member_ask(binding_id: str, payload: Any) -> dict[str, Any]:
-    command = await db.read(check_wake_payload)(payload, {"timeoutMs", "cancelOnTimeout"})
+    command = check_wake_payload(payload, {"timeoutMs", "cancelOnTimeout"})  # validation only: no thread
     wait_ms = _wait_ms(payload)
     cancel_on_timeout = payload.get("cancelOnTimeout", False)
     if not isinstance(cancel_on_timeout, bool):

@@ -4,6 +4,7 @@ turn's events with a deadline. Each rig adds how its driver is started."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import uuid
@@ -21,7 +22,7 @@ TIMEOUTS = Timeouts(handshake_ms=5_000, request_ms=2_000, cancel_ms=5_000, close
 EVENT_DEADLINE = 15.0
 
 
-class FakeCliRig:
+class FakeCliRig(abc.ABC):
     """Directories for the fakes' wire logs and state, the agent's cwd, and the wire-log readers.
     ``wire_flavor`` narrows the log to one fake CLI (None: every fake this rig started)."""
 
@@ -39,8 +40,9 @@ class FakeCliRig:
         return {"GROUPX_FAKE_LOG_DIR": str(self.log_dir), "GROUPX_FAKE_STATE_DIR": str(self.state_dir),
                 "GROUPX_FAKE_SCENARIO": json.dumps(scenario or {})}
 
+    @abc.abstractmethod
     async def start(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        """Start the rig's driver against its fake CLI (each rig knows its own argv and options)."""
 
     async def start_fails(self, *args: Any, **kwargs: Any) -> DriverError:
         with pytest.raises(DriverError) as caught:
