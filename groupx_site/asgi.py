@@ -25,7 +25,7 @@ from groupx_site.handler import get_application  # noqa: E402
 django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
 from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
-from groupx_site import flow, runtime  # noqa: E402
+from groupx_site import body_limit, flow, runtime  # noqa: E402
 
 
 async def send_json(send, status: int, body: dict) -> None:
@@ -85,6 +85,8 @@ def _start_with_the_reactor() -> None:
     if "daphne.server" not in sys.modules:
         return
     from twisted.internet import defer, reactor
+
+    body_limit.install()  # before the first connection: bodies over 2 MiB are refused unread
 
     reactor.callWhenRunning(runtime.schedule_start)
     # daphne has no lifespan: close sessions and child processes before the reactor stops.

@@ -13,28 +13,27 @@
 
 from __future__ import annotations
 
-import json
-
 from asgiref.sync import iscoroutinefunction, sync_to_async
-from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
 from groupx_site import lifecycle
+from groupx_site.bodies import MAX_BODY_BYTES, parse_json_body
 from groupx_site.errors import GroupXError
+from groupx_site.json_response import json_response
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
 
 
-def error_response(error: GroupXError, **headers: str) -> JsonResponse:
-    response = JsonResponse(error.as_body(), status=error.status, json_dumps_params={"ensure_ascii": False})
+def error_response(error: GroupXError, **headers: str) -> HttpResponse:
+    response = json_response(error.as_body(), error.status)
     for name, value in headers.items():
         response[name] = value
     return response
@@ -56,7 +55,7 @@ def check_api_write(request: HttpRequest) -> GroupXError | None:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return GroupXError("INVALID_ENVELOPE", "invalid Content-Length")
-    if length > settings.GROUPX_MAX_BODY_BYTES:
+    if length > MAX_BODY_BYTES:
         return GroupXError("MESSAGE_TOO_LARGE", "request body exceeds 2 MiB")
     return None
 
@@ -192,10 +191,5 @@ SecurityHeadersMiddleware = _hybrid(after=_security_headers)
 
 
 def json_body(request: HttpRequest) -> object:
-    """The parsed JSON body; an empty or malformed body is INVALID_ENVELOPE."""
-    if not request.body:
-        raise GroupXError("INVALID_ENVELOPE", "the request body is empty")
-    try:
-        return json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
-        raise GroupXError("INVALID_ENVELOPE", "the request body is not valid JSON") from None
+    """The parsed JSON body, bounded in size, depth and text (``groupx_site/bodies.py``)."""
+    return parse_json_body(request.body)

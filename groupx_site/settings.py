@@ -104,9 +104,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
-# The protocol's HTTP body ceiling; the write guard answers 413 before Django reads more.
-GROUPX_MAX_BODY_BYTES = 2 * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = GROUPX_MAX_BODY_BYTES
+# The protocol's HTTP body ceiling (2 MiB): daphne refuses a larger body with 413 before reading it
+# (groupx_site/body_limit.py); Django's own ceiling is the same number.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 LOGGING = {
     "version": 1,

@@ -10,6 +10,7 @@ out (``repair`` on the encoded frame), so one row never stops a stream.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 REPLACEMENT = "\ufffd"
@@ -92,3 +93,10 @@ def find_unencodable(value: Any, path: str = "") -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text that always encodes as UTF-8: what the log, SSE frames and
+    JSON responses send. A lone surrogate already stored (by an older version) comes out as
+    U+FFFD instead of failing the whole frame, page or stream."""
+    return repair(json.dumps(value, ensure_ascii=False, separators=(",", ":")))[0]

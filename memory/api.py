@@ -3,11 +3,12 @@ over the memory actions, written as the web binding (author ``user:web``, source
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
 from agents.models import WEB_BINDING_ID
 from groupx_site import db
+from groupx_site.json_response import json_response
 from groupx_site.middleware import json_body
 from memory import actions, engine, identity, inputs, search
 from memory.models import IDENTITY_KINDS
@@ -17,8 +18,8 @@ from memory.usage import usage
 router = Router(tags=["memory"])
 
 
-def _json(body: dict, status: int = 200) -> JsonResponse:
-    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+def _json(body: dict, status: int = 200) -> HttpResponse:
+    return json_response(body, status)
 
 
 @router.get("/memory", summary="List or search memory records (newest first, offset cursor)")

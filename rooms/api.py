@@ -5,10 +5,11 @@ They are ``async``: their database work is one call on the writer or a reader th
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
 from groupx_site import db
+from groupx_site.json_response import json_response
 from groupx_site.middleware import json_body
 from rooms import actions, bootstrap, sse
 
@@ -22,7 +23,7 @@ async def post_message(request: HttpRequest):
 
 @router.get("/bootstrap", summary="The room snapshot and the cursor to stream from")
 async def get_bootstrap(request: HttpRequest):
-    return JsonResponse(await db.read(bootstrap.bootstrap)(), json_dumps_params={"ensure_ascii": False})
+    return json_response(await db.read(bootstrap.bootstrap)())
 
 
 @router.get("/events", summary="Server-Sent Events: durable events replayed from a cursor, then live")

@@ -8,7 +8,6 @@ Envelopes never carry binding ids or native ids.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
+from groupx_site.text import json_text
 from rooms import bus, hot_sql
 from rooms.ids import event_id as new_event_id
 from rooms.models import ROOM_ID, SCHEMA, Event
@@ -134,7 +134,7 @@ def append_event(
 
 
 def durable_frame(envelope: dict[str, Any]) -> str:
-    return f"id: {envelope['seq']}\ndata: {json.dumps(envelope, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    return f"id: {envelope['seq']}\ndata: {json_text(envelope)}\n\n"
 
 
 def publish_transient(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import json
 import time
 import weakref
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from django.db.models import Max
 
 from groupx_site import db
+from groupx_site.text import json_text
 from rooms import bus
 from rooms.events import ENVELOPE_FIELDS, durable_frame, envelope_from_row
 from rooms.models import Event
@@ -380,4 +380,4 @@ def tail_for(loop: asyncio.AbstractEventLoop, head: int) -> Tail:
 
 
 def transient_frame(envelope: dict[str, Any]) -> str:
-    return f"data: {json.dumps(envelope, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    return f"data: {json_text(envelope)}\n\n"

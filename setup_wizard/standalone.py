@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from groupx_site.bodies import MAX_BODY_BYTES, parse_json_body
 from groupx_site.errors import GroupXError
 from setup_wizard import actions
 
@@ -28,7 +29,6 @@ STATIC = {
     "/static/setup_wizard/setup.js": ("text/javascript; charset=utf-8", REPO / "static" / "setup_wizard" / "setup.js"),
     "/static/setup_wizard/setup.css": ("text/css; charset=utf-8", REPO / "static" / "setup_wizard" / "setup.css"),
 }
-MAX_BODY = 2 * 1024 * 1024
 READY_CLOSE_SECONDS = 5.0
 FAILED_CLOSE_SECONDS = 2.0
 SECURITY_HEADERS = {
@@ -158,18 +158,12 @@ class WizardHandler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             return GroupXError("INVALID_ENVELOPE", "invalid Content-Length")
-        if length > MAX_BODY:
+        if length > MAX_BODY_BYTES:
             return GroupXError("MESSAGE_TOO_LARGE", "request body exceeds 2 MiB")
         return None
 
     def read_json(self) -> Any:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if not raw:
-            raise GroupXError("INVALID_ENVELOPE", "the request body is empty")
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise GroupXError("INVALID_ENVELOPE", "the request body is not valid JSON") from None
+        return parse_json_body(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
     # --- routes ---
 

@@ -23,6 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
 from groupx_site import db
+from groupx_site.bodies import check_json_value
 from groupx_site.errors import GroupXError
 from memory import mcp as memory_tools
 from rooms import member_actions
@@ -80,7 +81,9 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
     try:
         if handler is None:
             raise GroupXError("INVALID_ENVELOPE", f"no tool named {params.name!r}")
-        result = await handler(binding_id, dict(params.arguments or {}))
+        arguments = dict(params.arguments or {})
+        check_json_value(arguments)  # depth and text, as for a REST body (groupx_site/bodies.py)
+        result = await handler(binding_id, arguments)
         return _text_result(result, error=False)
     except GroupXError as error:
         return _text_result({k: v for k, v in error.as_body()["error"].items()}, error=True)

@@ -1,9 +1,9 @@
 """Print the durable log as JSON lines (public envelopes, seq order), from a seq onwards."""
 
-import json
 
 from django.core.management.base import BaseCommand
 
+from groupx_site.text import json_text
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import Event
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 cursor = row["seq"]
                 if not self._wanted(row, types, correlation):
                     continue
-                self.stdout.write(json.dumps(envelope_from_row(row), ensure_ascii=False, separators=(",", ":")))
+                self.stdout.write(json_text(envelope_from_row(row)))
                 printed += 1
                 if limit and printed >= limit:
                     return

@@ -1,0 +1,14 @@
+"""JSON responses whose text always encodes (``groupx_site/text.py``): one bad character stored
+by an older version must not turn a whole bootstrap or memory page into a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+
+from groupx_site.text import json_text
+
+
+def json_response(body: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(json_text(body), status=status, content_type="application/json")
