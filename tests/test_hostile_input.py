@@ -86,7 +86,7 @@ def test_a_lone_surrogate_in_any_rest_body_is_invalid_envelope_naming_the_field_
 
 
 def test_a_lone_surrogate_in_a_key_or_a_list_is_named_by_its_path(room):
-    body = '{"clientCommandId":"k-1","to":["agent:kimi","agent:x%s"],"content":"hi"}' % LONE_SURROGATE
+    body = '{"clientCommandId":"k-1","to":["agent:kimi","agent:x' + LONE_SURROGATE + '"],"content":"hi"}'
 
     error = raw_post(room, "/api/messages", body.encode()).json()["error"]
 
@@ -95,7 +95,7 @@ def test_a_lone_surrogate_in_a_key_or_a_list_is_named_by_its_path(room):
 
 
 def test_a_surrogate_pair_is_one_character_and_is_accepted(room):
-    body = '{"clientCommandId":"pair-%s","to":["agent:kimi"],"content":"smile \\ud83d\\ude00"}' % uuid.uuid4().hex
+    body = f'{{"clientCommandId":"pair-{uuid.uuid4().hex}","to":["agent:kimi"],"content":"smile \\ud83d\\ude00"}}'
 
     response = raw_post(room, "/api/messages", body.encode())
 
@@ -187,7 +187,7 @@ def test_an_mcp_call_with_a_lone_surrogate_or_deep_nesting_is_refused_with_a_cod
     binding = active_binding(room, "agent:kimi")
     before = head_seq(room)
 
-    surrogate = _raw_mcp(room, binding, '{"content":"bad %s"}' % LONE_SURROGATE)
+    surrogate = _raw_mcp(room, binding, '{"content":"bad ' + LONE_SURROGATE + '"}')
     very_deep = _raw_mcp(room, binding, '{"content":' + "[" * 50_000 + "]" * 50_000 + "}")
     deep = _raw_mcp(room, binding, '{"content":' + "[" * 40 + "]" * 40 + "}")
 
@@ -203,7 +203,7 @@ def test_an_mcp_call_with_a_lone_surrogate_or_deep_nesting_is_refused_with_a_cod
 
 
 def _raw_mcp(server, binding: str, arguments_json: str) -> httpx.Response:
-    body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"publish","arguments":%s}}' % arguments_json
+    body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"publish","arguments":' + arguments_json + "}}"
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18",
                "Content-Type": "application/json", "X-GroupX-Binding": binding}
     return httpx.post(server.url("/mcp"), content=body.encode(), headers=headers, timeout=30)
@@ -226,7 +226,7 @@ def test_a_log_that_already_holds_a_lone_surrogate_still_replays_and_every_agent
     db = sqlite3.connect(room.workdir / ".groupx" / "groupx.db")
     with db:
         db.execute("UPDATE rooms_event SET body = ? WHERE event_id = ?",
-                   ['{"content": "poisoned %s here"}' % LONE_SURROGATE, poisoned["messageEventId"]])
+                   ['{"content": "poisoned ' + LONE_SURROGATE + ' here"}', poisoned["messageEventId"]])
     db.close()
 
     after = [send(room, agent, "still there?")["turns"][0]["turnId"] for agent in ("agent:kimi", "agent:hermes")]
