@@ -15,7 +15,7 @@ import asyncio
 import gc
 import logging
 
-from groupx_site import db, lifecycle
+from groupx_site import db, lifecycle, store_faults
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -42,18 +42,30 @@ def _prepare_store() -> None:
 
 
 async def _start() -> None:
-    try:
-        await db.write(_prepare_store)()
-        from agents import runtime as agent_runtime
+    """Start, and while the store is at fault (a read-only or full disk, a lock another process
+    holds) wait and start again: readiness stays ``starting``, health says when the next try is
+    (docs/DECISIONS.md D24). Any other failure is final, as before."""
+    backoff = store_faults.Backoff()
+    while True:
+        try:
+            await db.write(_prepare_store)()
+            from agents import runtime as agent_runtime
 
-        await agent_runtime.start()
-        lifecycle.set_readiness("ready")
-        _freeze_startup_objects()
-        logger.info("GroupX runtime ready")
-    except Exception:
-        lifecycle.set_readiness("failed")
-        logger.exception("GroupX runtime failed to start")
-        raise
+            await agent_runtime.start()
+            break
+        except store_faults.StoreUnavailable as fault:
+            delay = backoff.next_delay()
+            lifecycle.start_attempt_failed(fault.code, fault.message, delay)
+            logger.warning("GroupX runtime could not start (%s); trying again in %.1f s", fault.message, delay)
+            await asyncio.sleep(delay)
+        except Exception as error:
+            lifecycle.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
+            lifecycle.set_readiness("failed")
+            logger.exception("GroupX runtime failed to start")
+            raise
+    lifecycle.set_readiness("ready")
+    _freeze_startup_objects()
+    logger.info("GroupX runtime ready%s", f" after {backoff.failures + 1} attempts" if backoff.failures else "")
 
 
 def _freeze_startup_objects() -> None:
