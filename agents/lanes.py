@@ -29,7 +29,7 @@ from agents.drivers.base import (
     TurnStarted,
 )
 from agents.sessions import AgentSessions
-from groupx_site import db, store_faults
+from groupx_site import db, store_probe
 from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
@@ -89,10 +89,8 @@ class Lane:
             except StoreUnavailable as fault:
                 # The store is at fault (disk full, read-only, locked): wait, then look at the queue
                 # again; new work (a POST that got through) wakes the lane sooner (D24).
-                delay = backoff.next_delay()
-                logger.warning("%s: %s; polling the queue again in %.1f s", self.agent.actor_id, fault.message, delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=delay)
+                logger.warning("%s: %s; the lane waits for the store", self.agent.actor_id, fault.message)
+                await store_probe.store_back(backoff, self.wake)
                 self.wake.set()
 
     async def _run_queue(self) -> None:
@@ -122,7 +120,7 @@ class Lane:
         if active is None:
             return
         if active.claim is None:  # the claim may have committed without its write-ahead
-            await store_faults.until_available(
+            await store_probe.until_available(
                 lambda: _db(lifecycle.requeue_if_never_sent)(active.turn_id),
                 what=f"{self.agent.actor_id}: requeueing {active.turn_id}", logger=logger)
             return
@@ -267,7 +265,7 @@ class Lane:
         if active is None:
             return
         # The agent's answer exists only here until it is written: through a store fault, wait.
-        await store_faults.until_available(
+        await store_probe.until_available(
             lambda: _db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 

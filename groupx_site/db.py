@@ -58,6 +58,11 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
             fault = store_faults.as_store_unavailable(error)
             if fault is None:
                 raise
+            if not connection.in_atomic_block:
+                # A connection opened while the file system was read-only stays read-only after
+                # it is writable again; one that met a full disk may hold a half-done state.
+                # The next call opens a fresh one.
+                connection.close()
             raise fault from error
         if clears and (after := _total_changes()) and after != before:
             store_faults.clear()

@@ -7,16 +7,18 @@ wrote nothing (its transaction rolled back). The process remembers the last faul
 call met, so ``/api/health`` can say "degraded" while it lasts; the next write that commits
 clears it (``groupx_site/db.py``, ``groupx_site/store_probe.py``).
 
-Background work (lanes, the runtime's start, schedulers) waits with ``Backoff`` and tries again.
+Background work (lanes, the runtime's start, schedulers) waits with ``Backoff`` and tries again
+(``groupx_site/store_probe.py``: ``store_back``, ``until_available``).
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.db import DatabaseError
 
@@ -86,8 +88,19 @@ def as_store_unavailable(error: BaseException) -> StoreUnavailable | None:
     kind = classify(error)
     if kind is None:
         return None
+    if kind == "cannot_open" and _store_folder_is_read_only():
+        kind = "read_only"  # SQLite could not create the WAL's -shm/-wal files next to the database
     record(kind)
     return StoreUnavailable(kind)
+
+
+def _store_folder_is_read_only() -> bool:
+    from django.conf import settings
+
+    try:
+        return bool(os.statvfs(Path(settings.DATABASES["default"]["NAME"]).parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 # ---- the last fault seen ----------------------------------------------------------------------
@@ -152,16 +165,3 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
-
-
-async def until_available(call, *, what: str, logger) -> object:
-    """Await ``call()`` until it gets past STORE_UNAVAILABLE: for writes that must not be lost
-    (a Turn's outcome), whose caller has nothing better to do meanwhile. Cancellable."""
-    backoff = Backoff()
-    while True:
-        try:
-            return await call()
-        except StoreUnavailable as fault:
-            delay = backoff.next_delay()
-            logger.warning("%s: %s; trying again in %.1f s", what, fault.message, delay)
-            await asyncio.sleep(delay)

@@ -15,6 +15,8 @@ write transactions take milliseconds, so a lock held longer than that refreshes 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -70,10 +72,40 @@ def _probe() -> None:
 
 
 def _remember(error: sqlite3.Error) -> None:
-    kind = store_faults.classify(error)
-    if kind is None:
-        return
     current = store_faults.current()
-    if kind == "locked" and (current is None or current.kind != "locked"):
+    if store_faults.classify(error) == "locked" and (current is None or current.kind != "locked"):
         return  # a lock held for 100 ms is not yet a fault (see above)
-    store_faults.record(kind)
+    store_faults.as_store_unavailable(error)  # remembers it
+
+
+# ---- background work waits for the store ------------------------------------------------------
+
+
+async def store_back(backoff: store_faults.Backoff, wake: asyncio.Event | None = None) -> None:
+    """Wait, backing off, until the write probe passes (or ``wake`` is set: new work, which a
+    write that got through committed). Background retries wait here rather than on the writer
+    thread: with another process holding the lock, each write there would hold the one writer
+    thread for the whole busy timeout, ahead of the user's requests."""
+    while True:
+        delay = backoff.next_delay()
+        if wake is None:
+            await asyncio.sleep(delay)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=delay)
+            if wake.is_set():
+                return
+        if await asyncio.to_thread(check, suspect=True) is None:
+            return
+
+
+async def until_available(call, *, what: str, logger) -> object:
+    """Await ``call()`` until it gets past STORE_UNAVAILABLE: for writes that must not be lost
+    (a Turn's outcome), whose caller has nothing better to do meanwhile. Cancellable."""
+    backoff = store_faults.Backoff()
+    while True:
+        try:
+            return await call()
+        except store_faults.StoreUnavailable as fault:
+            logger.warning("%s waits: %s", what, fault.message)
+            await store_back(backoff)
