@@ -10,6 +10,7 @@ The disk faults need a small tmpfs of their own (``mount``, as root); without th
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 import subprocess
@@ -19,7 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents import db_rows, fake_agents, send, turn_events, wait_terminal, wire
+from tests.agents import (
+    active_binding,
+    call_tool,
+    db_rows,
+    fake_agents,
+    send,
+    turn_events,
+    wait_terminal,
+    wire,
+)
 from tests.server import GroupXServer, wait_until
 
 LOCKER = """
@@ -186,6 +196,12 @@ def test_a_lock_held_by_another_process_answers_store_unavailable_and_turns_run_
         assert degraded["status"] == "degraded" and degraded["store"]["fault"] == "locked"
         wait_until(lambda: prompts_answered(server) == 2, message="the CLI to answer the slow prompt")
         assert not is_terminal(server, running)
+        # Its Turn is still running in the store, so the agent's binding may call tools: a write
+        # tool gets the same code.
+        tool = call_tool(server, active_binding(server, "agent:kimi"), "publish",
+                         {"content": "from an agent while locked", "clientCommandId": "p-locked"}).json()
+        assert tool["result"]["isError"] is True
+        assert json.loads(tool["result"]["content"][0]["text"])["code"] == "STORE_UNAVAILABLE"
     finally:
         locker.communicate("release\n", timeout=10)
 
