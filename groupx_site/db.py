@@ -19,6 +19,8 @@ Other processes (management commands) still take SQLite's lock as before, and Dj
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -54,7 +56,7 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
         before = _total_changes() if clears else 0
         try:
             result = fn(*args, **kwargs)
-        except DatabaseError as error:
+        except (DatabaseError, sqlite3.Error) as error:  # raw sqlite3 use is not wrapped by Django
             fault = store_faults.as_store_unavailable(error)
             if fault is None:
                 raise
@@ -62,7 +64,8 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
                 # A connection opened while the file system was read-only stays read-only after
                 # it is writable again; one that met a full disk may hold a half-done state.
                 # The next call opens a fresh one.
-                connection.close()
+                with contextlib.suppress(DatabaseError):
+                    connection.close()
             raise fault from error
         if clears and (after := _total_changes()) and after != before:
             store_faults.clear()
