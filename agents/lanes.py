@@ -113,9 +113,10 @@ class Lane:
 
     async def _end_after_store_fault(self) -> None:
         """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
-        the claim without its write-ahead is put back) and runs when the store is back. Claimed, its prompt may have reached the CLI: it fails
-        with STORE_UNAVAILABLE once that can be written (``_finish`` waits for the store), and the
-        native session, left mid-turn, is rebuilt."""
+        a claim without its write-ahead is put back) and runs when the store is back. Claimed,
+        its prompt may have reached the CLI: it fails with STORE_UNAVAILABLE once that can be
+        written (``_finish`` waits for the store), and the native session, left mid-turn, is
+        rebuilt."""
         active = self.active
         if active is None:
             return

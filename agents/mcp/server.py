@@ -142,7 +142,10 @@ async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
 
 async def handle(scope, receive, send) -> None:
     binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
-    state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
+    try:
+        state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
+    except store_faults.StoreUnavailable as fault:
+        return await _json_rpc_error(send, 503, fault.code, fault.message)
     if state == "unknown":
         return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
     if state == "unavailable":
