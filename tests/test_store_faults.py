@@ -147,8 +147,9 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
     room.mount_tmpfs()
     server = room.server().start()
     assert wait_terminal(server, send(server, "agent:kimi", "before")["turns"][0]["turnId"])["type"] == "turn.completed"
-    # One Turn is running across the fault, another is queued behind it.
-    running = send(server, "agent:kimi", "slow [[fake: sleep ms=1500; echo]]")["turns"][0]["turnId"]
+    # One Turn is running across the fault, another is queued behind it. (The 3 s are only room
+    # for the fault to begin while the CLI still works on its answer; nothing waits on them.)
+    running = send(server, "agent:kimi", "slow [[fake: sleep ms=3000; echo]]")["turns"][0]["turnId"]
     queued = send(server, "agent:kimi", "queued before the fault")["turns"][0]["turnId"]
     wait_until(lambda: turn_started(server, running), message="the slow Turn to start")
 
@@ -179,7 +180,7 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
 def test_a_lock_held_by_another_process_answers_store_unavailable_and_turns_run_once_it_is_released(room):
     server = room.server(GROUPX_BUSY_TIMEOUT_MS="1000").start()
     assert wait_terminal(server, send(server, "agent:kimi", "before")["turns"][0]["turnId"])["type"] == "turn.completed"
-    running = send(server, "agent:kimi", "slow [[fake: sleep ms=1500; echo]]")["turns"][0]["turnId"]
+    running = send(server, "agent:kimi", "slow [[fake: sleep ms=3000; echo]]")["turns"][0]["turnId"]
     wait_until(lambda: turn_started(server, running), message="the slow Turn to start")
 
     locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(room.store_dir / "groupx.db")],
