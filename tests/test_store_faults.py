@@ -31,6 +31,7 @@ from tests.agents import (
     wire,
 )
 from tests.server import GroupXServer, wait_until
+from tests.sse import SseClient
 
 LOCKER = """
 import sqlite3, sys
@@ -44,7 +45,7 @@ db.execute("ROLLBACK")
 
 class Room:
     """Servers of one test on a work dir whose ``.groupx`` (the database's folder) may be a tmpfs.
-    Teardown stops the servers first, then unmounts."""
+    Teardown closes the streams and stops the servers first, then unmounts."""
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
@@ -52,6 +53,11 @@ class Room:
         self.store_dir.mkdir(parents=True)
         self.mounted = False
         self.servers: list[GroupXServer] = []
+        self.streams: list[SseClient] = []
+
+    def enter(self, stream: SseClient) -> SseClient:
+        self.streams.append(stream)
+        return stream
 
     def mount_tmpfs(self, size_mib: int = 24) -> None:
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(self.store_dir)],
@@ -71,6 +77,8 @@ class Room:
         return server
 
     def close(self) -> None:
+        for stream in self.streams:
+            stream.close()
         for server in self.servers:
             server.stop()
         if self.mounted:
@@ -152,6 +160,7 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
     running = send(server, "agent:kimi", "slow [[fake: sleep ms=3000; echo]]")["turns"][0]["turnId"]
     queued = send(server, "agent:kimi", "queued before the fault")["turns"][0]["turnId"]
     wait_until(lambda: turn_started(server, running), message="the slow Turn to start")
+    stream = room.enter(SseClient(server.base_url, after_seq=server.get("/api/bootstrap").json()["room"]["throughSeq"]))
 
     truncate_wal(server)
     filler = fill_disk(room.store_dir)
@@ -175,6 +184,8 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
     for turn_id in (running, queued, after):
         assert wait_terminal(server, turn_id)["type"] == "turn.completed"
     wait_until(lambda: health(server)["status"] == "ok", message="health ok again")
+    # A stream opened before the fault lived through it and carries what was written after.
+    stream.wait_for(lambda e: e["type"] == "turn.completed" and e["body"]["turnId"] == after)
 
 
 def test_a_lock_held_by_another_process_answers_store_unavailable_and_turns_run_once_it_is_released(room):
