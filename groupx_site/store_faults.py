@@ -24,7 +24,7 @@ from django.db import DatabaseError
 
 from groupx_site.errors import GroupXError
 
-RETRY_AFTER_SECONDS = 5  # the busy timeout (settings.GROUPX_BUSY_TIMEOUT_MS) rounded up
+RETRY_AFTER_SECONDS = 5  # the default busy timeout, and the ceiling of the background backoff
 
 # SQLite's primary result codes (``sqlite3.Error.sqlite_errorname``, extended names start with
 # these) and, for errors that do not carry one, the message SQLite gives.
