@@ -29,7 +29,8 @@ from agents.drivers.base import (
     TurnStarted,
 )
 from agents.sessions import AgentSessions
-from groupx_site import db
+from groupx_site import db, store_probe
+from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
 from rooms import events
@@ -75,25 +76,58 @@ class Lane:
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"lane:{self.agent.actor_id}")
 
     async def _run(self) -> None:
-        with contextlib.suppress(DriverError):
+        with contextlib.suppress(DriverError, StoreUnavailable):
             await self.sessions.ensure()  # start eagerly so the room shows the agent ready
         self.wake.set()
+        backoff = Backoff()
         while True:
             await self.wake.wait()
             self.wake.clear()
-            while (turn := await _db(lifecycle.next_queued_turn)(self.agent.actor_id)) is not None:
-                try:
-                    await self._run_turn(turn.turn_id, turn.source_event_id)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a bug must not kill the lane: the turn fails, the lane goes on
-                    logger.exception("%s: turn %s crashed the lane", self.agent.actor_id, turn.turn_id)
-                    if self.active is None or self.active.claim is None:
-                        await _db(lifecycle.fail_queued_head)(turn.turn_id, "INTERNAL_ERROR")
-                    else:
-                        await self._finish(self.active, TurnOutcome(status=FAILED, error_code="INTERNAL_ERROR"))
-                finally:
-                    self.active = None
+            try:
+                await self._run_queue()
+                backoff.reset()
+            except StoreUnavailable as fault:
+                # The store is at fault (disk full, read-only, locked): wait, then look at the queue
+                # again; new work (a POST that got through) wakes the lane sooner (D24).
+                logger.warning("%s: %s; the lane waits for the store", self.agent.actor_id, fault.message)
+                await store_probe.store_back(backoff, self.wake)
+                self.wake.set()
+
+    async def _run_queue(self) -> None:
+        while (turn := await _db(lifecycle.next_queued_turn)(self.agent.actor_id)) is not None:
+            try:
+                await self._run_turn(turn.turn_id, turn.source_event_id)
+            except asyncio.CancelledError:
+                raise
+            except StoreUnavailable:
+                await self._end_after_store_fault()
+                raise
+            except Exception:  # a bug must not kill the lane: the turn fails, the lane goes on
+                logger.exception("%s: turn %s crashed the lane", self.agent.actor_id, turn.turn_id)
+                if self.active is None or self.active.claim is None:
+                    await _db(lifecycle.fail_queued_head)(turn.turn_id, "INTERNAL_ERROR")
+                else:
+                    await self._finish(self.active, TurnOutcome(status=FAILED, error_code="INTERNAL_ERROR"))
+            finally:
+                self.active = None
+
+    async def _end_after_store_fault(self) -> None:
+        """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
+        a claim without its write-ahead is put back) and runs when the store is back. Claimed,
+        its prompt may have reached the CLI: it fails with STORE_UNAVAILABLE once that can be
+        written (``_finish`` waits for the store), and the native session, left mid-turn, is
+        rebuilt."""
+        active = self.active
+        if active is None:
+            return
+        if active.claim is None:  # the claim may have committed without its write-ahead
+            await store_probe.until_available(
+                lambda: _db(lifecycle.requeue_if_never_sent)(active.turn_id),
+                what=f"{self.agent.actor_id}: requeueing {active.turn_id}", logger=logger)
+            return
+        if self.sessions.session is not None:
+            self.sessions.session.needs_rebuild = True
+        await self._finish(active, self._outcome(active, FAILED, "STORE_UNAVAILABLE"))
 
     # ---- one turn ---------------------------------------------------------------------------------
 
@@ -231,7 +265,10 @@ class Lane:
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
         if active is None:
             return
-        await _db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor)
+        # The agent's answer exists only here until it is written: through a store fault, wait.
+        await store_probe.until_available(
+            lambda: _db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor),
+            what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 
     # ---- cancel -----------------------------------------------------------------------------------
 

@@ -57,6 +57,8 @@ async def start() -> None:
     wakeups.on_new_work(_on_new_work)
     wakeups.on_cancel(_on_cancel)
     for agent in roster.live_agents():
+        if agent.actor_id in _lanes:  # a start retried after a store fault (D24) keeps its lanes
+            continue
         health.update(agent.actor_id, status="starting")
         lane = Lane(AgentSessions(agent))
         _lanes[agent.actor_id] = lane

@@ -8,7 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from groupx_site import db
+from groupx_site import db, store_faults
 from groupx_site.errors import GroupXError
 from groupx_site.health import health_report
 from groupx_site.middleware import error_response
@@ -46,6 +46,11 @@ def on_http_error(request: HttpRequest, error: HttpError):
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, error: Exception):
+    # Database calls through groupx_site.db already raise StoreUnavailable; this catches the rest.
+    fault = store_faults.as_store_unavailable(error)
+    if fault is not None:
+        logger.warning("%s %s: %s", request.method, request.path, fault.message)
+        return error_response(fault)
     logger.exception("unhandled error on %s %s", request.method, request.path)
     return error_response(GroupXError("INTERNAL_ERROR", "internal error"))
 

@@ -70,7 +70,7 @@ async def application(scope, receive, send):
         # recognises this instance within its 500 ms probe instead of calling it a conflict.
         runtime.begin_start()
     else:
-        await runtime.ensure_started()
+        await runtime.wait_for_first_attempt()
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
         if scope["path"].rstrip("/") == "/mcp":
             return await member_mcp.handle(scope, receive, send)

@@ -9,17 +9,26 @@
 - ``read(fn)``: reads that need no write lock (SSE pages, bootstrap, health, ask snapshots) run on
   a few long-lived reader threads; WAL readers never wait for the writer.
 
+A store fault (disk full, read-only, locked past the busy timeout, …) leaves both as
+``StoreUnavailable`` (503 ``STORE_UNAVAILABLE``) and is remembered for health; a write call that
+commits rows clears it (``groupx_site/store_faults.py``, docs/DECISIONS.md D24).
+
 Other processes (management commands) still take SQLite's lock as before, and Django's sync views
 (admin, setup) keep their per-request thread; only hot paths and the runtime come through here.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError, connection
+
+from groupx_site import store_faults
 
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
@@ -27,10 +36,40 @@ _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read"
 
 def write(fn: Callable[..., Any]):
     """``fn`` as a coroutine function that runs on the writer thread."""
-    return sync_to_async(fn, thread_sensitive=False, executor=_writer)
+    return sync_to_async(_faults_as_codes(fn, clears=True), thread_sensitive=False, executor=_writer)
 
 
 def read(fn: Callable[..., Any]):
     """``fn`` as a coroutine function that runs on a reader thread."""
-    return sync_to_async(fn, thread_sensitive=False, executor=_readers)
+    return sync_to_async(_faults_as_codes(fn, clears=False), thread_sensitive=False, executor=_readers)
+
+
+def _total_changes() -> int:
+    raw = connection.connection  # None until this thread's connection is opened
+    return raw.total_changes if raw is not None else 0
+
+
+def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        # Rows changed by a call that returned normally were committed: the store takes writes
+        # again. A call that only read proves nothing about a full or read-only disk.
+        before = _total_changes() if clears else 0
+        try:
+            result = fn(*args, **kwargs)
+        except (DatabaseError, sqlite3.Error) as error:  # raw sqlite3 use is not wrapped by Django
+            fault = store_faults.as_store_unavailable(error)
+            if fault is None:
+                raise
+            if not connection.in_atomic_block:
+                # A connection opened while the file system was read-only stays read-only after
+                # it is writable again; one that met a full disk may hold a half-done state.
+                # The next call opens a fresh one.
+                with contextlib.suppress(DatabaseError):
+                    connection.close()
+            raise fault from error
+        if clears and (after := _total_changes()) and after != before:
+            store_faults.clear()
+        return result
+
+    return call
 

@@ -41,6 +41,7 @@ class GroupXError(Exception):
         self.message = message[:256]
         self.status = status or HTTP_STATUS.get(code, 500)
         self.details = details
+        self.headers: dict[str, str] = {}  # extra response headers (Retry-After for store faults)
 
     def as_body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}

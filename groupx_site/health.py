@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import connection
 
 from agents import health, roster
-from groupx_site import identity, lifecycle
+from groupx_site import identity, lifecycle, store_probe
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
 
@@ -24,13 +24,19 @@ def identity_fields() -> dict[str, str]:
     }
 
 
-def store_status() -> dict[str, Any]:
+def store_status(*, suspect: bool) -> dict[str, Any]:
+    """``available`` means the store takes writes now: a full or read-only store still reads, so
+    the last write fault and a bounded write probe decide (``groupx_site/store_probe.py``)."""
+    fault = store_probe.check(suspect=suspect)
     try:
         with connection.cursor() as cursor:
             journal_mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
-        return {"available": True, "schemaVersion": SCHEMA_VERSION, "journalMode": journal_mode}
+        store = {"available": fault is None, "schemaVersion": SCHEMA_VERSION, "journalMode": journal_mode}
     except Exception:  # a broken store is reported, never raised at the health endpoint
-        return {"available": False, "schemaVersion": SCHEMA_VERSION}
+        store = {"available": False, "schemaVersion": SCHEMA_VERSION}
+    if fault is not None:
+        store.update(fault.as_json())
+    return store
 
 
 def agent_health() -> list[dict[str, Any]]:
@@ -45,11 +51,13 @@ def health_report() -> tuple[int, dict[str, Any]]:
     readiness = lifecycle.readiness()
     if readiness == "closing":
         return 503, {"status": "closing", "readiness": readiness, **identity_fields()}
-    store = store_status()
+    store = store_status(suspect=readiness != "ready")
     agents = agent_health()
-    degraded = not store["available"] or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents)
+    start_retry = lifecycle.start_retry()
+    degraded = (not store["available"] or start_retry is not None
+                or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
     counts = {"activeTurns": 0, "queuedTurns": 0}
-    if store["available"] and readiness == "ready":  # while starting, the tables may still be migrating
+    if readiness == "ready" and "journalMode" in store:  # while starting, the tables may still be migrating
         counts = {
             "activeTurns": Turn.objects.filter(status__in=IN_FLIGHT_STATUSES).count(),
             "queuedTurns": Turn.objects.filter(status=QUEUED).count(),
@@ -64,4 +72,5 @@ def health_report() -> tuple[int, dict[str, Any]]:
         "store": store,
         "agents": agents,
         **counts,
+        **(start_retry or {}),
     }

@@ -23,7 +23,7 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
-from groupx_site import lifecycle
+from groupx_site import lifecycle, store_faults
 from groupx_site.bodies import MAX_BODY_BYTES, parse_json_body
 from groupx_site.errors import GroupXError
 from groupx_site.json_response import json_response
@@ -34,7 +34,7 @@ LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
 
 def error_response(error: GroupXError, **headers: str) -> HttpResponse:
     response = json_response(error.as_body(), error.status)
-    for name, value in headers.items():
+    for name, value in {**error.headers, **headers}.items():
         response[name] = value
     return response
 
@@ -101,6 +101,9 @@ def check_readiness() -> GroupXError | None:
         return None
     if state == "closing":
         return GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down")
+    fault = store_faults.current()
+    if fault is not None:  # the start waits for the store: say which fault, not just "starting"
+        return store_faults.StoreUnavailable(fault.kind)
     return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX is not ready yet ({state})")
 
 

@@ -15,11 +15,12 @@ import asyncio
 import gc
 import logging
 
-from groupx_site import db, lifecycle
+from groupx_site import db, lifecycle, store_faults
 
 logger = logging.getLogger("groupx.runtime")
 
 _started: asyncio.Future | None = None
+_first_attempt: asyncio.Event | None = None  # set once the first start attempt has ended
 _stopped: asyncio.Future | None = None
 _migrate_first = False
 
@@ -42,18 +43,33 @@ def _prepare_store() -> None:
 
 
 async def _start() -> None:
-    try:
-        await db.write(_prepare_store)()
-        from agents import runtime as agent_runtime
+    """Start, and while the store is at fault (a read-only or full disk, a lock another process
+    holds) wait and start again: readiness stays ``starting``, health says when the next try is
+    (docs/DECISIONS.md D24). Any other failure is final, as before."""
+    backoff = store_faults.Backoff()
+    while True:
+        try:
+            await db.write(_prepare_store)()
+            from agents import runtime as agent_runtime
 
-        await agent_runtime.start()
-        lifecycle.set_readiness("ready")
-        _freeze_startup_objects()
-        logger.info("GroupX runtime ready")
-    except Exception:
-        lifecycle.set_readiness("failed")
-        logger.exception("GroupX runtime failed to start")
-        raise
+            await agent_runtime.start()
+            break
+        except store_faults.StoreUnavailable as fault:
+            delay = backoff.next_delay()
+            lifecycle.start_attempt_failed(fault.code, fault.message, delay)
+            _first_attempt.set()
+            logger.warning("GroupX runtime could not start (%s); trying again in %.1f s", fault.message, delay)
+            await asyncio.sleep(delay)
+        except Exception as error:
+            lifecycle.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
+            lifecycle.set_readiness("failed")
+            _first_attempt.set()
+            logger.exception("GroupX runtime failed to start")
+            raise
+    lifecycle.set_readiness("ready")
+    _first_attempt.set()
+    _freeze_startup_objects()
+    logger.info("GroupX runtime ready%s", f" after {backoff.failures + 1} attempts" if backoff.failures else "")
 
 
 def _freeze_startup_objects() -> None:
@@ -66,8 +82,9 @@ def _freeze_startup_objects() -> None:
 
 def begin_start() -> asyncio.Future:
     """Start once per process without waiting (health answers while the runtime starts)."""
-    global _started
+    global _started, _first_attempt
     if _started is None:  # no await between the check and the assignment: one start per process
+        _first_attempt = asyncio.Event()
         _started = asyncio.ensure_future(_start())
         _started.add_done_callback(lambda f: f.cancelled() or f.exception())  # _start logs its failure
     return _started
@@ -77,6 +94,17 @@ async def ensure_started() -> None:
     started = begin_start()
     if not started.done():
         await asyncio.shield(started)
+
+
+async def wait_for_first_attempt() -> None:
+    """For requests: wait for the start, but not through its retries. A start waiting for the
+    store (D24) lets requests through: health and reads answer, writes get 503 from the
+    readiness check, instead of every request hanging until the fault clears."""
+    started = begin_start()
+    if not started.done():
+        await _first_attempt.wait()
+    if started.done():
+        started.result()  # a final failure is raised, as before
 
 
 def schedule_start() -> None:

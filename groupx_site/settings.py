@@ -78,6 +78,10 @@ TEMPLATES = [
     },
 ]
 
+# Our own writers never wait on each other (one writer thread, D20): a lock held this long is
+# another process's. The tests shorten it with GROUPX_BUSY_TIMEOUT_MS.
+GROUPX_BUSY_TIMEOUT_MS = int(os.environ.get("GROUPX_BUSY_TIMEOUT_MS") or 5000)
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
@@ -86,7 +90,9 @@ DATABASES = {
             # BEGIN IMMEDIATE: a DEFERRED read lock upgraded to a write lock fails at once with
             # SQLITE_BUSY; IMMEDIATE waits for the lock instead (research/STACK_POC.md §5).
             "transaction_mode": "IMMEDIATE",
-            "timeout": 20,
+            # SQLite's busy timeout: how long a write waits for a lock another process holds
+            # before it answers 503 STORE_UNAVAILABLE (FEATURES §18: busy_timeout=5000; D24).
+            "timeout": GROUPX_BUSY_TIMEOUT_MS / 1000,
             "init_command": (
                 "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA foreign_keys=ON;PRAGMA temp_store=MEMORY"
             ),

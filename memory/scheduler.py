@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 
+from groupx_site.store_faults import StoreUnavailable
 from memory import dated
 
 logger = logging.getLogger("groupx.memory.scheduler")
@@ -29,6 +30,8 @@ async def _run() -> None:
             await dated.run_due()
         except asyncio.CancelledError:
             raise
+        except StoreUnavailable as fault:  # a full or locked disk: the due batches wait (D24)
+            logger.warning("dated memory scheduling waits: %s", fault.message)
         except Exception:  # a bad batch must not end the scheduler; it is retried next tick
             logger.exception("dated memory scheduling failed")
         await asyncio.sleep(tick_seconds())

@@ -65,9 +65,12 @@ class GroupXServer:
             capture_output=True, text=True,
         )
 
-    def start(self, *, timeout: float = 30.0, port: int = 0) -> GroupXServer:
-        """Start daphne on ``port`` (0: any free port) and wait until it is ready."""
-        self.manage("migrate", "--noinput", "-v0")
+    def start(self, *, timeout: float = 30.0, port: int = 0, migrate: bool = True,
+              wait_ready: bool = True) -> GroupXServer:
+        """Start daphne on ``port`` (0: any free port) and wait until it listens and, unless
+        ``wait_ready`` is False, until it is ready."""
+        if migrate:
+            self.manage("migrate", "--noinput", "-v0")
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it for its lifetime)
         self.proc = subprocess.Popen(
@@ -84,7 +87,8 @@ class GroupXServer:
 
         port = wait_until(bound_port, timeout=timeout, message="the server to listen")
         self.base_url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: self.readiness() == "ready", timeout=timeout, message="readiness ready")
+        if wait_ready:
+            wait_until(lambda: self.readiness() == "ready", timeout=timeout, message="readiness ready")
         return self
 
     @property

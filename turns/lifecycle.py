@@ -335,6 +335,23 @@ def recover_after_restart() -> dict[str, int]:
     return counts
 
 
+def requeue_if_never_sent(turn_id: str) -> bool:
+    """A Turn claimed (``dispatching + prepared + not_delivered``) whose write-ahead a store fault
+    stopped goes back to the queue, as restart recovery would put it (docs/DECISIONS.md D24)."""
+    with transaction.atomic():
+        turn = Turn.objects.filter(turn_id=turn_id, status=DISPATCHING).first()
+        if turn is None:
+            return False
+        attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()
+        if attempt is not None and (attempt.dispatch_phase, attempt.delivery_certainty) != ("prepared", "not_delivered"):
+            return False
+        if attempt is not None:
+            TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(
+                dispatch_phase="terminal", terminal_at=timezone.now())
+        Turn.objects.filter(turn_id=turn_id, status=DISPATCHING).update(status=QUEUED, binding_id=None)
+    return True
+
+
 def fail_queued_head(turn_id: str, error_code: str) -> bool:
     """A queued Turn whose agent could not start: it fails visibly instead of waiting forever."""
     with transaction.atomic():

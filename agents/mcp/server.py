@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
-from groupx_site import db
+from groupx_site import db, store_faults
 from groupx_site.bodies import check_json_value
 from groupx_site.errors import GroupXError
 from memory import mcp as memory_tools
@@ -87,7 +87,10 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         return _text_result(result, error=False)
     except GroupXError as error:
         return _text_result({k: v for k, v in error.as_body()["error"].items()}, error=True)
-    except Exception:  # the caller gets a protocol error, never a stack trace
+    except Exception as error:  # the caller gets a protocol error, never a stack trace
+        fault = store_faults.as_store_unavailable(error)
+        if fault is not None:
+            return _text_result(fault.as_body()["error"], error=True)
         logger.exception("tool %s failed", params.name)
         return _text_result({"code": "INTERNAL_ERROR", "message": "internal error"}, error=True)
 
@@ -142,7 +145,10 @@ async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
 
 async def handle(scope, receive, send) -> None:
     binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
-    state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
+    try:
+        state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
+    except store_faults.StoreUnavailable as fault:
+        return await _json_rpc_error(send, 503, fault.code, fault.message)
     if state == "unknown":
         return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
     if state == "unavailable":
