@@ -63,3 +63,13 @@ def describe(config_path: Path, raw: dict[str, Any]) -> str:
     demos = all(agent_id.startswith("demo-") for agent_id in raw.get("agents", {"": None}))
     why = " (no agent CLI found on PATH: these are the bundled demo agents)" if demos else ""
     return f"No config found: wrote a starter {config_path} with {agents}{why}. Change the agents at /setup."
+
+
+def is_demo_roster(agents) -> bool:
+    """True when the room runs only the bundled demo agents, as the starter file writes them
+    (``demo-*`` ids on the fake CLIs): the room then offers ``/setup`` in a banner. A test roster
+    that runs the fakes under real driver names is not "the demo agents"."""
+    enabled = [agent for agent in agents if agent.enabled]
+    return bool(enabled) and all(
+        agent.agent_id.startswith("demo-") and Path(agent.command[0]).parent == FAKES_BIN for agent in enabled
+    )

@@ -16,25 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, cli_env, free_port, groupx, health, port_refuses
+from tests.groupx_cli import Foreground, cli_env, free_port, groupx, health, isolated_path, port_refuses
 from tests.server import FAKES_BIN, REPO, wait_until
 from tests.sse import SseClient
 
 
-def without_agent_clis(workdir: Path) -> str:
-    """A PATH with only ``python3`` on it (the demo agents' ``#!/usr/bin/env python3``), so no
-    codex, claude, kimi, hermes or grok this machine may have installed is found."""
-    bin_dir = workdir / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("python3", "python"):
-        wrapper = bin_dir / name
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-        wrapper.chmod(0o755)
-    return str(bin_dir)
-
-
 def fresh_env(workdir: Path, **extra: str) -> dict:
-    return cli_env(workdir, PATH=without_agent_clis(workdir), **extra)
+    return cli_env(workdir, PATH=isolated_path(workdir), **extra)
 
 
 @pytest.fixture
