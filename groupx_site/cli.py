@@ -316,7 +316,7 @@ def start_race(target: Target, *, open_browser: bool, page: str = "/") -> int:
                    on_ready=on_ready)
     if result.outcome == "address_in_use":
         # Someone bound between our probe and our listen: a concurrent start of this config is a
-        # reuse; anything else is a conflict. Nothing was written by this process.
+        # reuse; anything else is a conflict. No store was opened (at most the starter file written).
         for attempt in range(REPROBES):
             found = target.probe()
             if found.kind == "groupx" and conflict_message(found, target) is None:
