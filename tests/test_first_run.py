@@ -7,7 +7,11 @@ The port is a free one, never the user's 4310.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -16,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, cli_env, free_port, groupx, health, isolated_path, port_refuses
+from tests.groupx_cli import Foreground, cli_env, free_port, groupx, isolated_path, port_refuses
 from tests.server import FAKES_BIN, REPO, wait_until
 from tests.sse import SseClient
 
@@ -84,6 +88,18 @@ def test_init_without_a_config_starts_the_room_and_points_at_the_setup_page(tmp_
     assert again.returncode == 0 and f"http://127.0.0.1:{port}/setup" in again.stdout
 
 
+def test_agent_clis_found_on_path_are_the_starter_roster_instead_of_the_demo_agents(tmp_path):
+    env = cli_env(tmp_path, PATH=isolated_path(tmp_path, "kimi", "claude"), GROUPX_CONFIG=str(tmp_path / "groupx.json"))
+
+    written = subprocess.run([sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60,
+                             capture_output=True, text=True)
+
+    assert written.returncode == 0, written.stderr
+    assert "agent:kimi, agent:claude" in written.stdout and "demo" not in written.stdout
+    agents = json.loads((tmp_path / "groupx.json").read_text())["agents"]
+    assert agents == {"kimi": {"cwd": str(tmp_path)}, "claude": {"cwd": str(tmp_path)}}
+
+
 def test_a_port_option_that_disagrees_with_an_existing_config_is_refused(tmp_path):
     config = tmp_path / "groupx.json"
     config.write_text(json.dumps({"server": {"host": "127.0.0.1", "port": 4999}}))
@@ -97,30 +113,62 @@ def test_a_port_option_that_disagrees_with_an_existing_config_is_refused(tmp_pat
 # --- manage.py runserver ------------------------------------------------------------------------
 
 
-def manage(workdir: Path, *args: str, **popen) -> subprocess.Popen:
+def runserver(workdir: Path, address: str, *options: str) -> subprocess.Popen:
+    """``manage.py runserver`` in its own process group: with the autoreloader the server is a
+    child of the command, and both must go at the end."""
     log = open(workdir / "runserver.log", "ab")  # noqa: SIM115 (the child owns it)
-    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "manage.py", "runserver", address, *options], cwd=REPO,
                             env=fresh_env(workdir, GROUPX_CONFIG=str(workdir / "groupx.json")),
-                            stdout=log, stderr=subprocess.STDOUT, **popen)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_runserver_on_a_fresh_checkout_writes_the_config_migrates_and_serves_a_ready_room(tmp_path):
+def stop_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("address", "origin", "options"), [
+    ("127.0.0.1:{port}", "http://127.0.0.1:{port}", ("--noreload",)),
+    ("{port}", "http://127.0.0.1:{port}", ()),  # the bare port, with Django's autoreloader as people run it
+    ("localhost:{port}", "http://localhost:{port}", ("--noreload",)),
+    pytest.param("[::1]:{port}", "http://[::1]:{port}", ("--noreload",),
+                 marks=pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback here")),
+], ids=["ipv4", "bare-port-with-reloader", "localhost", "ipv6"])
+def test_runserver_on_a_fresh_checkout_writes_the_config_migrates_and_serves_a_ready_room(tmp_path, address,
+                                                                                         origin, options):
     port = free_port()
-    server = manage(tmp_path, "runserver", f"127.0.0.1:{port}", "--noreload")
+    origin = origin.format(port=port)
+    server = runserver(tmp_path, address.format(port=port), *options)
     try:
         def ready():
             assert server.poll() is None, (tmp_path / "runserver.log").read_text()
-            found = health(port)
-            return found if found and found["readiness"] == "ready" else None
+            try:
+                found = httpx.get(f"{origin}/api/health", timeout=2).json()
+            except (httpx.HTTPError, ValueError):
+                return None
+            return found if found["readiness"] == "ready" else None
 
         found = wait_until(ready, timeout=60, interval=0.1, message="a ready room from runserver")
         assert {a["actorId"] for a in found["agents"]} >= {"agent:demo-kimi", "agent:demo-claude"}
-        assert httpx.get(f"http://127.0.0.1:{port}/api/bootstrap", timeout=10).status_code == 200
+        assert httpx.get(f"{origin}/api/bootstrap", timeout=10).status_code == 200
         log = (tmp_path / "runserver.log").read_text()
         assert "wrote a starter" in log and "unapplied migration" not in log
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_group(server)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "[::]", "0"])
