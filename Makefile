@@ -15,8 +15,9 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # Creates the venv, installs and starts GroupX on the address in groupx.json (default
-# 127.0.0.1:4310), applying migrations itself. With no groupx.json yet, it first serves the setup
-# wizard and prints its address (`python manage.py init_config` writes a starter file instead).
+# 127.0.0.1:4310), applying migrations itself. With no groupx.json yet it first writes the starter
+# one (agent CLIs found on PATH, else the bundled demo agents) and serves the room at once; the
+# agents change at /setup. A browser opens only where there is one (never blocks without).
 run: install
 	$(PY) -m groupx_site start
 

@@ -1,6 +1,6 @@
 """Parsing a JSON request body with bounds (issue 14): size, nesting depth and text.
 
-One parser for every JSON body GroupX accepts over HTTP (the REST API, the setup wizard). Each
+One parser for every JSON body GroupX accepts over HTTP (the REST API, /api/setup included). Each
 refusal is the protocol's code, raised before any work is done:
 
 - an empty body, malformed JSON or invalid UTF-8 → 400 ``INVALID_ENVELOPE``;

@@ -9,8 +9,12 @@ concurrent start of the same config (reuse) from a conflict.
 ``stop`` and ``restart`` talk to the runtime only through ``POST /api/runtime/shutdown`` and only
 when the running instance belongs to this config path (PROTOCOL §10.8).
 
-Nothing here imports Django before it must: settings read ``groupx.json`` at import time, and the
-setup wizard runs precisely when that file does not exist yet.
+With no config file, ``start`` (and ``init``) write the starter one first (real CLIs on PATH, else
+the demo agents) and serve the room at once; ``/setup`` in the running room is where the agents
+change (docs/DECISIONS.md D26).
+
+Nothing here imports Django before it must: settings read ``groupx.json`` at import time, so the
+starter file has to exist before the first Django import.
 """
 
 from __future__ import annotations
@@ -34,27 +38,29 @@ POLL_SECONDS = 0.1
 UNREACHABLE_IN_A_ROW = 3
 
 USAGE = """\
-usage: groupx [command] [--config PATH] [--no-open]
+usage: groupx [command] [--config PATH] [--port PORT] [--no-open]
 
 commands:
-  start     start GroupX for this config (the default command); runs the setup
-            wizard first when the config file does not exist
+  start     start GroupX for this config (the default command); writes a starter
+            config first when the file does not exist (agent CLIs found on PATH,
+            else the bundled demo agents)
   stop      stop the running GroupX of this config
   restart   stop it, then start again with the latest config
-  init      run the setup wizard, then start
+  init      like start, then open the Agent Settings page (/setup)
   doctor    check this machine: OS, Python, Django, agent CLIs and the config
   version   print the version (also --version, -v)
   help      print this help (also --help, -h)
 
 options:
   --config PATH   the groupx.json to use (default: $GROUPX_CONFIG, else ./groupx.json)
+  --port PORT     the port a new starter config listens on (start, init; default 4310)
   --no-open       do not open a browser (start, restart, init)
 """
 
 OPTIONS = {
-    "start": {"--config", "--no-open"},
+    "start": {"--config", "--port", "--no-open"},
     "restart": {"--config", "--no-open"},
-    "init": {"--config", "--no-open"},
+    "init": {"--config", "--port", "--no-open"},
     "stop": {"--config"},
     "doctor": {"--config"},
 }
@@ -68,6 +74,7 @@ class UsageError(Exception):
 class Invocation:
     command: str
     config: str | None = None
+    port: int | None = None
     open_browser: bool = True
 
 
@@ -89,19 +96,29 @@ def parse_args(argv: list[str]) -> Invocation:
         name, _, inline = arg.partition("=")
         if name not in allowed:
             raise UsageError(f"unknown option for {command}: {arg}")
-        if name == "--config":
+        if name in {"--config", "--port"}:
             if inline:
-                invocation.config = inline
+                value = inline
             elif i + 1 < len(argv):
-                invocation.config, i = argv[i + 1], i + 1
+                value, i = argv[i + 1], i + 1
             else:
-                raise UsageError("--config needs a path")
+                raise UsageError(f"{name} needs a value")
+            if name == "--config":
+                invocation.config = value
+            else:
+                invocation.port = parse_port(value)
         elif inline:
             raise UsageError(f"{name} takes no value")
         else:
             invocation.open_browser = False
         i += 1
     return invocation
+
+
+def parse_port(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise UsageError(f"--port must be a number from 1 to 65535, not {value!r}")
+    return int(value)
 
 
 def say(message: str) -> None:
@@ -127,8 +144,11 @@ def version() -> str:
 
 
 def open_url(url: str) -> bool:
+    """Open a browser where there is one; never block or fail where there is none."""
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         return False  # headless: a console browser (lynx, w3m) would take over this terminal
+    if os.environ.get("CI") or os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"):
+        return False  # a browser on the far side of an SSH session or on a CI runner helps nobody
     try:
         return webbrowser.open(url, new=2)
     except webbrowser.Error:
@@ -265,45 +285,38 @@ def load_target(path: Path) -> Target | None:
         return None
 
 
-def start_race(target: Target, *, open_browser: bool, wizard=None) -> int:
-    """The idempotent start: reuse the same config's runtime, refuse any other listener, else serve."""
+def start_race(target: Target, *, open_browser: bool, page: str = "/") -> int:
+    """The idempotent start: reuse the same config's runtime, refuse any other listener, else serve.
+    ``page`` is where the browser goes: the room, or ``/setup`` for ``groupx init``."""
+
+    def show(origin: str) -> None:
+        url = origin + page if page != "/" else origin
+        if page != "/":
+            say(f"Change the agents at {url}")
+        if open_browser and not open_url(url):
+            say(f"Open {url} in your browser.")
 
     def reuse() -> int:
         say(f"GroupX is already running at {target.origin}")
-        if wizard is not None:
-            wizard.report_ready(target.origin)
-        elif open_browser:
-            open_url(target.origin)
+        show(target.origin)
         return 0
-
-    def conflict(message: str) -> int:
-        if wizard is not None:
-            wizard.report_failed(message)
-        return fail(message)
 
     found = target.probe_patiently()
     if found.kind != "unreachable":
         message = conflict_message(found, target)
-        return reuse() if message is None else conflict(message)
+        return reuse() if message is None else fail(message)
 
     from groupx_site.serve import serve  # imports Django: only now that the config exists
 
     def on_ready(origin: str) -> None:
         say(f"GroupX is ready at {origin} (Ctrl+C or `groupx stop` to stop)")
-        if wizard is not None:
-            wizard.report_ready(origin)
-        elif open_browser and not open_url(origin):
-            say(f"Open {origin} in your browser.")
-
-    def on_failed(message: str) -> None:
-        if wizard is not None:
-            wizard.report_failed(message)
+        show(origin)
 
     result = serve(target.config, on_listening=lambda origin: say(f"GroupX is starting at {origin} ({target.path})"),
-                   on_ready=on_ready, on_failed=on_failed)
+                   on_ready=on_ready)
     if result.outcome == "address_in_use":
         # Someone bound between our probe and our listen: a concurrent start of this config is a
-        # reuse; anything else is a conflict. Nothing was written by this process.
+        # reuse; anything else is a conflict. No store was opened (at most the starter file written).
         for attempt in range(REPROBES):
             found = target.probe()
             if found.kind == "groupx" and conflict_message(found, target) is None:
@@ -311,59 +324,51 @@ def start_race(target: Target, *, open_browser: bool, wizard=None) -> int:
             if attempt < REPROBES - 1:
                 time.sleep(POLL_SECONDS)
         if found.kind == "unreachable":
-            return conflict(f"port {target.port} was taken and released while GroupX was starting; try again.")
-        return conflict(conflict_message(found, target) or "the port is in use")
+            return fail(f"port {target.port} was taken and released while GroupX was starting; try again.")
+        return fail(conflict_message(found, target) or "the port is in use")
     if result.outcome in ("listen_failed", "start_failed"):
         return fail(result.message)
     say("GroupX stopped.")
     return 0
 
 
-def run_wizard(path: Path, *, open_browser: bool) -> int:
-    from setup_wizard.standalone import Wizard
-
-    wizard = Wizard(path).start()
-    url = f"{wizard.origin}/setup"
-    say(f"Set up GroupX in your browser: {url}")
-    if open_browser and not open_url(url):
-        say("(No browser was opened: visit that address yourself.)")
-    try:
-        wizard.saved.wait()
-    except KeyboardInterrupt:
-        wizard.close()
-        return 130
-    say(f"Saved {path}.")
-    target = load_target(path)
-    if target is None:  # cannot happen after a validated save, unless the file was edited meanwhile
-        wizard.report_failed("the saved config could not be read back")
-        wizard.wait_closed(3)
-        return 1
-    code = start_race(target, open_browser=False, wizard=wizard)  # the wizard page goes to the room
-    wizard.wait_closed(6)  # when start returned early, give the page a moment to see the outcome
-    return code
-
-
-def cmd_start(path: Path, open_browser: bool) -> int:
+def ensure_config(path: Path, port: int | None) -> Target | None:
+    """The config to start: the existing file, or a starter one written now (D26). ``--port`` only
+    chooses the port of a new file; it never overrides an existing one, whose runtime identity
+    (``groupx stop``, ``restart``) is the file."""
     if not path.exists():
-        say(f"No config at {path}: starting the setup wizard.")
-        return run_wizard(path, open_browser=open_browser)
+        from setup_wizard.starter import DEFAULT_PORT, describe, write_starter_config
+
+        say(describe(path, write_starter_config(path, port=port or DEFAULT_PORT)))
     target = load_target(path)
+    if target is not None and port is not None and port != target.port:
+        fail(f"{path} already sets server.port {target.port}; --port only applies to a new config. "
+             "Change the port at /setup or in the file.")
+        return None
+    return target
+
+
+def cmd_start(path: Path, open_browser: bool, port: int | None = None) -> int:
+    target = ensure_config(path, port)
     return 1 if target is None else start_race(target, open_browser=open_browser)
 
 
-def cmd_init(path: Path, open_browser: bool) -> int:
+def cmd_init(path: Path, open_browser: bool, port: int | None = None) -> int:
+    """The agents change at /setup in the running room; ``init`` gets there from any state: a room
+    already running for this config is reused (even one started before the file changed, whose own
+    /setup edits the same file), else the room starts (writing a starter config when needed)."""
     if path.exists():
         target = load_target(path)
         if target is not None:
             found = target.probe()
             if found.kind == "groupx" and found.scope_key == target.scope_key:
-                # Its own /setup edits the same file; a second wizard would only race it.
                 say(f"GroupX is running for this config: edit the agents at {target.origin}/setup, "
                     "then run `groupx restart`.")
                 if open_browser:
                     open_url(f"{target.origin}/setup")
                 return 0
-    return run_wizard(path, open_browser=open_browser)
+    target = ensure_config(path, port)
+    return 1 if target is None else start_race(target, open_browser=open_browser, page="/setup")
 
 
 def stop_budget(config: GroupXConfig) -> float:
@@ -433,7 +438,7 @@ def cmd_stop(path: Path) -> int:
 
 def cmd_restart(path: Path, open_browser: bool) -> int:
     if not path.exists():
-        return fail(f"no config at {path}; run `groupx start` to set one up.")
+        return fail(f"no config at {path}; run `groupx start` to write one and start.")
     target = load_target(path)
     if target is None:
         return 1
@@ -467,5 +472,5 @@ def main(argv: list[str] | None = None) -> int:
     if invocation.command == "restart":
         return cmd_restart(path, invocation.open_browser)
     if invocation.command == "init":
-        return cmd_init(path, invocation.open_browser)
-    return cmd_start(path, invocation.open_browser)
+        return cmd_init(path, invocation.open_browser, invocation.port)
+    return cmd_start(path, invocation.open_browser, invocation.port)

@@ -28,7 +28,6 @@ def serve(
     *,
     on_listening: Callable[[str], None] = lambda origin: None,
     on_ready: Callable[[str], None] = lambda origin: None,
-    on_failed: Callable[[str], None] = lambda message: None,
 ) -> ServeResult:
     # Twisted picks its reactor at first import: daphne.server installs the asyncio reactor, so it
     # must be imported before anything else touches twisted (and before groupx_site.asgi, which
@@ -74,7 +73,6 @@ def serve(
                 await runtime.ensure_started()
             except Exception as error:
                 result.outcome, result.message = "start_failed", f"the runtime failed to start: {error}"
-                on_failed(result.message)
                 reactor.stop()
             else:
                 on_ready(listen.origin())

@@ -6,7 +6,7 @@ from django.conf import settings
 
 from agents import roster
 from setup_wizard.config import load_config
-from setup_wizard.starter import write_starter_config
+from setup_wizard.starter import describe, write_starter_config
 
 
 def ensure_config(out) -> bool:
@@ -15,8 +15,7 @@ def ensure_config(out) -> bool:
     if path.exists():
         return False
     raw = write_starter_config(path)
-    agents = ", ".join(f"agent:{agent_id}" for agent_id in raw.get("agents", {})) or "the default codex, grok, kimi"
-    out.write(f"No config found: wrote a starter {path} (agents: {agents}). Edit it to change the room.\n")
+    out.write(describe(path, raw) + "\n")
     settings.GROUPX_CONFIG = load_config(path)
     roster.configured_agents.cache_clear()
     return True

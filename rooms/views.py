@@ -1,6 +1,9 @@
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from agents.roster import configured_agents
+from setup_wizard.starter import is_demo_roster
+
 
 def room_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "rooms/room.html")
+    return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents())})

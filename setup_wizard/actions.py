@@ -5,8 +5,8 @@ The draft is deliberately smaller than ``groupx.json``: an agent is only
 are not settings of GroupX, so a draft that carries them is refused rather than silently trimmed.
 Limits and timeouts are not in the draft either; a save keeps the ones the file already has.
 
-No Django here: the standalone wizard serves this before any settings exist (the config it writes
-is what settings will read).
+No Django here: the schema and the detection are plain functions, tested and reused without
+settings (``groupx doctor`` runs before any exist).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from setup_wizard.starter import demo_agents
 DEFAULT_PORT = 4310
 DEFAULT_STORAGE = ".groupx/groupx.db"
 ASSISTANT_NAME = "房间助理"
+# The room assistant (FEATURES §13) is not built yet: the page hides its card and the starter draft
+# leaves it off. A file that has an ``assistant`` block keeps it untouched (nothing reads it).
+ASSISTANT_AVAILABLE = False
 # Names a user may expect to find here; they get a message saying why there is no such setting.
 NOT_SETTINGS = {"transport", "access", "sandbox", "model", "approval", "approvalPolicy", "permissionMode"}
 
@@ -144,7 +147,8 @@ def starter_draft(config_path: Path, drivers: list[detect.DriverStatus]) -> dict
         agents += demo_drafts(Path(workdir))
     brain_from = next((a for a in agents if a["enabled"]), None)
     assistant = {
-        "enabled": brain_from is not None,  # on by default on first setup, when it has a brain to use
+        # The protocol turns it on for a first setup; it stays off until the assistant exists.
+        "enabled": ASSISTANT_AVAILABLE and brain_from is not None,
         "name": ASSISTANT_NAME, "extraInstructions": "",
         "brain": brain_from and {"driver": brain_from["driver"], "command": dict(brain_from["command"]),
                                  "cwd": workdir},
@@ -158,6 +162,7 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         "configPath": str(config_path),
         "existing": config_path.exists(),
         "runtimeActive": runtime_active,
+        "assistantAvailable": ASSISTANT_AVAILABLE,
         "drivers": [d.as_json() for d in drivers],
         "demoAgents": demo_drafts(config_path.parent.resolve()),
     }
@@ -292,7 +297,9 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
     return raw
 
 
-def save(config_path: Path, body: Any, *, restart_required: bool) -> dict[str, Any]:
+def save(config_path: Path, body: Any) -> dict[str, Any]:
+    """The page is always served by a running room, whose sessions are never hot-swapped: a save
+    takes effect at ``groupx restart``."""
     draft = validate_draft(body, config_path.parent)
     raw = build_config(draft, existing_raw(config_path))
     try:
@@ -305,5 +312,5 @@ def save(config_path: Path, body: Any, *, restart_required: bool) -> dict[str, A
         "configPath": str(config_path),
         "agentCount": len(draft.agents),
         "enabledAgentCount": sum(1 for agent in draft.agents if agent.enabled),
-        "restartRequired": restart_required,
+        "restartRequired": True,
     }

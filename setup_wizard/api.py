@@ -2,7 +2,8 @@
 
 A save here only rewrites ``groupx.json``: the running sessions and bindings are never hot-swapped,
 so the answer always says ``restartRequired`` and the new agents wait for ``groupx restart``.
-(``/api/setup/launch`` exists only in the standalone wizard, ``setup_wizard/standalone.py``.)
+There is no standalone wizard any more: the first run writes a starter config and serves the room
+(docs/DECISIONS.md D26), so this is the only place the setup is edited from a browser.
 """
 
 from __future__ import annotations
@@ -28,6 +29,5 @@ async def get_setup(request: HttpRequest):
 
 @router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)")
 async def post_setup(request: HttpRequest):
-    body = await sync_to_async(actions.save, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, json_body(request),
-                                                                     restart_required=True)
+    body = await sync_to_async(actions.save, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, json_body(request))
     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})

@@ -278,6 +278,8 @@ def write_config(path: Path, raw: dict[str, Any]) -> None:
     """Validate, then write atomically (a crash never leaves half a file)."""
     parse_config(raw, source=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    # One temporary name per process: two first starts racing to write the starter file must not
+    # rename each other's half-written file away.
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(raw, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)

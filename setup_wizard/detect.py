@@ -1,8 +1,8 @@
 """Which agent CLIs this machine has (FEATURES §2.2 doctor, §2.3 setup snapshot).
 
-Pure functions, no Django: the standalone wizard and ``groupx doctor`` run before any settings
-exist. ``--version`` runs with a timeout and no stdin, because a CLI that ignores the flag and
-starts its interactive mode must not hang the page or the doctor.
+Pure functions, no Django: ``groupx doctor`` runs before any settings exist. ``--version`` runs
+with a timeout and no stdin, because a CLI that ignores the flag and starts its interactive mode
+must not hang the page or the doctor.
 """
 
 from __future__ import annotations

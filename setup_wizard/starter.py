@@ -1,8 +1,8 @@
-"""The starter ``groupx.json`` written on first run.
+"""The starter ``groupx.json`` written on first run (``groupx start``, ``make run``, ``runserver``).
 
-Real CLIs found on PATH are offered first; when none is installed the room is populated with the
+Real CLIs found on PATH are used first; when none is installed the room is populated with the
 bundled demo agents (the fake CLIs in ``agents/fakes``), clearly named as demos, so a newcomer gets a
-working room straight away.
+working room straight away and changes it later at ``/setup`` (docs/DECISIONS.md D26).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from setup_wizard.config import DISPLAY_NAMES, DRIVERS, write_config
 
 FAKES_BIN = Path(__file__).resolve().parent.parent / "agents" / "fakes" / "bin"
 DEMO_DRIVERS = ("kimi", "hermes", "grok", "codex", "claude")
+DEFAULT_PORT = 4310
 
 
 def detect_drivers() -> dict[str, str | None]:
@@ -38,19 +39,37 @@ def demo_agents(workdir: Path) -> dict[str, Any]:
     return agents
 
 
-def starter_config(config_path: Path) -> dict[str, Any]:
+def starter_config(config_path: Path, *, port: int = DEFAULT_PORT) -> dict[str, Any]:
     workdir = config_path.parent.resolve()
     found = {driver: path for driver, path in detect_drivers().items() if path}
     agents: dict[str, Any] = {driver: {"cwd": str(workdir)} for driver in found}
     if not agents:
         agents = demo_agents(workdir)
-    raw: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": 4310}, "storage": {"path": ".groupx/groupx.db"}}
+    raw: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": port}, "storage": {"path": ".groupx/groupx.db"}}
     if agents:  # with neither real CLIs nor demo shims, the built-in default roster applies
         raw["agents"] = agents
     return raw
 
 
-def write_starter_config(config_path: Path) -> dict[str, Any]:
-    raw = starter_config(config_path)
+def write_starter_config(config_path: Path, *, port: int = DEFAULT_PORT) -> dict[str, Any]:
+    raw = starter_config(config_path, port=port)
     write_config(config_path, raw)
     return raw
+
+
+def describe(config_path: Path, raw: dict[str, Any]) -> str:
+    """One line for the terminal: what was written, with which agents, and where to change them."""
+    agents = ", ".join(f"agent:{agent_id}" for agent_id in raw.get("agents", {})) or "the default codex, grok, kimi"
+    demos = all(agent_id.startswith("demo-") for agent_id in raw.get("agents", {"": None}))
+    why = " (no agent CLI found on PATH: these are the bundled demo agents)" if demos else ""
+    return f"No config found: wrote a starter {config_path} with {agents}{why}. Change the agents at /setup."
+
+
+def is_demo_roster(agents) -> bool:
+    """True when the room runs only the bundled demo agents, as the starter file writes them
+    (``demo-*`` ids on the fake CLIs): the room then offers ``/setup`` in a banner. A test roster
+    that runs the fakes under real driver names is not "the demo agents"."""
+    enabled = [agent for agent in agents if agent.enabled]
+    return bool(enabled) and all(
+        agent.agent_id.startswith("demo-") and Path(agent.command[0]).parent == FAKES_BIN for agent in enabled
+    )

@@ -3,5 +3,5 @@ from django.shortcuts import render
 
 
 def setup_page(request: HttpRequest) -> HttpResponse:
-    # The same page the standalone wizard serves; it asks /api/setup which of the two it is in.
+    # A static page: its script reads and saves the draft through /api/setup.
     return render(request, "setup_wizard/setup.html")

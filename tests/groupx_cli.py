@@ -47,6 +47,21 @@ def write_config(workdir: Path, port: int, agents: dict | None = None, **extra) 
     return path
 
 
+def isolated_path(workdir: Path, *clis: str) -> str:
+    """A PATH on which the only agent CLIs are ``clis`` (the fakes, under their real names), so no
+    codex, claude, kimi, hermes or grok this machine may have installed is found. It holds
+    ``python3`` too: the fakes start with ``#!/usr/bin/env python3``."""
+    bin_dir = workdir / "isolated-bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("python3", "python"):
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        wrapper.chmod(0o755)
+    for cli in clis:
+        (bin_dir / cli).symlink_to(FAKES_BIN / cli)
+    return str(bin_dir)
+
+
 def cli_env(workdir: Path, **extra: str) -> dict:
     # No inherited GROUPX_CONFIG, and never a browser from a test (no display).
     inherited = {k: v for k, v in os.environ.items() if k not in {"GROUPX_CONFIG", "DISPLAY", "WAYLAND_DISPLAY"}}

@@ -1,5 +1,5 @@
-"""Setup (PROTOCOL §10.6, FEATURES §2.3): ``/api/setup`` in a running GroupX, and the standalone
-first-run wizard that ``groupx start`` opens when there is no ``groupx.json``."""
+"""Setup (PROTOCOL §10.6, FEATURES §2.3): ``/api/setup`` in a running GroupX, the one place the
+agents change (the first run writes a starter config instead of a wizard: tests/test_first_run.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, fake, free_port, groupx, health
-from tests.server import FAKES_BIN, GroupXServer, hanging_agent, wait_until
-
-WIZARD_URL = re.compile(r"(http://127\.0\.0\.1:\d+)/setup")
+from tests.server import FAKES_BIN, GroupXServer, hanging_agent
 
 
 def agent(agent_id: str, cwd, *, driver: str = "kimi", enabled: bool = True, **extra) -> dict:
@@ -62,6 +59,7 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
     assert set(sleeper) == {"id", "driver", "name", "identity", "command", "cwd", "enabled"}
     assert sleeper["id"] == "sleeper" and sleeper["command"]["prefixArgs"] == []
     assert config["assistant"]["enabled"] is False  # an existing file without an assistant keeps it off
+    assert snapshot["assistantAvailable"] is False  # not built yet: the page hides its card
     assert "existingConfigError" not in snapshot
 
 
@@ -159,74 +157,3 @@ def test_the_setup_page_loads_its_script_and_styles_from_files(running):
     assert not re.search(r"<script>|<style>|\sstyle=|\son[a-z]+=", html)  # nothing inline: the CSP would block it
     assert server.get("/static/setup_wizard/setup.js").status_code == 200
     assert 'id="assistant"' in html
-
-
-# --- the standalone wizard ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def first_run(tmp_path):
-    """``groupx start`` with no config: the wizard's origin, the process and the room's port."""
-    process = Foreground(tmp_path, "start", "--config", str(tmp_path / "groupx.json"), "--no-open")
-    try:
-        match = wait_until(lambda: WIZARD_URL.search(process.output()), timeout=30, message="the wizard URL")
-        yield match.group(1), process, free_port()
-    finally:
-        process.terminate()
-
-
-def test_a_first_start_runs_the_wizard_then_opens_the_room(tmp_path, first_run):
-    wizard, process, port = first_run
-
-    snapshot = httpx.get(f"{wizard}/api/setup", timeout=10).json()
-    assert snapshot["existing"] is False and snapshot["runtimeActive"] is False
-    assert snapshot["config"]["assistant"]["enabled"] is True  # on by default on first setup
-    assert httpx.get(f"{wizard}/api/setup/launch", timeout=5).json() == {"status": "waiting"}
-    body = draft(agent("helper", fake(tmp_path, "kimi", "helper")["cwd"]), port=port)
-
-    saved = httpx.post(f"{wizard}/api/setup", json=body, timeout=10)
-    again = httpx.post(f"{wizard}/api/setup", json=body, timeout=10)
-
-    assert saved.status_code == 200, saved.text
-    assert saved.json()["restartRequired"] is False and saved.json()["enabledAgentCount"] == 1
-    assert again.status_code == 409 and again.json()["error"]["code"] == "CLIENT_COMMAND_CONFLICT"
-    launch = wait_until(lambda: (s := httpx.get(f"{wizard}/api/setup/launch", timeout=5).json())["status"] != "waiting"
-                        and s, timeout=30, interval=0.1, message="the launch outcome")
-    assert launch == {"status": "ready", "origin": f"http://127.0.0.1:{port}"}
-    assert health(port)["readiness"] == "ready"
-    assert [a["actorId"] for a in health(port)["agents"]] == ["agent:helper"]
-    wait_until(lambda: _refused(wizard), timeout=10, message="the wizard server to close")
-    assert process.running()
-    assert groupx("stop", "--config", str(tmp_path / "groupx.json"), workdir=tmp_path).returncode == 0
-
-
-def test_the_wizard_refuses_foreign_origins_and_hosts(first_run):
-    wizard, _, _ = first_run
-    port = wizard.rsplit(":", 1)[1]
-
-    cross_origin = httpx.post(f"{wizard}/api/setup", json={}, headers={"Origin": "http://evil.example"}, timeout=5)
-    rebinding = httpx.get(f"{wizard}/api/setup", headers={"Host": f"evil.example:{port}"}, timeout=5)
-    not_json = httpx.post(f"{wizard}/api/setup", content="{}", headers={"Content-Type": "text/plain"}, timeout=5)
-
-    assert cross_origin.status_code == 403
-    assert rebinding.status_code == 400
-    assert not_json.status_code == 415
-
-
-def test_the_wizard_validates_like_the_running_setup(tmp_path, first_run):
-    wizard, process, port = first_run
-
-    response = httpx.post(f"{wizard}/api/setup", json=draft(agent("assistant", tmp_path), port=port), timeout=10)
-
-    assert issues_of(response) == {"config.agents.0.id": "reserved_id"}
-    assert not (tmp_path / "groupx.json").exists()
-    assert httpx.get(f"{wizard}/api/setup/launch", timeout=5).json() == {"status": "waiting"}
-    assert httpx.get(f"{wizard}/setup", timeout=5).status_code == 200
-
-
-def _refused(origin: str) -> bool:
-    try:
-        httpx.get(f"{origin}/api/setup/launch", timeout=1)
-    except httpx.TransportError:  # refused, or cut off by the listener as it closes
-        return True
-    return False

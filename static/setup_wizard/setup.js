@@ -1,12 +1,12 @@
 // Agent Settings (/setup): edit the groupx.json draft from GET /api/setup and save it with POST.
-// The same page runs in two places: inside a running GroupX (a save needs `groupx restart`) and in
-// the standalone first-run wizard (after the save it polls /api/setup/launch and goes to the room).
+// It is always served by a running room (the first run writes a starter config instead of a
+// wizard: docs/DECISIONS.md D26), so a save takes effect at `groupx restart`. CLIs found on PATH
+// are shown open; the ones that are not are folded away.
 // Vanilla JS, no inline code (the CSP forbids it); text is always set as text, never as HTML.
 "use strict";
 
 (() => {
   const DRIVERS = ["codex", "grok", "kimi", "hermes", "claude"];
-  const LAUNCH_POLL_MS = 300;
   const $ = (id) => document.getElementById(id);
   let snapshot = null;
   let saving = false;
@@ -33,12 +33,26 @@
   // --- rendering ------------------------------------------------------------------------------
 
   function renderDrivers(drivers) {
-    $("drivers").replaceChildren(...drivers.map((d) => {
+    const item = (d) => {
       const detail = d.found ? `${d.command}${d.version ? ` (${d.version})` : ""}` : "not found on PATH";
       return el("li", { className: d.found ? "found" : "missing" }, [
         el("strong", { textContent: d.driver }), ` ${detail}`,
       ]);
-    }));
+    };
+    const found = drivers.filter((d) => d.found);
+    const missing = drivers.filter((d) => !d.found);
+    $("drivers").replaceChildren(...(found.length ? found.map(item)
+      : [el("li", { className: "none", textContent: "No agent CLI found on PATH: the demo agents stand in." })]));
+    $("missing-driver-list").replaceChildren(...missing.map(item));
+    $("missing-drivers").hidden = missing.length === 0;
+  }
+
+  // A card that runs a bare CLI name this machine does not have (the first-run draft lists all
+  // five drivers) could not start: it goes in the folded group, out of the way but still saved.
+  function undetected(agent) {
+    const executable = (agent.command && agent.command.executable) || "";
+    const missing = new Set(((snapshot && snapshot.drivers) || []).filter((d) => !d.found).map((d) => d.driver));
+    return !/[/\\]/.test(executable) && missing.has(executable);
   }
 
   function agentCard(agent) {
@@ -79,7 +93,15 @@
   }
 
   function renderAgents(agents) {
-    $("agents").replaceChildren(...agents.map(agentCard));
+    const folded = agents.filter(undetected);
+    const cards = agents.filter((agent) => !undetected(agent)).map(agentCard);
+    if (folded.length) {
+      cards.push(el("details", { className: "collapsed-group agents-undetected" }, [
+        el("summary", { textContent: `Other agents (not found on PATH): ${folded.length}` }),
+        ...folded.map(agentCard),
+      ]));
+    }
+    $("agents").replaceChildren(...cards);
     renumber();
   }
 
@@ -104,11 +126,7 @@
 
   function render(data) {
     snapshot = data;
-    const running = data.runtimeActive;
-    $("room-link").hidden = !running;
-    $("intro").textContent = running
-      ? `Editing ${data.configPath}. Changes take effect after \`groupx restart\`.`
-      : `${data.existing ? "Editing" : "Creating"} ${data.configPath}. GroupX starts when you save.`;
+    $("intro").textContent = `Editing ${data.configPath}. Changes take effect after \`groupx restart\`.`;
     if (data.existingConfigError) {
       showBanner(`The existing config could not be read, so this is a fresh draft: ${data.existingConfigError}`, "warn");
     }
@@ -118,7 +136,8 @@
     $("storage-path").value = draft.storagePath;
     renderAgents(draft.agents);
     renderDemoPicker(data.demoAgents || []);
-    renderAssistant(draft.assistant);
+    $("assistant").hidden = !data.assistantAvailable;
+    if (data.assistantAvailable) renderAssistant(draft.assistant);
     $("setup-form").hidden = false;
   }
 
@@ -143,9 +162,21 @@
         enabled: v("enabled").checked,
       };
     });
+    const port = Number.parseInt($("server-port").value, 10);
+    const draft = {
+      serverPort: Number.isNaN(port) ? $("server-port").value : port,
+      storagePath: $("storage-path").value.trim(),
+      agents,
+    };
+    // Without the card there is no assistant in the draft: the save keeps the file's own block.
+    if (snapshot && snapshot.assistantAvailable) draft.assistant = collectAssistant();
+    return draft;
+  }
+
+  function collectAssistant() {
     const executable = $("assistant-executable").value.trim();
     const cwd = $("assistant-cwd").value.trim();
-    const assistant = {
+    return {
       enabled: $("assistant-enabled").checked,
       name: $("assistant-name").value.trim(),
       extraInstructions: $("assistant-extra").value,
@@ -154,13 +185,6 @@
         command: executable ? command(executable, $("assistant-entrypoint").value) : null,
         cwd,
       } : null,
-    };
-    const port = Number.parseInt($("server-port").value, 10);
-    return {
-      serverPort: Number.isNaN(port) ? $("server-port").value : port,
-      storagePath: $("storage-path").value.trim(),
-      agents,
-      assistant,
     };
   }
 
@@ -194,6 +218,8 @@
       }
       slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
       const input = nearest("data-path", issue.path);
+      const folded = slot.closest("details");
+      if (folded) folded.open = true; // an error inside the folded group must be seen
       if (input) {
         input.classList.add("invalid");
         firstInvalid = firstInvalid || input;
@@ -203,29 +229,7 @@
     if (firstInvalid) firstInvalid.focus();
   }
 
-  // --- saving and launching -------------------------------------------------------------------
-
-  async function waitForLaunch() {
-    showBanner("Saved. Starting GroupX…", "info");
-    for (;;) {
-      let state;
-      try {
-        state = await (await fetch("/api/setup/launch", { cache: "no-store" })).json();
-      } catch {
-        state = { status: "failed", message: "the setup wizard went away before GroupX was ready" };
-      }
-      if (state.status === "ready") {
-        showBanner(`GroupX is ready at ${state.origin}. Opening the room…`, "ok");
-        window.location.assign(state.origin);
-        return;
-      }
-      if (state.status === "failed") {
-        showBanner(`GroupX could not start: ${state.message}`, "error");
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, LAUNCH_POLL_MS));
-    }
-  }
+  // --- saving -------------------------------------------------------------------------------
 
   async function save(event) {
     event.preventDefault();
@@ -233,7 +237,6 @@
     saving = true;
     $("save").disabled = true;
     clearErrors();
-    let keepDisabled = false;
     try {
       const response = await fetch("/api/setup", {
         method: "POST",
@@ -242,13 +245,8 @@
       });
       const body = await response.json();
       if (response.ok) {
-        if (body.restartRequired) {
-          showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
-            + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
-        } else {
-          keepDisabled = true;
-          await waitForLaunch();
-        }
+        showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
+          + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
       } else {
         const issues = (body.error && body.error.details && body.error.details.issues) || [];
         showBanner(body.error ? body.error.message : `Save failed (${response.status})`, "error");
@@ -258,7 +256,7 @@
       showBanner(`Save failed: ${error.message}`, "error");
     } finally {
       saving = false;
-      $("save").disabled = keepDisabled;
+      $("save").disabled = false;
     }
   }
 
