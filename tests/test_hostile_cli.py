@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents import db_rows, fake_agents, response_of, send, wait_terminal
+from tests.agents import db_rows, fake_agents, response_of, send, turn_events, wait_terminal
+from tests.server import wait_until
 
 REPLY_LIMIT_CHARACTERS = 1_048_576  # docs/DECISIONS.md D23
 # The server's own peak resident memory may grow by at most this much while one CLI floods it
@@ -35,6 +36,10 @@ def turn_of(server, target: str, content: str) -> str:
 def everyone_answers(server) -> None:
     accepted = send(server, "@all", "still there?")
     assert [wait_terminal(server, t["turnId"])["type"] for t in accepted["turns"]] == ["turn.completed"] * 3
+
+
+def started_instance(server, turn_id: str) -> str:
+    return next(e["actor"]["instanceId"] for e in turn_events(server, turn_id) if e["type"] == "turn.started")
 
 
 def peak_resident_bytes(pid: int) -> int:
@@ -60,12 +65,14 @@ def test_a_lone_surrogate_from_a_cli_is_repaired_recorded_and_the_room_goes_on(r
     assert "textRepaired" not in wait_terminal(room, turn_of(room, f"agent:{driver}", "again"))["body"]
 
 
-def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_and_the_next_turn_runs(room):
+@pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])
+def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_and_the_next_turn_runs(
+        room, driver):
     everyone_answers(room)  # every lane has run once: what follows is the flood's own cost
     before = peak_resident_bytes(room.proc.pid)
 
     # 200 chunks of 64 Ki characters: 12.5 Mi characters offered, 12 times the cap.
-    turn_id = turn_of(room, "agent:kimi", "[[fake: flood chunk=65536 n=200]]")
+    turn_id = turn_of(room, f"agent:{driver}", "[[fake: flood chunk=65536 n=200]]")
     terminal = wait_terminal(room, turn_id, timeout=60)
 
     assert terminal["type"] == "turn.failed", terminal
@@ -73,8 +80,17 @@ def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_a
     kept = db_rows(room, "SELECT partial_text FROM turns_turn WHERE turn_id = ?", turn_id)[0]["partial_text"]
     assert kept == "x" * REPLY_LIMIT_CHARACTERS
     assert peak_resident_bytes(room.proc.pid) - before < FLOOD_MEMORY_HEADROOM_BYTES
-    assert wait_terminal(room, turn_of(room, "agent:kimi", "calm now?"))["type"] == "turn.completed"
+    assert wait_terminal(room, turn_of(room, f"agent:{driver}", "calm now?"))["type"] == "turn.completed"
     everyone_answers(room)
+
+
+def test_a_reply_of_exactly_the_cap_completes_whole(room):
+    turn_id = turn_of(room, "agent:kimi", "[[fake: flood chunk=65536 n=16]]")  # 16 × 64 Ki = the cap
+
+    terminal = wait_terminal(room, turn_id, timeout=60)
+
+    assert terminal["type"] == "turn.completed", terminal
+    assert response_of(room, terminal)["body"]["content"] == "x" * REPLY_LIMIT_CHARACTERS
 
 
 @pytest.mark.parametrize(("driver", "code"), [("kimi", "PROTOCOL_INVALID_MESSAGE"), ("codex", "TURN_INTERRUPTED"),
@@ -88,6 +104,20 @@ def test_a_cli_that_closes_its_stdin_fails_its_turn_at_once_and_the_next_turn_ru
     assert terminal["body"]["errorCode"] == code
     assert wait_terminal(room, turn_of(room, f"agent:{driver}", "back?"))["type"] == "turn.completed"
     everyone_answers(room)
+
+
+@pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])
+def test_a_cli_that_closes_its_stdin_between_turns_is_replaced_before_the_next_turn(room, driver):
+    first = wait_terminal(room, turn_of(room, f"agent:{driver}", "[[fake: reply text=bye; close-stdin after_turn]]"))
+    assert first["type"] == "turn.completed"
+
+    # Noticed while idle (the server says so in its log), so the dead session is replaced before
+    # the next prompt instead of being found dead by it.
+    wait_until(lambda: "closed its stdin and keeps running" in room.log(), timeout=20,
+               message="the server to notice the closed stdin")
+    second = turn_of(room, f"agent:{driver}", "back?")
+    assert wait_terminal(room, second)["type"] == "turn.completed"
+    assert started_instance(room, second) != started_instance(room, first["body"]["turnId"])
 
 
 @pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])

@@ -410,8 +410,11 @@ class AcpTurn:
             self.update(update)
             sent += 1
 
-    def d_close_stdin(self, _d: core.Directive) -> None:
-        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us."""
+    def d_close_stdin(self, d: core.Directive) -> None:
+        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us.
+        ``after_turn``: end the turn normally first, so the session is idle when stdin closes."""
+        if d.get_bool("after_turn"):
+            self.finish("end_turn")
         core.hostile.close_own_stdin(self.log)
         self.wait_forever()
 

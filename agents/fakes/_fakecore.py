@@ -373,10 +373,9 @@ def stdin_lines() -> Iterator[bytes]:
     """Raw non-blank stdin lines until EOF (bytes, so invalid UTF-8 can be logged as in_bad)."""
     stream = sys.stdin.buffer
     while True:
-        try:
-            raw = stream.readline()
-        except (hostile.StdinClosedByFake, OSError):
-            hostile.hold_forever()
+        raw = stream.readline()
+        if not raw and hostile.stdin_closed():
+            hostile.hold_forever()  # not the broker's EOF: the `close-stdin` directive
         if not raw:
             return
         if raw.strip():

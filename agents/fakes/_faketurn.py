@@ -146,8 +146,11 @@ class TurnBase(abc.ABC):
         """A text delta whose JSON text carries the lone surrogate escape ``\\ud800``."""
         self.content([d.get_str("text", f"before {core.hostile.LONE_SURROGATE} after") or ""], 0)
 
-    def d_close_stdin(self, _d: core.Directive) -> None:
-        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us."""
+    def d_close_stdin(self, d: core.Directive) -> None:
+        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us.
+        ``after_turn``: end the turn normally first, so the session is idle when stdin closes."""
+        if d.get_bool("after_turn"):
+            self.complete()
         core.hostile.close_own_stdin(self.log)
         self.wait_forever()
 

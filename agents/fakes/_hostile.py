@@ -4,7 +4,7 @@
   the 6-character JSON escape ``\\ud800`` — valid JSON that no UTF-8 encoder can write back.
 - ``close_own_stdin``: the fake closes fd 0 and keeps running. The main thread is blocked reading
   fd 0, and a blocked read holds the pipe open, so the worker signals the main thread, whose
-  handler closes fd 0 and unwinds the read (``stdin_lines`` then holds the thread forever).
+  handler closes fd 0; the read then ends and ``stdin_lines`` holds the thread forever.
 - ``never_sent_id``: a response id the broker never used, for the ``wrong-id`` directive.
 """
 
@@ -21,16 +21,24 @@ LONE_SURROGATE_ESCAPE = b"\\ud800"
 _CLOSE_SIGNAL = signal.SIGUSR1
 
 
-class StdinClosedByFake(Exception):
-    """Raised in the main thread, out of its blocked stdin read, once fd 0 is closed."""
-
-
 _log: Any = None  # the process's wire log, set with the handler
+_closed = threading.Event()
 
 
 def _close_stdin_now(_signum: int, _frame: Any) -> None:
-    os.close(0)
-    raise StdinClosedByFake
+    # fd 0 becomes /dev/null (so no file opened later can take its number): the pipe's read end
+    # is closed, and the interrupted read, retried by Python, sees EOF, which ``stdin_lines``
+    # tells from the broker's EOF by ``stdin_closed()``. A repeated signal finds nothing to do.
+    if not _closed.is_set():
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        _closed.set()
+
+
+def stdin_closed() -> bool:
+    """True once this process closed its own stdin (``close-stdin``)."""
+    return _closed.is_set()
 
 
 def install_stdin_closer(log: Any) -> None:
@@ -42,7 +50,12 @@ def install_stdin_closer(log: Any) -> None:
 
 def close_own_stdin(log: Any) -> None:
     log.record("close_stdin")
-    signal.pthread_kill(threading.main_thread().ident or 0, _CLOSE_SIGNAL)
+    main = threading.main_thread().ident or 0
+    # A signal that lands just before the main thread enters its read only sets a flag that the
+    # blocked read never looks at, so it is repeated until the main thread has closed fd 0.
+    while not _closed.is_set():
+        signal.pthread_kill(main, _CLOSE_SIGNAL)
+        _closed.wait(0.05)
 
 
 def hold_forever() -> None:
