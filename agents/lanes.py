@@ -319,9 +319,14 @@ class Lane:
         if active.native is None:
             return
         try:
-            await active.native.cancel()
+            # Bounded: the lane may await this while it reads no events, and a CLI blocked on a
+            # full stdout pipe (paced, D23) may read no stdin either; the lane's own cancel
+            # deadline and timeouts then decide the Turn.
+            await asyncio.wait_for(active.native.cancel(), settings.GROUPX_CONFIG.timeouts.cancelMs / 1000)
         except DriverError as error:
             logger.info("%s: native cancel failed: %s", self.agent.actor_id, error)
+        except TimeoutError:
+            logger.warning("%s: the native cancel could not be written within cancelMs", self.agent.actor_id)
 
     async def stop(self) -> None:
         """GroupX is stopping: keep what the running Turn said so far (restart recovery will mark it
