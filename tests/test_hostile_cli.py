@@ -84,6 +84,18 @@ def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_a
     everyone_answers(room)
 
 
+def test_flooding_reasoning_ends_the_turn_at_its_cap_too_and_the_next_turn_runs(room):
+    turn_id = turn_of(room, "agent:kimi", "[[fake: flood kind=reasoning chunk=65536 n=40]]")
+
+    terminal = wait_terminal(room, turn_id, timeout=60)
+
+    assert terminal["type"] == "turn.failed", terminal
+    assert terminal["body"]["errorCode"] == "MESSAGE_TOO_LARGE"
+    reasoning = next(e for e in room.events() if e["eventId"] == terminal["body"]["reasoningEventId"])
+    assert reasoning["body"]["content"] == "x" * REPLY_LIMIT_CHARACTERS
+    assert wait_terminal(room, turn_of(room, "agent:kimi", "calm now?"))["type"] == "turn.completed"
+
+
 def test_a_reply_of_exactly_the_cap_completes_whole(room):
     turn_id = turn_of(room, "agent:kimi", "[[fake: flood chunk=65536 n=16]]")  # 16 × 64 Ki = the cap
 

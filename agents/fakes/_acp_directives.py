@@ -401,10 +401,12 @@ class AcpTurn:
         self.content(d.get_str("text", f"before {core.hostile.LONE_SURROGATE} after") or "")
 
     def d_flood(self, d: core.Directive) -> None:
-        """Content chunks of ``chunk`` characters, ``n`` of them (0: until cancelled or killed).
-        Not kept in ``text_parts``: the fake's own memory stays flat however long it floods."""
+        """Content chunks of ``chunk`` characters, ``n`` of them (0: until cancelled or killed);
+        ``kind=reasoning`` floods thought chunks instead. Not kept in ``text_parts``: the fake's
+        own memory stays flat however long it floods."""
         text, n, sent = core.hostile.flood_text(d.get_int("chunk", 65536)), d.get_int("n", 0), 0
-        update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        kind = "agent_thought_chunk" if d.get_str("kind") == "reasoning" else "agent_message_chunk"
+        update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
         while n <= 0 or sent < n:
             self.check_cancel()
             self.update(update)
