@@ -4,6 +4,10 @@ record its outcome (PROTOCOL §5, ARCHITECTURE "The dispatch path").
 Lanes run in parallel; within a lane one Turn runs at a time, in ``enqueue_seq`` order. Content,
 reasoning and tool progress go out as transient SSE events while the native turn streams; nothing
 per-token is stored except a partial-text checkpoint every 4,096 characters.
+
+What one Turn may produce is capped (issue 14, docs/DECISIONS.md D23): a reply or its reasoning
+past 1 Mi characters, or tool progress past 1,000 records, fails the Turn with
+``MESSAGE_TOO_LARGE``, keeping the text up to the cap, and the session that flooded us is rebuilt.
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
 
 logger = logging.getLogger("groupx.lanes")
 CHECKPOINT_CHARACTERS = 4_096
+# Characters are code points, as every other text limit of the protocol counts them.
+REPLY_LIMIT_CHARACTERS = 1_048_576
+REASONING_LIMIT_CHARACTERS = 1_048_576
+TOOL_RECORD_LIMIT = 1_000
+OVER_CAP_CODE = "MESSAGE_TOO_LARGE"
+# The lane takes the driver's events one at a time: a full queue here leaves them in the driver's
+# bounded backlog, whose fullness is what stops the reading of a CLI that outruns the room.
+LANE_QUEUE_EVENTS = 1
 _END = object()
 
 
@@ -59,6 +71,16 @@ class ActiveTurn:
     tools: list[dict] = field(default_factory=list)
     chunk_index: int = 0
     checkpointed: int = 0
+    # Running lengths, so a delta never joins the whole text so far (that was quadratic).
+    content_characters: int = 0
+    reasoning_characters: int = 0
+
+
+def _within(text: str, room: int) -> tuple[str, bool]:
+    """``text`` cut to ``room`` characters, and whether it had to be cut."""
+    if len(text) <= room:
+        return text, False
+    return text[:max(0, room)], True
 
 
 class Lane:
@@ -156,7 +178,14 @@ class Lane:
         if not ready.invoked or active.cancel_requested:
             await self._finish(active, TurnOutcome(status=CANCELLED))  # cancelled before the prompt: never sent
             return
+        repaired_before = session.text_repaired
         outcome = await self._prompt(session, active, ready.packet.text)
+        repaired = session.text_repaired - repaired_before
+        if repaired:
+            # The CLI sent text no UTF-8 writer accepts; the decoder put U+FFFD in its place.
+            logger.warning("%s: turn %s: %s lone surrogate(s) from the CLI replaced with U+FFFD",
+                           self.agent.actor_id, turn_id, repaired)
+            outcome.terminal_facts["textRepaired"] = repaired
         await self._finish(active, outcome)
         if not self.sessions.usable():
             await self.sessions.rebuild()
@@ -174,16 +203,18 @@ class Lane:
     async def _consume(self, active: ActiveTurn) -> TurnOutcome:
         timeouts = settings.GROUPX_CONFIG.timeouts
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue = asyncio.Queue(maxsize=LANE_QUEUE_EVENTS)
 
         async def pump() -> None:
             # Reading through a queue lets a timeout give up waiting without cancelling the
-            # driver's generator mid-frame.
+            # driver's generator mid-frame. Cancelled, it puts nothing: nobody reads on.
             try:
                 async for event in active.native.events():
                     await queue.put(event)
-            finally:
-                await queue.put(_END)
+            except Exception:
+                logger.exception("%s: turn %s: the driver's event stream failed", self.agent.actor_id,
+                                 active.turn_id)
+            await queue.put(_END)
 
         pump_task = loop.create_task(pump())
         started = False
@@ -208,6 +239,9 @@ class Lane:
                     return terminal
         finally:
             pump_task.cancel()
+            # Whatever ended the wait, nobody reads this turn's events any more: the driver must
+            # not hold the CLI's output back for us (its reader would wait forever).
+            active.native.abandon()
 
     async def _timed_out(self, active: ActiveTurn, started: bool) -> TurnOutcome:
         # The native session can no longer be trusted to be in step with us: rebuild it.
@@ -220,25 +254,26 @@ class Lane:
     async def _handle(self, active: ActiveTurn, event) -> TurnOutcome | None:
         actor, claim = self.sessions.actor, active.claim
         if isinstance(event, ContentDelta) and event.text:
-            active.content.append(event.text)
-            events.publish_transient(
-                event_type="turn.content.delta", actor=actor, correlation_id=claim.correlation_id,
-                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
-                body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": event.text},
-            )
-            active.chunk_index += 1
-            text = "".join(active.content)
-            if len(text) - active.checkpointed >= CHECKPOINT_CHARACTERS:
-                active.checkpointed = len(text)
-                await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, text)
+            text, over = _within(event.text, REPLY_LIMIT_CHARACTERS - active.content_characters)
+            if text:
+                await self._content(active, text)
+            if over:
+                return self._over_cap(active, "reply")
         elif isinstance(event, ReasoningDelta) and event.text:
-            active.reasoning.append(event.text)
-            events.publish_transient(
-                event_type="turn.reasoning.delta", actor=actor, correlation_id=claim.correlation_id,
-                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
-                body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": event.text},
-            )
+            text, over = _within(event.text, REASONING_LIMIT_CHARACTERS - active.reasoning_characters)
+            if text:
+                active.reasoning.append(text)
+                active.reasoning_characters += len(text)
+                events.publish_transient(
+                    event_type="turn.reasoning.delta", actor=actor, correlation_id=claim.correlation_id,
+                    root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+                    body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": text},
+                )
+            if over:
+                return self._over_cap(active, "reasoning")
         elif isinstance(event, ToolProgress):
+            if len(active.tools) >= TOOL_RECORD_LIMIT:
+                return self._over_cap(active, "tool progress")
             body = {"turnId": claim.turn_id, "nativeType": event.phase, "details": event.details}
             if event.tool_call_id:
                 body["toolCallId"] = event.tool_call_id
@@ -249,6 +284,10 @@ class Lane:
             )
         elif isinstance(event, TurnCompleted):
             content = event.content if event.content is not None else "".join(active.content)
+            if len(content) > REPLY_LIMIT_CHARACTERS:
+                # The CLI's own final text is over the cap; it has finished, so its session stays.
+                return self._over_cap(active, "final reply", content=content[:REPLY_LIMIT_CHARACTERS],
+                                      rebuild=False)
             return TurnOutcome(status=COMPLETED, content=content, reasoning="".join(active.reasoning),
                                tool_records=active.tools)
         elif isinstance(event, TurnCancelled):
@@ -256,6 +295,35 @@ class Lane:
         elif isinstance(event, TurnFailed):
             return self._outcome(active, FAILED, event.error_code)
         return None
+
+    async def _content(self, active: ActiveTurn, text: str) -> None:
+        claim = active.claim
+        active.content.append(text)
+        active.content_characters += len(text)
+        events.publish_transient(
+            event_type="turn.content.delta", actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
+        )
+        active.chunk_index += 1
+        if active.content_characters - active.checkpointed >= CHECKPOINT_CHARACTERS:
+            active.checkpointed = active.content_characters
+            partial = "".join(active.content)
+            active.content[:] = [partial]  # later joins copy this once, not every piece again
+            await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, partial)
+
+    def _over_cap(self, active: ActiveTurn, what: str, *, content: str | None = None,
+                  rebuild: bool = True) -> TurnOutcome:
+        logger.warning("%s: turn %s: the CLI's %s passed its cap; the turn fails with %s",
+                       self.agent.actor_id, active.turn_id, what, OVER_CAP_CODE)
+        if rebuild:
+            # The CLI is still producing this turn, out of step with us: its session is replaced
+            # (the close sends the native cancel, bounded) and never takes the next turn.
+            self.sessions.session.needs_rebuild = True
+        outcome = self._outcome(active, FAILED, OVER_CAP_CODE)
+        if content is not None:
+            outcome.content = content
+        return outcome
 
     @staticmethod
     def _outcome(active: ActiveTurn, status: str, code: str | None) -> TurnOutcome:
@@ -288,9 +356,14 @@ class Lane:
         if active.native is None:
             return
         try:
-            await active.native.cancel()
+            # Bounded: the lane may await this while it reads no events, and a CLI blocked on a
+            # full stdout pipe (paced, D23) may read no stdin either; the lane's own cancel
+            # deadline and timeouts then decide the Turn.
+            await asyncio.wait_for(active.native.cancel(), settings.GROUPX_CONFIG.timeouts.cancelMs / 1000)
         except DriverError as error:
             logger.info("%s: native cancel failed: %s", self.agent.actor_id, error)
+        except TimeoutError:
+            logger.warning("%s: the native cancel could not be written within cancelMs", self.agent.actor_id)
 
     async def stop(self) -> None:
         """GroupX is stopping: keep what the running Turn said so far (restart recovery will mark it

@@ -58,6 +58,8 @@ class TurnOutcome:
     error_code: str | None = None
     reasoning: str = ""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
+    # Facts about the Turn added to its terminal event's body, e.g. ``textRepaired`` (issue 14).
+    terminal_facts: dict[str, Any] = field(default_factory=dict)
 
 
 def next_queued_turn(actor_id: str) -> Turn | None:
@@ -204,6 +206,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             )
         if outcome.error_code and status != COMPLETED:
             terminal_body["errorCode"] = outcome.error_code
+        terminal_body.update(outcome.terminal_facts)
         terminal = events.turn_event(
             event_type=f"turn.{status}",
             actor=agent if status == COMPLETED else events.SYSTEM,

@@ -204,6 +204,7 @@ class AcpSession(ChildSession[AcpTurn]):
         self.client = JsonRpcClient(
             process, dialect="acp", id_prefix=f"{self.profile.agent_id}:",
             on_request=self._on_request, on_notification=self._on_notification, on_lost=self._on_lost,
+            pace=self.pace_reader,
         )
         self.client.start()
         return self.client

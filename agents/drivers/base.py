@@ -154,6 +154,11 @@ class NativeTurn(abc.ABC):
     async def cancel(self) -> None:
         """Send the native cancel/interrupt once. The terminal still arrives through ``events``."""
 
+    def abandon(self) -> None:
+        """The runtime stopped reading ``events`` (a cap, a timeout, a stop): stop holding the CLI's
+        output back for it, and drop what is queued. The terminal is still decided as usual."""
+        return  # a driver that never holds output back has nothing to let go of
+
 
 class NativeSession(abc.ABC):
     native_session_id: str
@@ -161,6 +166,11 @@ class NativeSession(abc.ABC):
     mcp_verified: bool = False  # True when the GroupX MCP descriptor was accepted by the session
     needs_rebuild: bool = False  # set after a crash, garbage, or a poisoned runtime
     stderr_tail: str = ""
+
+    @property
+    def text_repaired(self) -> int:
+        """Lone surrogates replaced with U+FFFD in what the CLI sent, over the session's life."""
+        return 0
 
     @abc.abstractmethod
     async def start_turn(self, turn_id: str, prompt_text: str) -> NativeTurn:

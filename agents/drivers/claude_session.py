@@ -70,7 +70,7 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
     def attach(self, process: JsonLineProcess) -> None:
         self.process = process
         self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
-                                   closing=lambda: self.closing, label="claude")
+                                   closing=lambda: self.closing, label="claude", pace=self.pace_reader)
         self._frames.start()
 
     @property
@@ -112,6 +112,13 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
             future.cancel()
             raise
         return future
+
+    def _was_sent(self, request_id: Any) -> bool:
+        """Ours are ``groupx-<subtype>-<n>`` for n = 1..counter: known exactly, however old."""
+        if not isinstance(request_id, str) or not request_id.startswith("groupx-"):
+            return False
+        number = request_id.rpartition("-")[2]
+        return number.isascii() and number.isdigit() and not number.startswith("0") and int(number) <= self._counter
 
     async def send_interrupt(self) -> None:
         # The acknowledgement is not awaited (§4.6): the `result` frame is what settles the turn.
@@ -278,7 +285,11 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         response = frame.get("response")
         if not isinstance(response, dict):
             raise ProtocolViolation(f"control_response without a response object: {frame!r:.200}")
-        future = self._pending.pop(str(response.get("request_id")), None)
+        request_id = response.get("request_id")
+        future = self._pending.pop(str(request_id), None)
+        if future is None and not self._was_sent(request_id):
+            # An answer to nothing we asked (issue 14): the CLI is out of step with us.
+            raise ProtocolViolation(f"control_response to request id {request_id!r:.80}, which was never sent")
         if future is None or future.done():
             return  # e.g. the interrupt acknowledgement, which is never awaited
         if response.get("subtype") == "success":

@@ -70,7 +70,8 @@ class CodexSession(ChildSession[CodexTurn]):
     def attach(self, process: JsonLineProcess) -> JsonRpcClient:
         self.process = process
         self.client = JsonRpcClient(process, dialect="codex", id_prefix="groupx-", on_request=self._on_request,
-                                    on_notification=self._on_notification, on_lost=self._on_lost)
+                                    on_notification=self._on_notification, on_lost=self._on_lost,
+                                    pace=self.pace_reader)
         self.client.start()
         return self.client
 

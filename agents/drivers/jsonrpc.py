@@ -6,8 +6,12 @@
 Outgoing request ids are strings (``<prefix><n>``). Inbound messages are classified strictly:
 ``method`` + ``id`` is a server request, ``method`` alone a notification, ``id`` with exactly one
 of ``result``/``error`` a response; anything else is fatal. Once the connection is lost (garbage,
-EOF, process exit) every pending request fails with the same ``ConnectionLost`` and later calls
-raise it at once.
+EOF, process exit, a stdin the child closed) every pending request fails with the same
+``ConnectionLost`` and later calls raise it at once.
+
+A response to an id we sent and stopped waiting for (timed out, forgotten) is only logged; a
+response to an id we never sent is a protocol violation (issue 14): the CLI answered something
+it was never asked, so whatever it owes us (a prompt's terminal) is not coming.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ INTERNAL_ERROR = -32603
 # After the child exits, how long stdout may stay open (a grandchild holding it) before the
 # connection is declared lost anyway. Frames written just before the exit are still read.
 EXIT_EOF_GRACE_S = 1.0
+# A child that exits closes its stdin too; for this long a closed stdin waits for the exit, so an
+# exit is reported as one (with its code) and only a child that lives on is a closed stdin.
+STDIN_EXIT_GRACE_S = 0.5
 
 
 class JsonRpcError(Exception):
@@ -78,31 +85,47 @@ class ProcessExited(ConnectionLost):
         self.expected = expected
 
 
+class StdinClosed(ProcessExited):
+    """The child closed its stdin and lives on: nothing we write reaches it any more."""
+
+
+Pace = Callable[[], Awaitable[None]]
+
+
 class FrameReader:
     """Reads a child's stdout frame by frame into ``dispatch`` and turns the end of it into one
     ConnectionLost for ``fail``: garbage is a ProtocolViolation, EOF or the child's exit a
-    ProcessExited with the exit code (``expected`` while ``closing()``). Shared by the JSON-RPC
-    client and the Claude session, whose wire is not JSON-RPC but ends the same way."""
+    ProcessExited with the exit code (``expected`` while ``closing()``), a stdin the child closed
+    a StdinClosed. Shared by the JSON-RPC client and the Claude session, whose wire is not
+    JSON-RPC but ends the same way.
+
+    ``pace`` is awaited before each frame is read: while the active turn's queue is full it does
+    not return, the pipe fills and the child blocks on its own write (issue 14). It never waits
+    for a response, so a request in flight cannot deadlock on it."""
 
     def __init__(self, process: JsonLineProcess, *, dispatch: Callable[[dict[str, Any]], None],
-                 fail: Callable[[ConnectionLost], None], closing: Callable[[], bool], label: str):
+                 fail: Callable[[ConnectionLost], None], closing: Callable[[], bool], label: str,
+                 pace: Pace | None = None):
         self.process = process
         self._dispatch = dispatch
         self._fail = fail
         self._closing = closing
         self._label = label  # names the reader in the log: "JSON-RPC", "claude"
+        self._pace = pace
         self._reader: asyncio.Task[None] | None = None
         self._exit_watch: asyncio.Task[None] | None = None
+        self._stdin_watch: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         if self._reader is None:
             self._reader = asyncio.ensure_future(self._read_loop())
             self._exit_watch = asyncio.ensure_future(self._watch_exit())
+            self._stdin_watch = asyncio.ensure_future(self._watch_stdin())
 
     def stop(self) -> None:
         """Cancel the reading tasks, except the one calling (it is already on its way out)."""
         current = asyncio.current_task()
-        for task in (self._reader, self._exit_watch):
+        for task in (self._reader, self._exit_watch, self._stdin_watch):
             if task is not None and task is not current and not task.done():
                 task.cancel()
 
@@ -114,6 +137,8 @@ class FrameReader:
     async def _read_loop(self) -> None:
         try:
             while True:
+                if self._pace is not None:
+                    await self._pace()
                 frame = await self.process.read_frame()
                 if frame is None:
                     break
@@ -141,6 +166,15 @@ class FrameReader:
             await asyncio.wait_for(asyncio.shield(self._reader), EXIT_EOF_GRACE_S)
         except TimeoutError:
             self._fail(self.exit_error("process exited with stdout still open"))
+
+    async def _watch_stdin(self) -> None:
+        await self.process.wait_stdin_lost()
+        if self.process.closing or self._closing():
+            return  # we closed it
+        if await self.process.wait_exit(STDIN_EXIT_GRACE_S):
+            return  # the child exited: the exit path reports it with its code
+        self._fail(StdinClosed("the CLI closed its stdin and keeps running", returncode=None,
+                               expected=self._closing()))
 
 
 def _valid_id(value: Any) -> bool:
@@ -214,6 +248,7 @@ class JsonRpcClient:
         on_request: RequestHandler | None = None,
         on_notification: NotificationHandler | None = None,
         on_lost: Callable[[ConnectionLost], None] | None = None,
+        pace: Pace | None = None,
     ) -> None:
         if dialect not in ("acp", "codex"):
             raise ValueError(f"unknown JSON-RPC dialect {dialect!r}")
@@ -231,7 +266,7 @@ class JsonRpcClient:
         self._lost_event = asyncio.Event()
         self._closing = False
         self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
-                                   closing=lambda: self._closing, label="JSON-RPC")
+                                   closing=lambda: self._closing, label="JSON-RPC", pace=pace)
 
     def start(self) -> None:
         self._frames.start()
@@ -363,7 +398,9 @@ class JsonRpcClient:
     def _on_response(self, response_id: str | int, msg: dict[str, Any]) -> None:
         entry = self._pending.get(response_id) if isinstance(response_id, str) else None
         if entry is None:
-            log.info("ignoring response to unknown or late request id %r", response_id)
+            if not self._was_sent(response_id):
+                raise ProtocolViolation(f"response to request id {response_id!r:.80}, which was never sent")
+            log.info("ignoring a late response to request id %r", response_id)
             return
         method, future = entry
         if "error" in msg:
@@ -383,6 +420,15 @@ class JsonRpcClient:
             future.set_exception(outcome)
         else:
             future.set_result(msg["result"])
+
+    def _was_sent(self, response_id: str | int) -> bool:
+        """Ours are ``<prefix><n>`` for n = 1..counter, so every id ever sent is known exactly,
+        however old, with no memory kept per request."""
+        if not isinstance(response_id, str) or not response_id.startswith(self.id_prefix):
+            return False
+        number = response_id[len(self.id_prefix):]
+        return (number.isascii() and number.isdigit() and not number.startswith("0")
+                and int(number) <= self._counter)
 
     def _on_notification(self, method: str, params: Any) -> None:
         if self.on_notification is None:

@@ -8,6 +8,11 @@ bounded steps (stdin EOF, SIGTERM, SIGKILL).
 Framing is strict on purpose: invalid UTF-8, malformed JSON, a non-object, an over-long line or
 EOF inside a line raise ``FrameError``, and the caller treats the connection as dead. Skipping a
 bad line (as the ACP Python SDK does) leaves a pending request hanging forever.
+
+One thing is repaired instead of refused (issue 14): a ``\\udXXX`` escape spelling a lone UTF-16
+surrogate is valid JSON but cannot be written as UTF-8, so it would poison every log reader and
+prompt that quoted it. It becomes U+FFFD here, where every native text enters, and the process
+counts the repairs so the Turn that carried them can say so.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from groupx_site.text import repair_tree
+
 log = logging.getLogger(__name__)
 
 DEFAULT_LINE_LIMIT = 1024 * 1024  # 1 MiB (Codex, ACP)
@@ -40,6 +47,9 @@ _READ_CHUNK = 64 * 1024
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # An escape sequence cut by a read boundary is held back until the next chunk completes it.
 _MAX_HELD_ESCAPE = 256
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff). Only a line holding one can decode to a
+# lone surrogate, so only such a line is walked for repair; the usual line costs one regex scan.
+_SURROGATE_ESCAPE_RE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
 class FrameError(Exception):
@@ -187,7 +197,12 @@ def encode_frame(obj: Any) -> bytes:
 
 
 def decode_frame(line: bytes) -> dict[str, Any]:
-    """Parse one stdout line (without its newline). Raises FrameError."""
+    """Parse one stdout line (without its newline), lone surrogates repaired. Raises FrameError."""
+    return decode_frame_repaired(line)[0]
+
+
+def decode_frame_repaired(line: bytes) -> tuple[dict[str, Any], int]:
+    """``decode_frame`` and how many lone surrogates it replaced with U+FFFD."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -198,7 +213,10 @@ def decode_frame(line: bytes) -> dict[str, Any]:
         raise FrameError(f"malformed JSON on stdout: {exc}; line starts {text[:120]!r}") from None
     if not isinstance(obj, dict):
         raise FrameError(f"non-object JSON frame on stdout ({type(obj).__name__})")
-    return obj
+    if _SURROGATE_ESCAPE_RE.search(line) is None:
+        return obj, 0
+    # Pairs were already joined by json.loads; what is left unpaired cannot be written as UTF-8.
+    return repair_tree(obj)
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -212,6 +230,14 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     def __init__(self, *, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
+        # Set when our write end of the child's stdin closes: the child closed its read end (or
+        # exited), or we closed it. Seen at once, even with nothing to write (issue 14).
+        self.stdin_lost: asyncio.Future[None] = loop.create_future()
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        super().pipe_connection_lost(fd, exc)
+        if fd == 0 and not self.stdin_lost.done():
+            self.stdin_lost.set_result(None)
 
     def process_exited(self) -> None:
         super().process_exited()
@@ -246,6 +272,8 @@ class JsonLineProcess:
         self._close_task: asyncio.Task[None] | None = None
         self._exited = protocol.exited
         self._exited.add_done_callback(self._on_exit)
+        self._stdin_lost = protocol.stdin_lost
+        self.text_repaired = 0  # lone surrogates replaced with U+FFFD on stdout, over the lifetime
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         _live[self.pid] = self.pgid
 
@@ -309,6 +337,15 @@ class JsonLineProcess:
             return False
         return True
 
+    @property
+    def closing(self) -> bool:
+        """close() was called: a stdin or stdout that ends now is our doing."""
+        return self._close_task is not None
+
+    async def wait_stdin_lost(self) -> None:
+        """Return once stdin can no longer be written, whoever closed it."""
+        await asyncio.shield(self._stdin_lost)
+
     def _on_exit(self, _future: asyncio.Future[None]) -> None:
         # Orphans left in the group (MCP servers, shells) serve nobody once the leader is gone.
         # Sweeping now, while they still hold the pgid, means a stale pgid is never signalled.
@@ -335,7 +372,11 @@ class JsonLineProcess:
                     raise FrameError(f"stdout line of {len(line)} bytes exceeds the {self.line_limit}-byte limit")
                 if not line.strip():
                     continue
-                return decode_frame(line)
+                frame, repaired = decode_frame_repaired(line)
+                if repaired:
+                    self.text_repaired += repaired
+                    log.warning("pid %s: replaced %s lone surrogate(s) on stdout with U+FFFD", self.pid, repaired)
+                return frame
             # Reject an over-long line as soon as it is known, not after buffering all of it.
             if len(self._buf) > self.line_limit + 1:
                 raise FrameError(f"stdout line exceeds the {self.line_limit}-byte limit")

@@ -4,7 +4,10 @@ the event queue with a once-only terminal that every driver's turn builds on.
 
 ``QueuedTurn`` keeps the contract of ``base.NativeTurn``: ``events()`` ends after exactly one
 terminal, whatever mix of native terminals, interaction failures, timers and connection losses
-races to decide it.
+races to decide it. Its queue is bounded where it matters (issue 14): events always go in, so a
+terminal is never refused, but while the backlog is over ``BACKLOG_EVENTS`` or
+``BACKLOG_CHARACTERS`` the session's reader stops reading stdout (``ChildSession.pace_reader``),
+and the OS pipe makes a CLI that outruns the room wait.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ log = logging.getLogger(__name__)
 STDERR_EXCERPT = 2000
 TEXT_LIMIT = 200  # titles, commands and error texts put in events are cut to this length
 FINISHED_TURN_IDS = 256  # native turn ids remembered to drop their late frames (§2.6)
+# The per-Turn transient backlog between the CLI reader and the lane. A frame is dispatched whole,
+# so the backlog can pass these by one frame's events (a frame is at most the line limit).
+BACKLOG_EVENTS = 256
+BACKLOG_CHARACTERS = 256 * 1024
+_EVENT_OVERHEAD = 64  # what an event without text is counted as, in characters
 
 
 def launch_env(profile: LaunchProfile) -> dict[str, str] | None:
@@ -108,6 +116,16 @@ class ChildSession(NativeSession, Generic[TurnT]):
         return self.process.stderr_tail if self.process is not None else ""
 
     @property
+    def text_repaired(self) -> int:
+        return self.process.text_repaired if self.process is not None else 0
+
+    async def pace_reader(self) -> None:
+        """The reader's ``pace``: wait while the active turn's backlog is full."""
+        turn = self._turn
+        if turn is not None:
+            await turn.wait_for_room()
+
+    @property
     def active_turn(self) -> TurnT | None:
         return self._turn
 
@@ -170,13 +188,51 @@ class QueuedTurn(NativeTurn):
         self._failure: TurnFailed | None = None  # decided early; emitted once the native turn settles
         self._timer: asyncio.TimerHandle | None = None
         self._done = asyncio.Event()
+        self._backlog_events = 0
+        self._backlog_characters = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._abandoned = False
 
     async def events(self) -> AsyncIterator[AdapterEvent]:
         while True:
             event = await self._events.get()
+            self._count_backlog(event, -1)
             yield event
             if isinstance(event, TERMINAL_EVENTS):
                 return
+
+    async def wait_for_room(self) -> None:
+        """Return once the backlog is under its bounds, or nobody will drain it any more."""
+        while not self._room.is_set() and self.terminal is None and not self._abandoned:
+            await self._room.wait()
+
+    def abandon(self) -> None:
+        self._abandoned = True
+        kept = [e for e in self._take_all() if isinstance(e, TERMINAL_EVENTS)]
+        for event in kept:
+            self._enqueue(event)
+        self._room.set()
+
+    def _take_all(self) -> list[AdapterEvent]:
+        out = []
+        while not self._events.empty():
+            event = self._events.get_nowait()
+            self._count_backlog(event, -1)
+            out.append(event)
+        return out
+
+    def _enqueue(self, event: AdapterEvent) -> None:
+        self._events.put_nowait(event)
+        self._count_backlog(event, 1)
+
+    def _count_backlog(self, event: AdapterEvent, sign: int) -> None:
+        self._backlog_events += sign
+        self._backlog_characters += sign * (len(getattr(event, "text", "")) + _EVENT_OVERHEAD)
+        if self._backlog_events < BACKLOG_EVENTS and self._backlog_characters < BACKLOG_CHARACTERS:
+            self._room.set()
+        else:
+            self._room.clear()
 
     async def wait_terminal(self, timeout: float) -> bool:
         try:
@@ -186,8 +242,8 @@ class QueuedTurn(NativeTurn):
         return True
 
     def _emit(self, event: AdapterEvent) -> None:
-        if self.terminal is None:
-            self._events.put_nowait(event)
+        if self.terminal is None and not self._abandoned:
+            self._enqueue(event)
 
     def _arm(self, ms: int, failure: TurnFailed) -> None:
         """Unless a terminal arrives within ``ms``, fail with ``failure`` and poison the session:
@@ -222,7 +278,8 @@ class QueuedTurn(NativeTurn):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._events.put_nowait(event)
+        self._enqueue(event)  # a terminal always gets in, however full the backlog
+        self._room.set()
         self._done.set()
         self._finished()
 

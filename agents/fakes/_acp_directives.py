@@ -394,5 +394,38 @@ class AcpTurn:
     def d_dup_terminal(self, _d: core.Directive) -> None:
         self._dup_terminal = True
 
+    # ------------------------------------------------------------- hostile CLI (issue 14)
+
+    def d_surrogate(self, d: core.Directive) -> None:
+        """A content chunk whose JSON text carries the lone surrogate escape ``\\ud800``."""
+        self.content(d.get_str("text", f"before {core.hostile.LONE_SURROGATE} after") or "")
+
+    def d_flood(self, d: core.Directive) -> None:
+        """Content chunks of ``chunk`` characters, ``n`` of them (0: until cancelled or killed);
+        ``kind=reasoning`` floods thought chunks instead. Not kept in ``text_parts``: the fake's
+        own memory stays flat however long it floods."""
+        text, n, sent = core.hostile.flood_text(d.get_int("chunk", 65536)), d.get_int("n", 0), 0
+        kind = "agent_thought_chunk" if d.get_str("kind") == "reasoning" else "agent_message_chunk"
+        update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+        while n <= 0 or sent < n:
+            self.check_cancel()
+            self.update(update)
+            sent += 1
+
+    def d_close_stdin(self, d: core.Directive) -> None:
+        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us.
+        ``after_turn``: end the turn normally first, so the session is idle when stdin closes."""
+        if d.get_bool("after_turn"):
+            self.finish("end_turn")
+        core.hostile.close_own_stdin(self.log)
+        self.wait_forever()
+
+    def d_wrong_id(self, _d: core.Directive) -> None:
+        """Answer the prompt under an id the broker never sent, then never answer the real one."""
+        if self.ctl.try_settle():
+            self.agent.end_turn(self)
+            self.agent.reply(core.hostile.never_sent_id(self.req_id), {"stopReason": "end_turn"})
+        self.wait_forever()
+
     def d_invalid(self, d: core.Directive) -> None:
         raise core.DirectiveError(d.get_str("error", "invalid directive") or "")

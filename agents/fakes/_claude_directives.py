@@ -345,6 +345,19 @@ class ClaudeTurn(TurnBase):
             self.tool_use("Bash", {"command": "make", "description": "build"})
         self.crash_now(d)
 
+    def flood_open(self) -> None:
+        self.flood_index = self.start_block({"type": "text", "text": ""})
+
+    def flood_delta(self, text: str) -> None:
+        self.event({"type": "content_block_delta", "index": self.flood_index,
+                    "delta": {"type": "text_delta", "text": text}})
+
+    def d_wrong_id(self, _d: core.Directive) -> None:
+        """A control response to a request id the broker never sent, then wait for the cancel."""
+        self.send({"type": "control_response", "response": {
+            "subtype": "success", "request_id": core.hostile.never_sent_id("groupx-interrupt"), "response": {}}})
+        self.await_cancel(None)
+
     def d_garbage(self, d: core.Directive) -> None:
         self.garbage(d, self.cli.writer, self.cli.status_frame())
 

@@ -324,6 +324,18 @@ class CodexTurn(TurnBase):
             self.item_started(self.command_item("make", "inProgress", None, None))
         self.crash_now(d)
 
+    def flood_open(self) -> None:
+        self.flood_item, _ = self.open_message()
+
+    def flood_delta(self, text: str) -> None:
+        self.note("item/agentMessage/delta", {"itemId": self.flood_item["id"], "delta": text})
+
+    def d_wrong_id(self, _d: core.Directive) -> None:
+        """A response under a request id the broker never sent, then wait for the cancel."""
+        self.server.send({"id": core.hostile.never_sent_id("groupx-turn-start"),
+                          "result": {"turn": self.turn_json("completed", [], "summary")}})
+        self.await_cancel(None)
+
     def d_garbage(self, d: core.Directive) -> None:
         harmless = {"method": "thread/tokenUsage/updated", "params": {"threadId": self.thread.id, "turnId": self.id,
                                                                        "tokenUsage": _usage()},

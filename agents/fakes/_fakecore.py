@@ -34,6 +34,7 @@ EX_CONFIG = 78  # unreadable scenario: fail loudly rather than run the wrong beh
 _TRUTHY = {"1", "true", "yes", "on"}
 
 try:  # imported as agents.fakes._fakecore (tests)
+    from . import _hostile as hostile
     from ._fakedirectives import (
         Directive,
         DirectiveError,
@@ -47,6 +48,7 @@ try:  # imported as agents.fakes._fakecore (tests)
     )
     from ._state import StateStore
 except ImportError:  # run through a shim: agents/fakes itself is on sys.path
+    import _hostile as hostile  # type: ignore[no-redef]
     from _fakedirectives import (  # type: ignore[no-redef]
         Directive,
         DirectiveError,
@@ -154,6 +156,7 @@ class FrameWriter:
 
     def frame(self, msg: Any) -> None:
         data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        data = hostile.with_lone_surrogates(data)  # the `surrogate` directive's marker (issue 14)
         with self._lock:
             # Logged inside the lock so the log order is the wire order.
             if len(data) > 65536:
@@ -371,6 +374,8 @@ def stdin_lines() -> Iterator[bytes]:
     stream = sys.stdin.buffer
     while True:
         raw = stream.readline()
+        if not raw and hostile.stdin_closed():
+            hostile.hold_forever()  # not the broker's EOF: the `close-stdin` directive
         if not raw:
             return
         if raw.strip():
@@ -399,6 +404,7 @@ def install_process_options(log: WireLog, scenario: dict[str, Any]) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    hostile.install_stdin_closer(log)
     spec = scenario.get("spawn_grandchild")
     if spec:
         opts = spec if isinstance(spec, dict) else {}

@@ -140,6 +140,37 @@ class TurnBase(abc.ABC):
     def d_dup_terminal(self, _d: core.Directive) -> None:
         self.dup_terminal = True
 
+    # ------------------------------------------------------------- hostile CLI (issue 14)
+
+    def d_surrogate(self, d: core.Directive) -> None:
+        """A text delta whose JSON text carries the lone surrogate escape ``\\ud800``."""
+        self.content([d.get_str("text", f"before {core.hostile.LONE_SURROGATE} after") or ""], 0)
+
+    def d_close_stdin(self, d: core.Directive) -> None:
+        """Close our own stdin (fd 0) and keep running: the broker can no longer write to us.
+        ``after_turn``: end the turn normally first, so the session is idle when stdin closes."""
+        if d.get_bool("after_turn"):
+            self.complete()
+        core.hostile.close_own_stdin(self.log)
+        self.wait_forever()
+
+    def d_flood(self, d: core.Directive) -> None:
+        """Text deltas of ``chunk`` characters, ``n`` of them (0: until cancelled or killed)."""
+        text, n, sent = core.hostile.flood_text(d.get_int("chunk", 65536)), d.get_int("n", 0), 0
+        self.flood_open()
+        while n <= 0 or sent < n:
+            self.check_cancel()
+            self.flood_delta(text)
+            sent += 1
+
+    def flood_open(self) -> None:
+        """Open the message a flood streams into (per wire)."""
+        raise core.DirectiveError("flood is not rendered on this wire")
+
+    def flood_delta(self, text: str) -> None:
+        """One flood delta, not kept in ``text_parts`` so the fake's memory stays flat."""
+        raise core.DirectiveError("flood is not rendered on this wire")
+
     def d_invalid(self, d: core.Directive) -> None:
         raise core.DirectiveError(d.get_str("error", "invalid directive") or "")
 

@@ -301,7 +301,9 @@ async def test_a_crash_mid_turn_fails_the_turn_as_interrupted_and_needs_a_rebuil
 
 
 @pytest.mark.parametrize("kind", ["not_json", "invalid_utf8", "partial_line", "huge_line", "non_object",
-                                  "wrong_jsonrpc", "response_without_id", "bad_request_id"])
+                                  "wrong_jsonrpc", "response_without_id", "bad_request_id",
+                                  # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
+                                  "orphan_response"])
 async def test_garbage_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_rebuild(rig, kind):
     session = await rig.start()
     _, events = await run_turn(session, f"[[fake: reply text=x; garbage kind={kind}]]")
@@ -310,7 +312,7 @@ async def test_garbage_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_re
     assert session.needs_rebuild
 
 
-@pytest.mark.parametrize("kind", ["orphan_response", "blank_and_crlf"])
+@pytest.mark.parametrize("kind", ["blank_and_crlf"])
 async def test_tolerated_garbage_does_not_disturb_the_turn(rig, kind):
     session = await rig.start()
     _, events = await run_turn(session, f"[[fake: garbage kind={kind}; reply text=fine]]")

@@ -103,12 +103,35 @@ async def test_an_error_response_raises_with_code_message_and_data(peer_factory)
 
 async def test_a_request_times_out_and_its_late_response_is_only_logged(peer_factory):
     peer = peer_factory([{"read": 2}, {"send": {**H, "id": "kimi:1", "result": "late"}},
-                         {"send": {**H, "id": 99, "result": "unknown"}},
                          {"send": {**H, "id": "kimi:2", "result": "second"}}])
     client = await peer.connect()
     with pytest.raises(RequestTimeout):
         await client.request("slow", timeout=0.05)
     assert await client.request("fast", timeout=5) == "second"
+    assert client.lost is None
+
+
+@pytest.mark.parametrize("never_sent", ["kimi:7", 99, "codex:1", "kimi:01", "kimi:1-never-sent"])
+async def test_a_response_to_an_id_never_sent_is_fatal_for_every_pending_request(peer_factory, never_sent):
+    # issue 14: the CLI answered something it was never asked; what it owes us is not coming.
+    peer = peer_factory([{"read": 1}, {"send": {**H, "id": never_sent, "result": "stolen"}}])
+    client = await peer.connect()
+    pending = await client.send_request("session/prompt")
+    with pytest.raises(ProtocolViolation, match="never sent") as caught:
+        await pending
+    assert caught.value.code == PROTOCOL_INVALID_MESSAGE
+    assert isinstance(client.lost, ProtocolViolation)
+
+
+async def test_a_late_response_to_a_forgotten_request_stays_harmless_however_many_came_after(peer_factory):
+    peer = peer_factory([{"read": 1}, {"read": 300}, {"send": {**H, "id": "kimi:1", "result": "very late"}},
+                         {"read": 1}, {"send": {**H, "id": "$id", "result": "last"}}])
+    client = await peer.connect()
+    first = await client.send_request("first")
+    first.forget()
+    for _ in range(300):  # more ids than any bounded memory of recent ids would keep
+        await client.notify("noise")
+    assert await client.request("last", timeout=5) == "last"
     assert client.lost is None
 
 
