@@ -211,12 +211,17 @@ def decode_frame_repaired(line: bytes) -> tuple[dict[str, Any], int]:
         obj = json.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:  # JSONDecodeError, and int-digit limits
         raise FrameError(f"malformed JSON on stdout: {exc}; line starts {text[:120]!r}") from None
+    except RecursionError:  # "[[[[…" a few thousand deep, well within the line limit
+        raise FrameError("JSON on stdout nested too deeply to parse") from None
     if not isinstance(obj, dict):
         raise FrameError(f"non-object JSON frame on stdout ({type(obj).__name__})")
     if _SURROGATE_ESCAPE_RE.search(line) is None:
         return obj, 0
     # Pairs were already joined by json.loads; what is left unpaired cannot be written as UTF-8.
-    return repair_tree(obj)
+    try:
+        return repair_tree(obj)
+    except RecursionError:
+        raise FrameError("JSON on stdout nested too deeply to repair") from None
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -11,7 +11,7 @@ import pytest
 
 from agents.drivers.base import ContentDelta, TurnCompleted
 from agents.drivers.jsonrpc import FrameReader, StdinClosed
-from agents.drivers.process import JsonLineProcess, decode_frame_repaired
+from agents.drivers.process import FrameError, JsonLineProcess, decode_frame_repaired
 from agents.drivers.turnkit import BACKLOG_EVENTS, QueuedTurn
 
 from .helpers import eventually, script
@@ -37,6 +37,15 @@ async def closer():
 ])
 def test_a_lone_surrogate_escape_is_decoded_as_u_fffd_and_counted(line, frame, repaired):
     assert decode_frame_repaired(line) == (frame, repaired)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"deep":' + b"[" * 5_000 + b'"\\ud800"' + b"]" * 5_000 + b"}",
+])
+def test_a_frame_nested_too_deeply_is_a_frame_error_not_a_crash(line):
+    with pytest.raises(FrameError, match="nested too deeply"):
+        decode_frame_repaired(line)
 
 
 async def test_the_process_counts_every_repair_on_its_stdout(tmp_path, closer):
