@@ -9,8 +9,11 @@ import { getJson, postJson } from "./api.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
+import { ExportMenu } from "./export.js";
+import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { Sidebar } from "./sidebar.js";
+import { SearchBox } from "./search.js";
 import { backoffDelay, RoomStream } from "./stream.js";
 import { isHidden, Timeline } from "./timeline.js";
 import { isTurnLifecycle, TurnStore } from "./turns.js";
@@ -38,7 +41,7 @@ const turns = new TurnStore((turn) => {
 });
 
 const timeline = new Timeline(
-  { scroller: $("timeline"), durable: $("durable"), live: $("live"), historyNote: $("history-note"), jump: $("jump") },
+  { scroller: $("timeline"), durable: $("durable"), live: $("live"), jump: $("jump") },
   {
     turns,
     agentActor,
@@ -48,6 +51,12 @@ const timeline = new Timeline(
     onActivity: scheduleActivity,
   },
 );
+
+// The whole history: older pages on scroll-up, search that jumps to a message, Markdown export.
+const history = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
+new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
+  { onPick: (hit) => history.reveal(hit) });
+new ExportMenu({ from: $("export-from"), to: $("export-to"), link: $("export-link"), hint: $("export-hint") });
 
 const agentMemory = new AgentMemory(
   { drawer: $("agent-memory"), title: $("agent-memory-title"), close: $("agent-memory").querySelector(".drawer-close"),
@@ -194,6 +203,7 @@ async function bootOnce() {
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);
   timeline.follow();
+  history.reset();
   // Memory and usage are read after the snapshot: an event landing between the two reads only
   // triggers one more (idempotent) read, so nothing is missed.
   await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);

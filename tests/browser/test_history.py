@@ -1,0 +1,123 @@
+"""The whole history in the room page (issue 16): scrolling back page by page to the beginning,
+search that jumps to an old message, the Markdown download and the jump back to the latest.
+
+The log is seeded straight into SQLite (tests/history_seed.py): these tests are about reading
+history, and 1,000 posted messages would each queue a Turn."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.browser.room_page import append_raw_events
+from tests.history_seed import message, numbered, seed_messages
+
+SHOWN = "#durable article[data-seq]"
+AT_BOTTOM = "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
+MORE_OR_START = f"""n => document.querySelectorAll('{SHOWN}').length > n
+  || document.getElementById('history-note').dataset.state === 'start'"""
+LOCAL_INPUT = """iso => {
+  const d = new Date(iso), p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}"""
+
+
+def test_scrolling_up_reads_a_thousand_messages_back_to_the_beginning_without_moving_the_view(room, open_page):
+    seed_messages(room, numbered(1_000))
+    page = open_page(room, height=700)
+    shown = page.locator(SHOWN)
+    expect(page.locator("article", has_text="history line 999")).to_be_visible()
+    expect(page.locator("article", has_text="history line 0")).to_have_count(0)
+    first = shown.first.get_attribute("data-event-id")
+    before = shown.count()
+
+    page.locator("#timeline").hover()
+    page.mouse.wheel(0, -50_000)
+    page.wait_for_function(MORE_OR_START, arg=before)
+
+    # The older page went above: the message that was on top is still where the reader is.
+    expect(page.locator(f'[data-event-id="{first}"]')).to_be_in_viewport()
+    while page.locator("#history-note").get_attribute("data-state") != "start":
+        count = shown.count()
+        page.mouse.wheel(0, -50_000)
+        page.wait_for_function(MORE_OR_START, arg=count)
+
+    expect(page.locator("#history-note")).to_have_text("Beginning of the room")
+    expect(shown).to_have_count(1_000)
+    seqs = page.eval_on_selector_all(SHOWN, "els => els.map((e) => Number(e.dataset.seq))")
+    assert seqs == sorted(seqs) and len(set(seqs)) == 1_000
+    expect(shown.first).to_contain_text("history line 0")
+    expect(shown.last).to_contain_text("history line 999")
+
+
+def test_search_finds_an_old_message_and_jumps_to_it_in_context(room, open_page):
+    old = message("the aardvark migration plan is ready", author="kimi")
+    seed_messages(room, numbered(20) + [old] + numbered(1_000, text="later line {i}"))
+    page = open_page(room)
+    expect(page.locator("article", has_text="aardvark")).to_have_count(0)
+
+    search = page.get_by_role("searchbox", name="Search messages")
+    search.fill("AARDVARK")
+    search.press("Enter")
+    page.locator(".search-hit", has_text="aardvark migration plan").click()
+
+    found = page.locator(f'#durable article[data-event-id="{old["event_id"]}"]')
+    expect(found).to_have_class(re.compile(r"\bis-found\b"))
+    expect(found).to_be_in_viewport()
+    expect(found).to_contain_text("Kimi")
+    # In context: its neighbours were read with it.
+    expect(page.locator("article", has_text="history line 19")).to_have_count(1)
+    expect(page.locator("article", has_text="later line 0")).to_have_count(1)
+
+
+def test_search_says_so_when_nothing_matches(room, open_page):
+    seed_messages(room, numbered(5))
+    page = open_page(room)
+
+    search = page.get_by_role("searchbox", name="Search messages")
+    search.fill("nothing-like-this")
+    search.press("Enter")
+
+    expect(page.locator("#search-results")).to_contain_text("No messages match")
+
+
+def test_the_export_button_downloads_the_room_or_a_range_as_markdown(room, open_page):
+    seed_messages(room, numbered(10))
+    page = open_page(room)
+    page.locator("#export > summary").click()
+
+    with page.expect_download() as whole:
+        page.get_by_role("link", name="Download Markdown").click()
+    page.locator("#export-from").fill(page.evaluate(LOCAL_INPUT, "2026-01-01T00:00:03Z"))
+    page.locator("#export-to").fill(page.evaluate(LOCAL_INPUT, "2026-01-01T00:00:06Z"))
+    with page.expect_download() as ranged:
+        page.get_by_role("link", name="Download Markdown").click()
+
+    assert whole.value.suggested_filename.endswith(".md")
+    text = Path(whole.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("# GroupX · room:main")
+    assert text.index("history line 0") < text.index("history line 9")
+    part = Path(ranged.value.path()).read_text(encoding="utf-8")
+    assert [f"history line {i}" in part for i in range(10)] == [i in (3, 4, 5) for i in range(10)]
+
+
+def test_jump_to_latest_appears_far_from_the_newest_message_and_brings_it_back(room, open_page):
+    seed_messages(room, numbered(150))
+    page = open_page(room, height=700)
+    expect(page.locator("article", has_text="history line 149")).to_be_in_viewport()
+
+    page.locator("#timeline").hover()
+    page.mouse.wheel(0, -4_000)
+    jump = page.get_by_role("button", name="↓ Jump to latest")
+    expect(jump).to_be_visible()
+    append_raw_events(room, [("message.created", {"content": "news while reading back"})])
+    expect(page.get_by_role("button", name="↓ New messages")).to_be_visible()
+    assert not page.evaluate(AT_BOTTOM)  # the reader was not moved
+
+    page.get_by_role("button", name="↓ New messages").click()
+
+    page.wait_for_function(AT_BOTTOM)
+    expect(page.locator("article", has_text="news while reading back")).to_be_in_viewport()
+    expect(page.locator("#jump")).to_be_hidden()
