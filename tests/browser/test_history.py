@@ -121,3 +121,28 @@ def test_jump_to_latest_appears_far_from_the_newest_message_and_brings_it_back(r
     page.wait_for_function(AT_BOTTOM)
     expect(page.locator("article", has_text="news while reading back")).to_be_in_viewport()
     expect(page.locator("#jump")).to_be_hidden()
+
+
+def test_back_at_the_latest_the_page_keeps_500_items_and_reads_the_trimmed_ones_again(room, open_page):
+    seed_messages(room, numbered(1_000))
+    page = open_page(room, height=700)
+    shown = page.locator(SHOWN)
+    expect(page.locator("article", has_text="history line 999")).to_be_visible()
+    page.locator("#timeline").hover()
+    while shown.count() < 600:
+        count = shown.count()
+        page.mouse.wheel(0, -50_000)
+        page.wait_for_function(MORE_OR_START, arg=count)
+
+    page.get_by_role("button", name="↓ Jump to latest").click()
+    page.wait_for_function(AT_BOTTOM)
+    assert page.locator("#durable > *").count() <= 500
+    expect(page.locator("#history-note")).to_have_attribute("data-state", "older")
+
+    page.locator("#timeline").hover()
+    while page.locator("#history-note").get_attribute("data-state") != "start":
+        count = shown.count()
+        page.mouse.wheel(0, -50_000)
+        page.wait_for_function(MORE_OR_START, arg=count)
+    seqs = page.eval_on_selector_all(SHOWN, "els => els.map((e) => Number(e.dataset.seq))")
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) == 1_000
