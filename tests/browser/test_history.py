@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from tests.browser.room_page import append_raw_events
 from tests.history_seed import message, numbered, seed_messages
+from tests.server import wait_until
 
 SHOWN = "#durable article[data-seq]"
 AT_BOTTOM = "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
@@ -103,7 +104,15 @@ def test_the_export_button_downloads_the_room_or_a_range_as_markdown(room, open_
     assert [f"history line {i}" in part for i in range(10)] == [i in (3, 4, 5) for i in range(10)]
 
 
+def sessions_ready(server) -> bool:
+    events = server.get("/api/events/page", params={"limit": 500}).json()["events"]
+    return sum(e["type"] == "session.ready" for e in events) == 3
+
+
 def test_jump_to_latest_appears_far_from_the_newest_message_and_brings_it_back(room, open_page):
+    # Once the agents' sessions are ready nothing else arrives; a late session event would rightly
+    # label the button "New messages".
+    wait_until(lambda: sessions_ready(room), timeout=30, message="three ready sessions")
     seed_messages(room, numbered(150))
     page = open_page(room, height=700)
     expect(page.locator("article", has_text="history line 149")).to_be_in_viewport()
@@ -134,7 +143,7 @@ def test_back_at_the_latest_the_page_keeps_500_items_and_reads_the_trimmed_ones_
         page.mouse.wheel(0, -50_000)
         page.wait_for_function(MORE_OR_START, arg=count)
 
-    page.get_by_role("button", name="↓ Jump to latest").click()
+    page.locator("#jump").click()  # "Jump to latest", or "New messages" if an agent's session event came
     page.wait_for_function(AT_BOTTOM)
     assert page.locator("#durable > *").count() <= 500
     expect(page.locator("#history-note")).to_have_attribute("data-state", "older")
