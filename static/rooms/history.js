@@ -14,6 +14,8 @@ const LOAD_MARGIN_PX = 600; // start reading before the reader reaches the very 
 const FAR_SCREENS = 2; // further than this from the newest end: offer the jump to latest
 const HIGHLIGHT_CLASS = "is-found";
 const CONTEXT_BEFORE = 10; // events read above a revealed message, so it does not sit on the edge
+const FAR_EVENTS = 1_500; // further back than this, a hit is shown in a window of its own
+const WINDOW_AFTER = 250; // of a window's 500 events, those after the hit
 
 const NOTE_TEXT = {
   older: "Scroll up for older messages",
@@ -91,6 +93,7 @@ export class History {
    */
   async reveal({ seq, eventId }) {
     this.timeline.pausedAt = Date.now(); // reading: the newest message must not pull the view away
+    if (this.timeline.floorSeq - seq > FAR_EVENTS && !(await this.openWindow(seq))) return false;
     while (this.timeline.floorSeq > seq - CONTEXT_BEFORE && this.timeline.hasOlder) {
       if (this.loading) await this.loading;
       else if (!(await this.loadOlder(REVEAL_PAGE))) break;
@@ -101,6 +104,20 @@ export class History {
     target.classList.add(HIGHLIGHT_CLASS);
     target.scrollIntoView({ block: "center" });
     this.timeline.pausedAt = Date.now();
+    return true;
+  }
+
+  /** Replace the page with the REVEAL_PAGE events around ``seq`` (timeline.showWindow). */
+  async openWindow(seq) {
+    const params = new URLSearchParams({ beforeSeq: String(seq + WINDOW_AFTER), limit: String(REVEAL_PAGE) });
+    let page;
+    try {
+      page = await getJson(`/api/events/page?${params}`);
+    } catch {
+      return false;
+    }
+    this.timeline.showWindow(page.events || [], { hasOlder: Boolean(page.previousPage) });
+    this.render();
     return true;
   }
 

@@ -49,6 +49,7 @@ const timeline = new Timeline(
     onForward: (env) => composer.setReference("forward", env),
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
+    onLatest: () => boot(),
   },
 );
 

@@ -33,7 +33,8 @@ export function isHidden(type) {
 export class Timeline {
   /**
    * @param elements {scroller, durable, live, jump}
-   * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId)}
+   * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId),
+   *   onLatest() (leave a window of old events: rebuild from a fresh bootstrap)}
    */
   constructor(elements, ctx) {
     Object.assign(this, elements);
@@ -50,7 +51,8 @@ export class Timeline {
       // Any hand in the list means the user is reading: stop following for 15 s.
       this.scroller.addEventListener(type, () => { this.pausedAt = Date.now(); }, { passive: true });
     }
-    this.scroller.addEventListener("scroll", () => { if (this.atBottom()) this.jump.hidden = true; }, { passive: true });
+    this.scroller.addEventListener("scroll", () => { if (this.atBottom() && !this.detached) this.jump.hidden = true; },
+      { passive: true });
     this.jump.addEventListener("click", () => this.follow());
     this.reset();
   }
@@ -75,12 +77,27 @@ export class Timeline {
     this.floorSeq = Infinity;
     this.applyingSeq = null;
     this.prepending = null; // while an older page renders: {home, created}
+    this.detached = false; // showing a window of old events instead of the room's newest end
+  }
+
+  /**
+   * Show a window of old events (a search hit far back) instead of the newest end: rendering a
+   * 100,000-event room down to it would not fit in a page. Until the reader goes back to the
+   * latest (which rebuilds the page from a fresh bootstrap), live events are not shown here.
+   */
+  showWindow(envs, { hasOlder }) {
+    this.reset({ hasOlder });
+    this.prepend(envs, { hasOlder });
+    this.detached = true;
+    this.jump.textContent = "↓ Back to the latest";
+    this.jump.hidden = false;
   }
 
   // ---- durable events -----------------------------------------------------------------------
 
   /** One durable envelope, in seq order. Turn statuses are already applied to ctx.turns. */
   applyDurable(env) {
+    if (this.detached && !this.prepending) return; // the newest end is not on the page
     if (!this.prepending && Number.isInteger(env.seq) && env.seq < this.floorSeq) this.floorSeq = env.seq;
     if (isHidden(env.type) || this.seen.has(env.eventId)) return;
     this.seen.add(env.eventId);
@@ -251,6 +268,7 @@ export class Timeline {
   // ---- transient events ---------------------------------------------------------------------
 
   applyTransient(env) {
+    if (this.detached) return;
     const body = env.body || {};
     if (!body.turnId || isHidden(env.type)) return;
     const turn = this.ctx.turns.get(body.turnId);
@@ -339,6 +357,7 @@ export class Timeline {
 
   /** A Turn's status changed: its chip, and every queued chip of that agent (positions moved). */
   turnChanged(turn) {
+    if (this.detached) return;
     const bubble = this.bubbles.get(turn.turnId);
     if (bubble && !TERMINAL.has(turn.status)) bubble.setStatus(turn.status);
     this.refreshChips(turn.target);
@@ -441,6 +460,10 @@ export class Timeline {
 
   /** Sending (or the "new messages" button) resumes following at once. */
   follow() {
+    if (this.detached) {
+      this.ctx.onLatest();
+      return;
+    }
     this.pausedAt = 0;
     this.jump.hidden = true;
     this.trim(); // back at the newest end: what was read back goes again

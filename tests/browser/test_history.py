@@ -73,6 +73,32 @@ def test_search_finds_an_old_message_and_jumps_to_it_in_context(room, open_page)
     expect(page.locator("article", has_text="later line 0")).to_have_count(1)
 
 
+def test_a_search_hit_far_back_opens_a_window_around_it_until_the_reader_returns_to_the_latest(room, open_page):
+    old = message("the pangolin decision record", author="kimi")
+    seed_messages(room, numbered(50) + [old] + numbered(3_000, text="later line {i}"))
+    page = open_page(room)
+
+    search = page.get_by_role("searchbox", name="Search messages")
+    search.fill("pangolin")
+    search.press("Enter")
+    page.locator(".search-hit", has_text="pangolin decision").click()
+
+    found = page.locator(f'#durable article[data-event-id="{old["event_id"]}"]')
+    expect(found).to_have_class(re.compile(r"\bis-found\b"))
+    expect(found).to_be_in_viewport()
+    assert page.locator("#durable > *").count() <= 500  # a window, not 3,000 messages
+    expect(page.locator("article", has_text="history line 49")).to_have_count(1)
+    append_raw_events(room, [("message.created", {"content": "news from the present"})])
+    back = page.get_by_role("button", name="↓ Back to the latest")
+    expect(back).to_be_visible()
+
+    back.click()
+
+    expect(page.locator("article", has_text="news from the present")).to_be_in_viewport()
+    expect(found).to_have_count(0)
+    expect(page.locator("#jump")).to_be_hidden()
+
+
 def test_search_says_so_when_nothing_matches(room, open_page):
     seed_messages(room, numbered(5))
     page = open_page(room)
