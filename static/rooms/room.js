@@ -54,9 +54,9 @@ const timeline = new Timeline(
 );
 
 // The whole history: older pages on scroll-up, search that jumps to a message, Markdown export.
-const history = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
+const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
-  { onPick: (hit) => history.reveal(hit) });
+  { onPick: (hit) => roomHistory.reveal(hit) });
 new ExportMenu({ from: $("export-from"), to: $("export-to"), link: $("export-link"), hint: $("export-hint") });
 
 const agentMemory = new AgentMemory(
@@ -204,7 +204,7 @@ async function bootOnce() {
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);
   timeline.follow();
-  history.reset();
+  roomHistory.reset();
   // Memory and usage are read after the snapshot: an event landing between the two reads only
   // triggers one more (idempotent) read, so nothing is missed.
   await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);
