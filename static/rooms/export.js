@@ -11,10 +11,16 @@ function instant(value) {
 }
 
 export class ExportMenu {
-  /** @param elements {from, to, link, hint} */
-  constructor({ from, to, link, hint }) {
-    Object.assign(this, { from, to, link, hint });
+  /** @param elements {menu (the <details>), from, to, link, hint} */
+  constructor({ menu, from, to, link, hint }) {
+    Object.assign(this, { menu, from, to, link, hint });
     for (const input of [from, to]) input.addEventListener("input", () => this.update());
+    document.addEventListener("pointerdown", (event) => {
+      if (!menu.contains(event.target)) menu.open = false;
+    });
+    menu.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") menu.open = false;
+    });
     this.update();
   }
 

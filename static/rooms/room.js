@@ -57,7 +57,8 @@ const timeline = new Timeline(
 const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
   { onPick: (hit) => roomHistory.reveal(hit) });
-new ExportMenu({ from: $("export-from"), to: $("export-to"), link: $("export-link"), hint: $("export-hint") });
+new ExportMenu({ menu: $("export"), from: $("export-from"), to: $("export-to"), link: $("export-link"),
+  hint: $("export-hint") });
 
 const agentMemory = new AgentMemory(
   { drawer: $("agent-memory"), title: $("agent-memory-title"), close: $("agent-memory").querySelector(".drawer-close"),
