@@ -61,6 +61,31 @@ def rebuild_seconds(db_path: Path) -> float:
         db.close()
 
 
+def insert_cost_ms(content: str, rows: int) -> dict:
+    """What the search index adds to appending one message: the migration's own statements on an
+    in-memory copy of the log's shape, timed with and without its insert trigger."""
+    import importlib
+
+    statements = importlib.import_module("rooms.migrations.0002_message_search").STATEMENTS
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE rooms_event (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_type TEXT, body TEXT)")
+    body = json.dumps({"content": content})
+
+    def per_row() -> float:
+        started = time.perf_counter()
+        for _ in range(rows):
+            db.execute("INSERT INTO rooms_event (event_type, body) VALUES ('message.created', ?)", [body])
+        db.commit()
+        return (time.perf_counter() - started) * 1000 / rows
+
+    without = per_row()
+    for sql in statements:
+        db.execute(sql)
+    indexed = per_row()
+    db.close()
+    return {"withoutIndexMs": round(without, 3), "withIndexMs": round(indexed, 3)}
+
+
 def timed(client: httpx.Client, path: str, params: dict, requests: int) -> dict:
     times = []
     for index in range(requests + 3):
@@ -79,12 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=30)
     args = parser.parse_args(argv)
+    prose = "the build passes on both machines and the review of the migration is done; shipping next. "
+    results_insert = {"insertShortMessage": insert_cost_ms(prose, 2_000),
+                      "insertLargestMessage": insert_cost_ms((prose * 1_500)[:131_072], 30)}
     server = BenchServer(Path(tempfile.mkdtemp(prefix="groupx-bench-history-")))
     server.migrate()
     started = time.perf_counter()
     seed(server.db_path, args.events)
     results: dict = {"events": args.events, "seedSeconds": round(time.perf_counter() - started, 2),
-                     "ftsRebuildSeconds": rebuild_seconds(server.db_path)}
+                     "ftsRebuildSeconds": rebuild_seconds(server.db_path), **results_insert}
     server.start()
     try:
         head = httpx.get(f"{server.base_url}/api/bootstrap").json()["room"]["throughSeq"]
