@@ -181,3 +181,18 @@ def test_back_at_the_latest_the_page_keeps_500_items_and_reads_the_trimmed_ones_
         page.wait_for_function(MORE_OR_START, arg=count)
     seqs = page.eval_on_selector_all(SHOWN, "els => els.map((e) => Number(e.dataset.seq))")
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) == 1_000
+
+
+def test_a_hostile_message_found_by_search_stays_text(room, open_page):
+    seed_messages(room, [message('<img src=x onerror="document.body.dataset.owned=1"> okapi <b>bold</b>')])
+    page = open_page(room)
+
+    search = page.get_by_role("searchbox", name="Search messages")
+    search.fill("okapi")
+    search.press("Enter")
+
+    hit = page.locator(".search-hit", has_text="okapi")
+    expect(hit).to_contain_text('<img src=x onerror="document.body.dataset.owned=1">')
+    expect(page.locator("#search-results img, #search-results b")).to_have_count(0)
+    expect(hit.locator("mark")).to_have_text("okapi")
+    assert page.evaluate("document.body.dataset.owned") is None
