@@ -7,6 +7,7 @@
 // exactly as it did live. The timeline keeps the cursor (floorSeq) because trimming moves it.
 
 import { getJson } from "./api.js";
+import { isTurnLifecycle, TERMINAL } from "./turns.js";
 
 const PAGE = 100; // as bootstrap: a page costs what the first screen cost
 const REVEAL_PAGE = 500; // the protocol's largest page: a search hit far back needs few requests
@@ -23,6 +24,21 @@ const NOTE_TEXT = {
   failed: "Older messages could not be loaded — scroll up to try again",
   start: "Beginning of the room",
 };
+
+/**
+ * The Turns of an old page that finished within it and that the page does not know yet, so their
+ * messages get the same chips ("replied", "failed · CODE") as after bootstrap. A Turn the page
+ * already knows (bootstrap, the stream) is left alone: old events must never roll a status back,
+ * and a Turn without its end in the page might look active forever.
+ */
+function learnFinishedTurns(envs, turns) {
+  const ended = new Set();
+  for (const env of envs) {
+    const turnId = env.body && env.body.turnId;
+    if (turnId && env.type.startsWith("turn.") && TERMINAL.has(env.type.slice(5)) && !turns.get(turnId)) ended.add(turnId);
+  }
+  for (const env of envs) if (isTurnLifecycle(env.type) && ended.has(env.body.turnId)) turns.apply(env);
+}
 
 export class History {
   /** @param elements {scroller, note, jump}; timeline: the page's Timeline. */
@@ -82,6 +98,7 @@ export class History {
       return false;
     }
     if (this.timeline.floorSeq !== before) return false; // a new bootstrap rebuilt the timeline meanwhile
+    learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
     this.timeline.prepend(page.events || [], { hasOlder: Boolean(page.previousPage) });
     return true;
   }
@@ -116,6 +133,7 @@ export class History {
     } catch {
       return false;
     }
+    learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
     this.timeline.showWindow(page.events || [], { hasOlder: Boolean(page.previousPage) });
     this.render();
     return true;

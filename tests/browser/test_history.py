@@ -11,7 +11,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.browser.room_page import append_raw_events
+from tests.browser.room_page import address, append_raw_events, expect_final, reply, say, user_message
 from tests.history_seed import message, numbered, seed_messages
 from tests.server import wait_until
 
@@ -196,3 +196,25 @@ def test_a_hostile_message_found_by_search_stays_text(room, open_page):
     expect(page.locator("#search-results img, #search-results b")).to_have_count(0)
     expect(hit.locator("mark")).to_have_text("okapi")
     assert page.evaluate("document.body.dataset.owned") is None
+
+
+def test_an_answered_message_read_back_from_history_looks_as_it_did_live(room, open_page):
+    page = open_page(room)
+    address(page, "Kimi")
+    say(page, "an early question")
+    expect_final(reply(page, "agent:kimi", "echo: an early question"))
+    seed_messages(room, numbered(250))
+
+    page = open_page(room, height=700)
+    question = user_message(page, "an early question")
+    expect(question).to_have_count(0)
+    page.locator("#timeline").hover()
+    while not question.count() and page.locator("#history-note").get_attribute("data-state") != "start":
+        count = page.locator(SHOWN).count()
+        page.mouse.wheel(0, -50_000)
+        page.wait_for_function(MORE_OR_START, arg=count)
+
+    expect(question.locator(".turn-chip")).to_contain_text("replied")
+    answer = reply(page, "agent:kimi", "echo: an early question")
+    expect_final(answer)
+    expect(page.locator("#live article")).to_have_count(0)  # no Turn of the past looks busy
