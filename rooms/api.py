@@ -6,12 +6,13 @@ They are ``async``: their database work is one call on the writer or a reader th
 from __future__ import annotations
 
 from django.http import HttpRequest, StreamingHttpResponse
-from ninja import Router
+from django.utils import timezone
+from ninja import Query, Router
 
 from groupx_site import db
 from groupx_site.json_response import json_response
 from groupx_site.middleware import json_body
-from rooms import actions, bootstrap, sse
+from rooms import actions, bootstrap, export, history, sse
 
 router = Router(tags=["room"])
 
@@ -32,4 +33,34 @@ async def get_events(request: HttpRequest, afterSeq: str | None = None):  # noqa
     response = StreamingHttpResponse(sse.event_stream(cursor), content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@router.get("/events/page", summary="One page of older durable events by seq (scrolling back through history)",
+            description="Up to `limit` (1–500, default 100) durable envelopes with seq < `beforeSeq` (the newest "
+                        "when absent), in seq order, as bootstrap and the stream deliver them. `previousPage."
+                        "beforeSeq` is the cursor of the next older page; it is absent at the start of the room.")
+async def get_events_page(request: HttpRequest, beforeSeq: str | None = None, limit: str | None = None):  # noqa: N803
+    return json_response(await db.read(history.read_page)(beforeSeq, limit))
+
+
+@router.get("/search", summary="Search the room's messages (every author), newest first",
+            description="`message.created` whose content holds every word of `q` (case-insensitive substrings; "
+                        "FTS5 trigram index). Each item: seq, eventId, author, occurredAt, snippet. `limit` 1–500 "
+                        "(default 20); `nextPage.beforeSeq` continues with older matches.")
+async def get_search(request: HttpRequest, q: str | None = None, beforeSeq: str | None = None,  # noqa: N803
+                     limit: str | None = None):
+    return json_response(await db.read(history.read_search)(q, beforeSeq, limit))
+
+
+@router.get("/export.md", summary="Download the room's messages (or a time range) as Markdown",
+            description="`from` and `to` are ISO 8601 (UTC when no zone is given); messages with from ≤ "
+                        "occurredAt < to, in seq order, streamed page by page.")
+async def get_export(request: HttpRequest, start: str | None = Query(None, alias="from"),
+                     end: str | None = Query(None, alias="to")):
+    moments = export.parse_range(start, end)
+    now = timezone.now()
+    response = StreamingHttpResponse(export.markdown_streamed(moments, now), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{export.filename(moments, now)}"'
+    response["Cache-Control"] = "no-store"
     return response

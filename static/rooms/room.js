@@ -9,7 +9,10 @@ import { getJson, postJson } from "./api.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
+import { ExportMenu } from "./export.js";
+import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
+import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
 import { isHidden, Timeline } from "./timeline.js";
@@ -38,7 +41,7 @@ const turns = new TurnStore((turn) => {
 });
 
 const timeline = new Timeline(
-  { scroller: $("timeline"), durable: $("durable"), live: $("live"), historyNote: $("history-note"), jump: $("jump") },
+  { scroller: $("timeline"), durable: $("durable"), live: $("live"), jump: $("jump") },
   {
     turns,
     agentActor,
@@ -46,8 +49,16 @@ const timeline = new Timeline(
     onForward: (env) => composer.setReference("forward", env),
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
+    onLatest: () => boot(),
   },
 );
+
+// The whole history: older pages on scroll-up, search that jumps to a message, Markdown export.
+const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
+new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
+  { onPick: (hit) => roomHistory.reveal(hit) });
+new ExportMenu({ menu: $("export"), from: $("export-from"), to: $("export-to"), link: $("export-link"),
+  hint: $("export-hint") });
 
 const agentMemory = new AgentMemory(
   { drawer: $("agent-memory"), title: $("agent-memory-title"), close: $("agent-memory").querySelector(".drawer-close"),
@@ -194,6 +205,7 @@ async function bootOnce() {
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);
   timeline.follow();
+  roomHistory.reset();
   // Memory and usage are read after the snapshot: an event landing between the two reads only
   // triggers one more (idempotent) read, so nothing is missed.
   await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);

@@ -32,8 +32,9 @@ export function isHidden(type) {
 
 export class Timeline {
   /**
-   * @param elements {scroller, durable, live, historyNote, jump}
-   * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId)}
+   * @param elements {scroller, durable, live, jump}
+   * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId),
+   *   onLatest() (leave a window of old events: rebuild from a fresh bootstrap)}
    */
   constructor(elements, ctx) {
     Object.assign(this, elements);
@@ -50,7 +51,8 @@ export class Timeline {
       // Any hand in the list means the user is reading: stop following for 15 s.
       this.scroller.addEventListener(type, () => { this.pausedAt = Date.now(); }, { passive: true });
     }
-    this.scroller.addEventListener("scroll", () => { if (this.atBottom()) this.jump.hidden = true; }, { passive: true });
+    this.scroller.addEventListener("scroll", () => { if (this.atBottom() && !this.detached) this.jump.hidden = true; },
+      { passive: true });
     this.jump.addEventListener("click", () => this.follow());
     this.reset();
   }
@@ -69,16 +71,37 @@ export class Timeline {
     this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
       "aria-label": "Turns of earlier messages" });
     this.live.replaceChildren(this.orphans);
-    this.historyNote.hidden = !hasOlder;
     this.jump.hidden = true;
+    // The history below floorSeq is not on the page; history.js reads older pages from there.
+    this.hasOlder = hasOlder;
+    this.floorSeq = Infinity;
+    this.applyingSeq = null;
+    this.prepending = null; // while an older page renders: {home, created}
+    this.detached = false; // showing a window of old events instead of the room's newest end
+  }
+
+  /**
+   * Show a window of old events (a search hit far back) instead of the newest end: rendering a
+   * 100,000-event room down to it would not fit in a page. Until the reader goes back to the
+   * latest (which rebuilds the page from a fresh bootstrap), live events are not shown here.
+   */
+  showWindow(envs, { hasOlder }) {
+    this.reset({ hasOlder });
+    this.prepend(envs, { hasOlder });
+    this.detached = true;
+    this.jump.textContent = "↓ Back to the latest";
+    this.jump.hidden = false;
   }
 
   // ---- durable events -----------------------------------------------------------------------
 
   /** One durable envelope, in seq order. Turn statuses are already applied to ctx.turns. */
   applyDurable(env) {
+    if (this.detached && !this.prepending) return; // the newest end is not on the page
+    if (!this.prepending && Number.isInteger(env.seq) && env.seq < this.floorSeq) this.floorSeq = env.seq;
     if (isHidden(env.type) || this.seen.has(env.eventId)) return;
     this.seen.add(env.eventId);
+    this.applyingSeq = env.seq;
     this.flush(); // streamed text first, so a terminal event never lands before its last words
     const body = env.body || {};
     const type = env.type;
@@ -92,6 +115,48 @@ export class Timeline {
     else if (type.startsWith("memory.") && body.record) this.memoryLine(env);
     else this.generic(env);
     this.changed();
+  }
+
+  /**
+   * An older page of durable envelopes (seq order, all below floorSeq), rendered by the same code
+   * as live events into a detached container and then put above what is shown. The item that was
+   * first stays exactly where the reader sees it, whatever the browser's own scroll anchoring did.
+   */
+  prepend(envs, { hasOlder }) {
+    const older = envs.filter((env) => env.seq < this.floorSeq);
+    const anchor = this.durable.firstElementChild;
+    const before = anchor ? anchor.getBoundingClientRect().top : 0;
+    const home = this.durable;
+    this.prepending = { home, created: new Set() };
+    this.durable = document.createElement("div");
+    try {
+      // Trimmed items are read again: their events were seen, but are no longer on the page.
+      for (const env of older) {
+        this.seen.delete(env.eventId);
+        this.applyDurable(env);
+      }
+      this.flush();
+      home.prepend(...this.durable.childNodes);
+      this.dropStartedOnly(this.prepending.created);
+    } finally {
+      this.durable = home;
+      this.prepending = null;
+    }
+    if (older.length) this.floorSeq = older[0].seq;
+    this.hasOlder = hasOlder;
+    if (anchor) this.scroller.scrollTop += anchor.getBoundingClientRect().top - before;
+  }
+
+  /** An old turn.started whose Turn left nothing in that page (its end is newer, already shown,
+   * or it failed before writing) must not leave a "working" bubble behind. */
+  dropStartedOnly(turnIds) {
+    for (const turnId of turnIds) {
+      const bubble = this.bubbles.get(turnId);
+      const turn = this.ctx.turns.get(turnId);
+      if (!bubble || bubble.el.parentElement !== this.live || (turn && !TERMINAL.has(turn.status))) continue;
+      bubble.el.remove();
+      this.bubbles.delete(turnId);
+    }
   }
 
   message(env) {
@@ -203,6 +268,7 @@ export class Timeline {
   // ---- transient events ---------------------------------------------------------------------
 
   applyTransient(env) {
+    if (this.detached) return;
     const body = env.body || {};
     if (!body.turnId || isHidden(env.type)) return;
     const turn = this.ctx.turns.get(body.turnId);
@@ -261,6 +327,7 @@ export class Timeline {
       this.bubbleCtx);
     if (turn) bubble.setStatus(turn.status);
     this.bubbles.set(turnId, bubble);
+    if (this.prepending) this.prepending.created.add(turnId);
     this.live.append(bubble.el);
     this.ctx.onActivity(actor.actorId);
     this.changed();
@@ -275,6 +342,8 @@ export class Timeline {
   }
 
   settle(bubble) {
+    // An older page never pulls a newer, already placed bubble up to its own position.
+    if (this.prepending && bubble.el.parentElement === this.prepending.home) return;
     if (bubble.el.parentElement !== this.durable) this.add(bubble.el);
   }
 
@@ -288,6 +357,7 @@ export class Timeline {
 
   /** A Turn's status changed: its chip, and every queued chip of that agent (positions moved). */
   turnChanged(turn) {
+    if (this.detached) return;
     const bubble = this.bubbles.get(turn.turnId);
     if (bubble && !TERMINAL.has(turn.status)) bubble.setStatus(turn.status);
     this.refreshChips(turn.target);
@@ -355,16 +425,28 @@ export class Timeline {
   }
 
   add(el) {
+    // The seq that placed an item: where history.js reads again once the item is trimmed.
+    if (!el.dataset.seq && Number.isInteger(this.applyingSeq)) el.dataset.seq = String(this.applyingSeq);
     this.durable.append(el);
+    // Only a reader at the newest end loses old items: someone scrolled back keeps what they read.
+    if (!this.prepending && this.following()) this.trim();
+  }
+
+  /** Keep at most 500 items (FEATURES §17), dropping the oldest 100 at a time. */
+  trim() {
     if (this.durable.childElementCount <= MAX_ITEMS) return;
-    for (let i = 0; i < TRIM_BATCH && this.durable.firstElementChild; i += 1) {
-      const old = this.durable.firstElementChild;
-      if (old.dataset.eventId) this.chipRows.delete(old.dataset.eventId);
-      if (old.dataset.turnId) this.bubbles.delete(old.dataset.turnId);
-      old.remove();
+    while (this.durable.childElementCount > MAX_ITEMS) {
+      for (let i = 0; i < TRIM_BATCH && this.durable.firstElementChild; i += 1) {
+        const old = this.durable.firstElementChild;
+        if (old.dataset.eventId) this.chipRows.delete(old.dataset.eventId);
+        if (old.dataset.turnId) this.bubbles.delete(old.dataset.turnId);
+        old.remove();
+      }
     }
     for (const [turnId, chip] of this.chips) if (!chip.isConnected) this.chips.delete(turnId);
-    this.historyNote.hidden = false;
+    const first = this.durable.firstElementChild;
+    this.floorSeq = first && first.dataset.seq ? Number(first.dataset.seq) : this.floorSeq;
+    this.hasOlder = true;
   }
 
   atBottom() {
@@ -378,14 +460,20 @@ export class Timeline {
 
   /** Sending (or the "new messages" button) resumes following at once. */
   follow() {
+    if (this.detached) {
+      this.ctx.onLatest();
+      return;
+    }
     this.pausedAt = 0;
     this.jump.hidden = true;
+    this.trim(); // back at the newest end: what was read back goes again
+
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
   /** Something was added: follow the newest item unless the user is reading (one frame later). */
   changed() {
-    if (this.renderQueued) return;
+    if (this.renderQueued || this.prepending) return;
     this.renderQueued = true;
     requestAnimationFrame(() => {
       this.renderQueued = false;
@@ -393,6 +481,7 @@ export class Timeline {
         this.scroller.scrollTop = this.scroller.scrollHeight;
         this.jump.hidden = true;
       } else if (!this.atBottom()) {
+        this.jump.textContent = "↓ New messages";
         this.jump.hidden = false;
       }
     });

@@ -1,0 +1,147 @@
+"""The room's whole history, read back: older pages by seq and message search (issue 16).
+
+``/api/bootstrap`` carries only the newest 100 events; everything older is read here, from the
+same durable log and as the same envelopes, so the page renders an old page exactly as it
+rendered those events live. Both reads are bounded: a page is a reverse ``LIMIT`` on the primary
+key, and search asks the FTS5 index of message content (``rooms/migrations/0002``) for its newest
+matches first, so neither grows with the length of the room.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+from groupx_site.errors import invalid
+from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
+from rooms.models import Event
+
+PAGE_LIMIT_MAX = 500  # FEATURES §6.5: a page limit above 500 is INVALID_ENVELOPE
+PAGE_LIMIT_DEFAULT = 100  # the size of bootstrap's recentEvents, so every page costs the same
+SEARCH_LIMIT_DEFAULT = 20
+QUERY_MAX_CHARS = 1024  # as memory_search (FEATURES §15)
+SNIPPET_RADIUS = 70  # characters of context either side of the first match
+TRIGRAM = 3  # shorter terms cannot use the trigram index (docs/DECISIONS.md D15)
+MESSAGE = "message.created"
+FTS_TABLE = "rooms_message_fts"
+
+DECIMAL = re.compile(r"^[0-9]{1,18}$")
+
+
+def _positive(name: str, raw: str | None, default: int | None, *, maximum: int | None = None) -> int | None:
+    if raw is None or raw == "":
+        return default
+    if not DECIMAL.match(raw.strip()) or int(raw) < 1:
+        raise invalid(f"{name} must be a positive decimal integer", **{name: raw[:32]})
+    value = int(raw)
+    if maximum is not None and value > maximum:
+        raise invalid(f"{name} must be at most {maximum}", **{name: value})
+    return value
+
+
+def parse_limit(raw: str | None, default: int) -> int:
+    return _positive("limit", raw, default, maximum=PAGE_LIMIT_MAX)
+
+
+def parse_before_seq(raw: str | None) -> int | None:
+    return _positive("beforeSeq", raw, None)
+
+
+# ---- pages of the log ---------------------------------------------------------------------------
+
+
+def page(before_seq: int | None, limit: int) -> dict[str, Any]:
+    """Up to ``limit`` durable events with seq < ``before_seq`` (the newest ones when it is None),
+    in seq order. ``previousPage.beforeSeq`` is the cursor of the next older page; it is absent
+    once the page reaches the first event of the room."""
+    rows = Event.objects.order_by("-seq")
+    if before_seq is not None:
+        rows = rows.filter(seq__lt=before_seq)
+    # One row more than asked says whether anything older exists, without a second query.
+    found = list(rows.values(*ENVELOPE_FIELDS)[:limit + 1])
+    older = len(found) > limit
+    found = found[:limit]
+    found.reverse()
+    result: dict[str, Any] = {"events": [envelope_from_row(row) for row in found]}
+    if older:
+        result["previousPage"] = {"beforeSeq": found[0]["seq"]}
+    return result
+
+
+def read_page(before_seq: str | None, limit: str | None) -> dict[str, Any]:
+    """``GET /api/events/page``: the query parameters as sent, checked, then one page."""
+    return page(parse_before_seq(before_seq), parse_limit(limit, PAGE_LIMIT_DEFAULT))
+
+
+# ---- search over messages -------------------------------------------------------------------------
+
+
+def parse_query(raw: str | None) -> str:
+    query = (raw or "").strip()
+    if not query:
+        raise invalid("q must name at least one word to search for")
+    if len(query) > QUERY_MAX_CHARS:
+        raise invalid(f"q must be at most {QUERY_MAX_CHARS} characters", length=len(query))
+    return query
+
+
+def matching_messages(query: str) -> QuerySet:
+    """Every ``message.created`` whose content holds every whitespace-separated term of ``query``
+    (case-insensitive substrings). Terms of three or more characters go through the trigram index,
+    each quoted so FTS5 syntax in what the user typed stays inert; shorter ones (and every term
+    on a database without the index) use LIKE on the content."""
+    messages = Event.objects.filter(event_type=MESSAGE)
+    terms = query.split()
+    indexed = [t for t in terms if len(t) >= TRIGRAM] if connection.vendor == "sqlite" else []
+    if indexed:
+        match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
+        messages = messages.filter(seq__in=RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match]))
+    for term in terms:
+        if term not in indexed:
+            messages = messages.filter(body__content__icontains=term)
+    return messages
+
+
+def snippet(content: str, terms: list[str]) -> str:
+    """A one-line excerpt of ``content`` around the first term found, with "…" where it was cut."""
+    flat = " ".join(content.split())
+    lowered = flat.lower()
+    hits = [i for i in (lowered.find(t.lower()) for t in terms) if i >= 0]
+    at = min(hits) if hits else 0
+    start = max(0, at - SNIPPET_RADIUS)
+    end = min(len(flat), at + SNIPPET_RADIUS * 2)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def search(query: str, before_seq: int | None, limit: int) -> dict[str, Any]:
+    """Messages matching ``query``, newest first; ``nextPage.beforeSeq`` continues with older ones."""
+    messages = matching_messages(query)
+    if before_seq is not None:
+        messages = messages.filter(seq__lt=before_seq)
+    rows = list(messages.order_by("-seq").values(
+        "seq", "event_id", "actor_id", "actor_kind", "actor_display_name", "occurred_at", "body",
+    )[:limit + 1])
+    terms = query.split()
+    items = []
+    for row in rows[:limit]:
+        content = row["body"].get("content") if isinstance(row["body"], dict) else None
+        items.append({
+            "seq": row["seq"],
+            "eventId": row["event_id"],
+            "author": {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]},
+            "occurredAt": iso(row["occurred_at"]),
+            "snippet": snippet(content if isinstance(content, str) else "", terms),
+        })
+    result: dict[str, Any] = {"query": query, "items": items}
+    if len(rows) > limit:
+        result["nextPage"] = {"beforeSeq": items[-1]["seq"]}
+    return result
+
+
+def read_search(q: str | None, before_seq: str | None, limit: str | None) -> dict[str, Any]:
+    """``GET /api/search``: the query parameters as sent, checked, then one page of results."""
+    return search(parse_query(q), parse_before_seq(before_seq), parse_limit(limit, SEARCH_LIMIT_DEFAULT))

@@ -1,0 +1,152 @@
+// history.js — the room before bootstrap's last 100 events: older pages on scroll-up, the
+// "beginning of the room" marker, the jump to the latest message, and revealing one message
+// (a search hit) in its context.
+//
+// Pages come from GET /api/events/page (the durable log by seq, the same envelopes as the stream)
+// and are rendered by the timeline's own renderer (Timeline.prepend), so an old message looks
+// exactly as it did live. The timeline keeps the cursor (floorSeq) because trimming moves it.
+
+import { getJson } from "./api.js";
+import { isTurnLifecycle, TERMINAL } from "./turns.js";
+
+const PAGE = 100; // as bootstrap: a page costs what the first screen cost
+const REVEAL_PAGE = 500; // the protocol's largest page: a search hit far back needs few requests
+const LOAD_MARGIN_PX = 600; // start reading before the reader reaches the very top
+const FAR_SCREENS = 2; // further than this from the newest end: offer the jump to latest
+const HIGHLIGHT_CLASS = "is-found";
+const CONTEXT_BEFORE = 10; // events read above a revealed message, so it does not sit on the edge
+const FAR_EVENTS = 1_500; // further back than this, a hit is shown in a window of its own
+const WINDOW_AFTER = 250; // of a window's 500 events, those after the hit
+
+const NOTE_TEXT = {
+  older: "Scroll up for older messages",
+  loading: "Loading older messages…",
+  failed: "Older messages could not be loaded — scroll up to try again",
+  start: "Beginning of the room",
+};
+
+/**
+ * The Turns of an old page that finished within it and that the page does not know yet, so their
+ * messages get the same chips ("replied", "failed · CODE") as after bootstrap. A Turn the page
+ * already knows (bootstrap, the stream) is left alone: old events must never roll a status back,
+ * and a Turn without its end in the page might look active forever.
+ */
+function learnFinishedTurns(envs, turns) {
+  const ended = new Set();
+  for (const env of envs) {
+    const turnId = env.body && env.body.turnId;
+    if (turnId && env.type.startsWith("turn.") && TERMINAL.has(env.type.slice(5)) && !turns.get(turnId)) ended.add(turnId);
+  }
+  for (const env of envs) if (isTurnLifecycle(env.type) && ended.has(env.body.turnId)) turns.apply(env);
+}
+
+export class History {
+  /** @param elements {scroller, note, jump}; timeline: the page's Timeline. */
+  constructor({ scroller, note, jump }, timeline) {
+    Object.assign(this, { scroller, note, jump, timeline });
+    this.loading = null;
+    this.failed = false;
+    scroller.addEventListener("scroll", () => this.onScroll(), { passive: true });
+  }
+
+  /** After every bootstrap: the timeline was rebuilt from the newest events. */
+  reset() {
+    this.failed = false;
+    this.render();
+    this.fillScreen();
+  }
+
+  onScroll() {
+    const s = this.scroller;
+    if (s.scrollTop < LOAD_MARGIN_PX) this.loadOlder();
+    const fromBottom = s.scrollHeight - s.scrollTop - s.clientHeight;
+    if (fromBottom > FAR_SCREENS * s.clientHeight && this.jump.hidden) {
+      this.jump.textContent = "↓ Jump to latest";
+      this.jump.hidden = false;
+    }
+    this.render();
+  }
+
+  /** A screen not yet full (short messages, a tall window) cannot be scrolled: read on. */
+  async fillScreen() {
+    while (this.timeline.hasOlder && !this.failed && this.scroller.scrollHeight <= this.scroller.clientHeight) {
+      if (!(await this.loadOlder())) return;
+    }
+  }
+
+  /** One older page above what is shown; resolves to whether anything was read. */
+  loadOlder(limit = PAGE) {
+    if (!this.timeline.hasOlder) return Promise.resolve(false);
+    this.loading = this.loading || this.readPage(limit).finally(() => {
+      this.loading = null;
+      this.render();
+    });
+    this.render();
+    return this.loading;
+  }
+
+  async readPage(limit) {
+    const before = this.timeline.floorSeq;
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (Number.isFinite(before)) params.set("beforeSeq", String(before));
+    let page;
+    try {
+      page = await getJson(`/api/events/page?${params}`);
+      this.failed = false;
+    } catch {
+      this.failed = true;
+      return false;
+    }
+    if (this.timeline.floorSeq !== before) return false; // a new bootstrap rebuilt the timeline meanwhile
+    learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
+    this.timeline.prepend(page.events || [], { hasOlder: Boolean(page.previousPage) });
+    return true;
+  }
+
+  /**
+   * Bring a message (a search hit {seq, eventId}) on screen in its context: read older pages
+   * until it is on the page, scroll it to the middle and highlight it. Resolves to whether it
+   * could be shown.
+   */
+  async reveal({ seq, eventId }) {
+    this.timeline.pausedAt = Date.now(); // reading: the newest message must not pull the view away
+    if (this.timeline.floorSeq - seq > FAR_EVENTS && !(await this.openWindow(seq))) return false;
+    while (this.timeline.floorSeq > seq - CONTEXT_BEFORE && this.timeline.hasOlder) {
+      if (this.loading) await this.loading;
+      else if (!(await this.loadOlder(REVEAL_PAGE))) break;
+    }
+    const target = this.timeline.durable.querySelector(`[data-event-id="${CSS.escape(eventId)}"]`);
+    if (!target) return false;
+    for (const old of this.timeline.durable.querySelectorAll(`.${HIGHLIGHT_CLASS}`)) old.classList.remove(HIGHLIGHT_CLASS);
+    target.classList.add(HIGHLIGHT_CLASS);
+    target.scrollIntoView({ block: "center" });
+    this.timeline.pausedAt = Date.now();
+    return true;
+  }
+
+  /** Replace the page with the REVEAL_PAGE events around ``seq`` (timeline.showWindow). */
+  async openWindow(seq) {
+    const params = new URLSearchParams({ beforeSeq: String(seq + WINDOW_AFTER), limit: String(REVEAL_PAGE) });
+    let page;
+    try {
+      page = await getJson(`/api/events/page?${params}`);
+    } catch {
+      return false;
+    }
+    learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
+    this.timeline.showWindow(page.events || [], { hasOlder: Boolean(page.previousPage) });
+    this.render();
+    return true;
+  }
+
+  render() {
+    let state = "start";
+    if (this.loading) state = "loading";
+    else if (this.failed) state = "failed";
+    else if (this.timeline.hasOlder) state = "older";
+    if (this.note.dataset.state === state && !this.note.hidden) return;
+    this.note.dataset.state = state;
+    this.note.textContent = NOTE_TEXT[state];
+    this.note.hidden = false;
+  }
+}
