@@ -6,6 +6,7 @@
 // shown twice. Author names come from envelope.actor only, never from the text.
 
 import { clockTime, excerpt, h, initials, replaceChildren, tintFor } from "./dom.js";
+import { LiveMarkdown } from "./live_markdown.js";
 import { renderRichText } from "./richtext.js";
 
 const REASONING_LIMIT = 20_000; // characters kept on screen; the record itself is never trimmed
@@ -131,6 +132,7 @@ export class TurnBubble {
     this.reasoning = null;
     this.toolList = h("ul", { class: "tools", "aria-label": "Tool calls", hidden: true });
     this.text = h("div", { class: "stream-text", "aria-busy": "true" });
+    this.liveText = new LiveMarkdown(this.text);
     this.typing = h("span", { class: "typing", "aria-label": "working" }, h("i"), h("i"), h("i"));
     this.note = h("p", { class: "msg-note", hidden: true });
     body.before(this.toolList);
@@ -164,7 +166,7 @@ export class TurnBubble {
       this.text.before(h("p", { class: "joined-late", text: "… earlier output streamed before this page connected; the full reply appears when the Turn completes." }));
     }
     this.streamed += text;
-    this.text.append(document.createTextNode(text));
+    this.liveText.set(this.streamed);
     this.typing.hidden = true;
     this.doneThinking();
   }
@@ -252,6 +254,7 @@ export class TurnBubble {
   finalize(envelope) {
     const { el, body, badge, actions, ref, time } = this.parts;
     this.state = "final";
+    this.liveText.stop();
     this.finishTools("done");
     el.classList.remove("is-live");
     Object.assign(el.dataset, { eventId: envelope.eventId, seq: String(envelope.seq) });
@@ -271,6 +274,7 @@ export class TurnBubble {
   end(status, errorCode) {
     if (this.state === "final") return;
     this.state = "ended";
+    if (this.streamed) this.liveText.render();
     this.finishTools("cancelled");
     const { el, badge } = this.parts;
     el.classList.remove("is-live");
