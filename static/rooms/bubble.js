@@ -5,7 +5,8 @@
 // tool lines, and on message.created becomes the final reply *in place*, so a reply is never
 // shown twice. Author names come from envelope.actor only, never from the text.
 
-import { clockTime, excerpt, h, initials, replaceChildren, tintFor } from "./dom.js";
+import { avatarInitials } from "./avatars.js";
+import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
 import { LiveMarkdown } from "./live_markdown.js";
 import { renderRichText } from "./richtext.js";
 
@@ -22,8 +23,8 @@ const END_NOTES = {
 
 /** The skeleton shared by every message: avatar, header, reference, body, chips, actions. */
 function shell(actor, kind, occurredAt) {
-  const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true", text: initials(actor.displayName) }),
-    actor.actorId);
+  const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true",
+    text: avatarInitials(actor.actorId, actor.displayName) }), actor.actorId);
   const author = tintFor(h("span", { class: "msg-author", text: actor.displayName || actor.actorId }), actor.actorId);
   const time = h("time", { class: "msg-time", datetime: occurredAt || null, text: occurredAt ? clockTime(occurredAt) : "" });
   const badge = h("span", { class: "msg-badge", hidden: true });

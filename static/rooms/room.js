@@ -6,6 +6,7 @@
 
 import { AgentMemory } from "./agent_memory.js";
 import { getJson, postJson } from "./api.js";
+import { setRoster } from "./avatars.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
@@ -185,6 +186,7 @@ async function bootOnce() {
   const pending = snapshot.pendingAgents || [];
   for (const card of pending) agents.set(card.actorId, card);
   for (const card of snapshot.agents || []) agents.set(card.actorId, card);
+  setRoster([...agents.values()]); // before anything is drawn: initials and colours for the whole room
   sidebar.setAgents(snapshot.agents || [], pending);
   composer.setAgents(snapshot.agents || []);
   turns.reset();
