@@ -11,6 +11,7 @@ import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
 import { MemoryPanel } from "./memory_panel.js";
+import { MentionPicker } from "./mention_picker.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
 import { isHidden, Timeline } from "./timeline.js";
@@ -83,6 +84,11 @@ const composer = new Composer(
     },
   },
 );
+
+new MentionPicker($("message-input"), {
+  agents: () => composer.agents,
+  onPick: (actorId) => composer.address(actorId),
+});
 
 // ---- sidebar activity: recomputed at most once a frame per agent ------------------------------
 
