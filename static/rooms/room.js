@@ -6,6 +6,7 @@
 
 import { AgentMemory } from "./agent_memory.js";
 import { getJson, postJson } from "./api.js";
+import { Attention } from "./attention.js";
 import { setRoster } from "./avatars.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
@@ -90,6 +91,10 @@ new MentionPicker($("message-input"), {
   onPick: (actorId) => composer.address(actorId),
 });
 
+const attention = new Attention($("notify-toggle"), {
+  turnAgent: (env) => actorName((turns.get(env.body && env.body.turnId) || {}).target || (env.to && env.to[0])),
+});
+
 // ---- sidebar activity: recomputed at most once a frame per agent ------------------------------
 
 const activityDirty = new Set();
@@ -165,7 +170,12 @@ function setConnection(state) {
   if (state === "live") pollHealth(); // statuses may have changed while we were away
 }
 
-const stream = new RoomStream({ onDurable, onTransient, onReset: () => boot(), onState: setConnection });
+// Only events that arrive on the stream are news for the title and notifications.
+const onStreamed = (env) => {
+  onDurable(env);
+  attention.event(env);
+};
+const stream = new RoomStream({ onDurable: onStreamed, onTransient, onReset: () => boot(), onState: setConnection });
 
 // ---- bootstrap ------------------------------------------------------------------------------------
 
