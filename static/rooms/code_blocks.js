@@ -1,29 +1,28 @@
-// code_blocks.js — the code blocks of a rendered message: highlighted, with a copy button.
+// code_blocks.js — code in a message: highlighted, and given a title bar with a copy button.
 //
 // A block is highlighted only when its fence names a language highlight.js knows: guessing the
 // language runs every grammar over the text, costly for a long log pasted by an agent, and often
-// wrong. Highlighting returns HTML (spans with classes around escaped text); it goes through
-// DOMPurify too, so nothing but those spans can reach the page.
+// wrong. Highlighting writes HTML (spans with classes around escaped text) into marked's output,
+// before DOMPurify sanitises the whole message once (richtext.js).
 
-import DOMPurify from "../vendor/dompurify/purify.es.js";
 import hljs from "../vendor/highlight/highlight.min.js";
 import { h } from "./dom.js";
 
 const HIGHLIGHT_LIMIT = 50_000; // characters; a longer block stays plain, so the page stays quick
-const SPANS_ONLY = { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true };
-const purify = DOMPurify(window);
+const LANGUAGE = /^[\w+#.-]+$/;
 
-function languageOf(code) {
-  const match = /(?:^|\s)language-([\w+#.-]+)/.exec(code.className);
-  return match ? match[1] : "";
+/** The inside of <code> for a fenced block, as HTML: highlighted spans, or the escaped text. */
+export function codeHtml(text, language, escapeHtml) {
+  if (language && hljs.getLanguage(language) && text.length <= HIGHLIGHT_LIMIT) {
+    return hljs.highlight(text, { language, ignoreIllegals: true }).value;
+  }
+  return escapeHtml(text);
 }
 
-function highlight(code, language) {
-  const text = code.textContent;
-  if (!language || !hljs.getLanguage(language) || text.length > HIGHLIGHT_LIMIT) return;
-  const { value } = hljs.highlight(text, { language, ignoreIllegals: true });
-  code.replaceChildren(purify.sanitize(value, SPANS_ONLY));
-  code.classList.add("hljs");
+/** The language named by a fence's info string ("python", "js title=x" → "js"), or "". */
+export function fenceLanguage(info) {
+  const word = String(info || "").trim().split(/\s+/)[0];
+  return LANGUAGE.test(word) ? word : "";
 }
 
 /** Copy the code; where the clipboard is refused, select it so Ctrl+C still works. */
@@ -50,15 +49,13 @@ function copyButton(code) {
   return button;
 }
 
-/** Wrap every <pre><code> in `root` as a titled block with a copy button, highlighted if it can be. */
+/** Give every <pre><code> in `root` a title bar: its language and a copy button. */
 export function decorateCodeBlocks(root) {
   for (const pre of root.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;
-    // marked ends a block's text with the fence's newline; copied code should not carry it.
-    if (code.textContent.endsWith("\n")) code.textContent = code.textContent.slice(0, -1);
-    const language = languageOf(code);
-    highlight(code, language);
+    const match = /(?:^|\s)language-([\w+#.-]+)/.exec(code.className);
+    const language = match ? match[1] : "";
     const block = h("div", { class: "code-block", dataset: language ? { lang: language } : {} },
       h("div", { class: "code-head" }, h("span", { class: "code-lang", text: language }), copyButton(code)));
     pre.replaceWith(block);
