@@ -72,7 +72,14 @@ export function renderRichText(text) {
   const container = h("div", { class: "md" });
   const source = String(text ?? "");
   if (!source.trim()) return container;
-  container.append(purify.sanitize(markdown.parse(source)));
-  decorateCodeBlocks(container);
+  try {
+    container.append(purify.sanitize(markdown.parse(source)));
+    decorateCodeBlocks(container);
+  } catch (error) {
+    // A parser bug must cost one message its formatting, not the whole timeline its rendering.
+    console.warn("Markdown rendering failed; showing the text as it is", error);
+    container.replaceChildren(source);
+    container.classList.add("md--plain");
+  }
   return container;
 }
