@@ -69,6 +69,7 @@ def test_markdown_renders_a_heading_lists_a_table_emphasis_and_a_quote(room, ope
         expect(body.locator("table th")).to_have_text(["File", "Change"])
         expect(body.locator("table tbody tr")).to_have_count(2)
         expect(body.locator("table tbody tr").nth(1).locator("td")).to_have_text(["tests.py", "14 lines"])
+        expect(body.locator("table tbody td").nth(1)).to_have_attribute("align", "right")  # from "---:"
         expect(body.locator("blockquote")).to_have_text("Make it work, then make it right.")
         # Nothing is left as raw Markdown symbols.
         expect(body).not_to_contain_text("##")
