@@ -4,7 +4,8 @@
 // Hermes", … and all showed "DE". Initials therefore come from the words that differ, and a clash
 // left over is settled by the next letters of the name. Colours start from an agent's usual hue
 // (Kimi is violet wherever it runs) and move just enough that no two agents in the room look alike.
-// Both are worked out for the whole roster in actorId order, so every page shows the same result.
+// Both are worked out for the whole roster in its own order (the config's, as the sidebar lists
+// it): the agent listed first keeps its natural initials, and every page shows the same result.
 
 const KNOWN_HUES = { codex: 160, claude: 22, kimi: 275, hermes: 205, grok: 335, web: 220 };
 const WIDEST_GAP = 36; // degrees of hue kept between two agents, when the roster leaves room for it
@@ -58,10 +59,10 @@ function spreadHue(wanted, taken, gap) {
   return best;
 }
 
-/** Work out every agent's initials and colour: cards of {actorId, displayName}. */
+/** Work out every agent's initials and colour: cards of {actorId, displayName}, in roster order. */
 export function setRoster(cards) {
   roster.clear();
-  const agents = [...cards].sort((a, b) => (a.actorId < b.actorId ? -1 : a.actorId > b.actorId ? 1 : 0));
+  const agents = cards.filter((card, i) => cards.findIndex((other) => other.actorId === card.actorId) === i);
   const names = agents.map((card) => words(card.displayName || String(card.actorId).replace(/^agent:/, "")));
   // Words every agent's name has ("Demo") tell nobody apart.
   const shared = new Set(names.length > 1

@@ -202,7 +202,8 @@ async function bootOnce() {
   const pending = snapshot.pendingAgents || [];
   for (const card of pending) agents.set(card.actorId, card);
   for (const card of snapshot.agents || []) agents.set(card.actorId, card);
-  setRoster([...agents.values()]); // before anything is drawn: initials and colours for the whole room
+  // Before anything is drawn: initials and colours for the whole room, in the sidebar's order.
+  setRoster([...(snapshot.agents || []), ...pending]);
   sidebar.setAgents(snapshot.agents || [], pending);
   composer.setAgents(snapshot.agents || []);
   turns.reset();

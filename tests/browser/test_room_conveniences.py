@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from setup_wizard.starter import demo_agents
-from tests.agents import send
+from tests.agents import fake_agents, send
 from tests.browser.room_page import expect_final, reply, user_message
 from tests.server import wait_until
 
@@ -73,6 +73,19 @@ def test_the_five_demo_agents_have_distinct_initials_and_colours(make_server, tm
     expect(answer.locator(".avatar")).to_have_text("KI")
     assert answer.locator(".avatar").evaluate("el => getComputedStyle(el).color") == \
         avatars["agent:demo-kimi"].evaluate("el => getComputedStyle(el).color")
+
+
+def test_agents_whose_names_start_alike_still_get_distinct_initials_and_colours(make_server, tmp_path, open_page):
+    agents = fake_agents(tmp_path, "kimi", "hermes")
+    agents["kimi"]["name"] = "Kimi"
+    agents["hermes"] |= {"driver": "hermes", "name": "Kimberly"}  # "KI" too, and no known colour
+    server = make_server(agents)
+    page = open_page(server)
+
+    avatars = page.locator(".agent-card .avatar")
+    expect(avatars).to_have_text(["KI", "KM"])  # the agent listed first keeps its natural initials
+    colours = avatars.evaluate_all("els => els.map(el => getComputedStyle(el).backgroundColor)")
+    assert len(set(colours)) == 2
 
 
 def test_typing_at_opens_the_agent_picker_and_a_click_addresses_that_agent(room, open_page):
