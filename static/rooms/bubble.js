@@ -133,7 +133,7 @@ export class TurnBubble {
     this.reasoning = null;
     this.toolList = h("ul", { class: "tools", "aria-label": "Tool calls", hidden: true });
     this.text = h("div", { class: "stream-text", "aria-busy": "true" });
-    this.liveText = new LiveMarkdown(this.text);
+    this.liveText = new LiveMarkdown(this.text, () => ctx.onGrow && ctx.onGrow());
     this.typing = h("span", { class: "typing", "aria-label": "working" }, h("i"), h("i"), h("i"));
     this.note = h("p", { class: "msg-note", hidden: true });
     body.before(this.toolList);

@@ -11,8 +11,10 @@ import { renderRichText } from "./richtext.js";
 const SPACING = 10;
 
 export class LiveMarkdown {
-  constructor(el) {
+  /** @param onRender called after each render (the timeline follows the growing bubble) */
+  constructor(el, onRender = () => {}) {
     this.el = el;
+    this.onRender = onRender;
     this.text = "";
     this.timer = null;
     this.lastCost = 0;
@@ -34,6 +36,7 @@ export class LiveMarkdown {
     this.el.replaceChildren(renderRichText(this.text));
     this.lastEnd = performance.now();
     this.lastCost = this.lastEnd - start;
+    this.onRender();
   }
 
   stop() {
