@@ -39,6 +39,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_extensions",
+    # With ninja installed as an app, /api/docs serves Swagger UI from ninja's own static files and
+    # no inline script; otherwise it loads it from a CDN, which the CSP blocks (a blank page).
+    "ninja",
     "rooms",
     "turns",
     "agents",

@@ -5,7 +5,9 @@
 // tool lines, and on message.created becomes the final reply *in place*, so a reply is never
 // shown twice. Author names come from envelope.actor only, never from the text.
 
-import { clockTime, excerpt, h, initials, replaceChildren, tintFor } from "./dom.js";
+import { avatarInitials } from "./avatars.js";
+import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
+import { LiveMarkdown } from "./live_markdown.js";
 import { renderRichText } from "./richtext.js";
 
 const REASONING_LIMIT = 20_000; // characters kept on screen; the record itself is never trimmed
@@ -21,8 +23,8 @@ const END_NOTES = {
 
 /** The skeleton shared by every message: avatar, header, reference, body, chips, actions. */
 function shell(actor, kind, occurredAt) {
-  const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true", text: initials(actor.displayName) }),
-    actor.actorId);
+  const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true",
+    text: avatarInitials(actor.actorId, actor.displayName) }), actor.actorId);
   const author = tintFor(h("span", { class: "msg-author", text: actor.displayName || actor.actorId }), actor.actorId);
   const time = h("time", { class: "msg-time", datetime: occurredAt || null, text: occurredAt ? clockTime(occurredAt) : "" });
   const badge = h("span", { class: "msg-badge", hidden: true });
@@ -131,6 +133,7 @@ export class TurnBubble {
     this.reasoning = null;
     this.toolList = h("ul", { class: "tools", "aria-label": "Tool calls", hidden: true });
     this.text = h("div", { class: "stream-text", "aria-busy": "true" });
+    this.liveText = new LiveMarkdown(this.text, () => ctx.onGrow && ctx.onGrow());
     this.typing = h("span", { class: "typing", "aria-label": "working" }, h("i"), h("i"), h("i"));
     this.note = h("p", { class: "msg-note", hidden: true });
     body.before(this.toolList);
@@ -164,7 +167,7 @@ export class TurnBubble {
       this.text.before(h("p", { class: "joined-late", text: "… earlier output streamed before this page connected; the full reply appears when the Turn completes." }));
     }
     this.streamed += text;
-    this.text.append(document.createTextNode(text));
+    this.liveText.set(this.streamed);
     this.typing.hidden = true;
     this.doneThinking();
   }
@@ -252,6 +255,7 @@ export class TurnBubble {
   finalize(envelope) {
     const { el, body, badge, actions, ref, time } = this.parts;
     this.state = "final";
+    this.liveText.stop();
     this.finishTools("done");
     el.classList.remove("is-live");
     Object.assign(el.dataset, { eventId: envelope.eventId, seq: String(envelope.seq) });
@@ -271,6 +275,7 @@ export class TurnBubble {
   end(status, errorCode) {
     if (this.state === "final") return;
     this.state = "ended";
+    if (this.streamed) this.liveText.render();
     this.finishTools("cancelled");
     const { el, badge } = this.parts;
     el.classList.remove("is-live");

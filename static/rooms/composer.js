@@ -118,6 +118,19 @@ export class Composer {
     this.recipientsChanged();
   }
 
+  /** The @ picker's choice. "@all" addresses everyone; an agent is added to those addressed, and
+   * from "everyone" it means that agent alone (typing "@Kimi" is talking to Kimi). */
+  address(actorId) {
+    if (actorId === "@all") {
+      this.all = true;
+      this.picked = new Set();
+    } else if (this.all) {
+      this.all = false;
+      this.picked = new Set([actorId]);
+    } else this.picked.add(actorId);
+    this.recipientsChanged();
+  }
+
   recipientsChanged() {
     save(RECIPIENTS_KEY, this.all ? "@all" : [...this.picked].join(","));
     this.paintChips();

@@ -3,6 +3,8 @@
 // Everything a model or a person wrote reaches the page through text nodes made here; nothing
 // is ever assigned to innerHTML, so no message can inject markup or script (FEATURES §17).
 
+import { actorHue } from "./avatars.js";
+
 /**
  * h("div", {class: "x", dataset: {turnId}, "aria-label": "…", onclick}, child, "text", …)
  * Strings become text nodes; null/undefined/false children are skipped.
@@ -50,25 +52,10 @@ export function excerpt(text, limit = 140) {
   return chars.length > limit ? chars.slice(0, limit - 1).join("") + "…" : flat;
 }
 
-export function initials(name) {
-  const letters = Array.from(String(name || "?").replace(/[^\p{L}\p{N}]/gu, ""));
-  return (letters.slice(0, 2).join("") || "?").toUpperCase();
-}
-
 export function clockTime(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
   return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-}
-
-/** A stable hue per actor id, so each agent keeps its colour across reloads. */
-const KNOWN_HUES = { codex: 160, claude: 22, kimi: 275, hermes: 205, grok: 335, web: 220 };
-export function actorHue(actorId) {
-  const name = String(actorId || "").split(":").pop();
-  if (name in KNOWN_HUES) return KNOWN_HUES[name];
-  let hash = 0;
-  for (const ch of name) hash = (hash * 31 + ch.codePointAt(0)) >>> 0;
-  return hash % 360;
 }
 
 /** Colour an element for an actor through a CSS custom property (CSSOM, allowed by the CSP). */

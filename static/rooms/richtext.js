@@ -1,76 +1,88 @@
-// richtext.js — the "rich-text helper" of FEATURES §17: a little formatting, zero HTML parsing.
+// richtext.js — a message body as Markdown: parsed by marked, sanitised by DOMPurify (D28).
 //
-// Code fences become <pre><code>, `inline code` becomes <code>, and http(s) URLs become links;
-// every piece of text is a text node, and a link's href is only ever an http(s) URL we matched.
+// Everything a person or a model wrote is untrusted, so the HTML marked writes is never trusted
+// either: DOMPurify keeps a short allowlist of tags, no style (the CSP refuses inline style and
+// would report it), no images, and links only to http(s) and mailto. The result reaches the page
+// as inert nodes in a fresh element, never through innerHTML on the page itself. Raw HTML in a
+// message is shown as the text it is: agents quote HTML far more often than they mean it.
 
+import DOMPurify from "../vendor/dompurify/purify.es.js";
+import { Marked } from "../vendor/marked/marked.esm.js";
+import { codeHtml, decorateCodeBlocks, fenceLanguage } from "./code_blocks.js";
 import { h } from "./dom.js";
 
-const URL_RE = /\bhttps?:\/\/[^\s<>"'`]+/g;
-const INLINE_CODE_RE = /`([^`\n]+)`/g;
-const TRAILING_PUNCTUATION = /[.,;:!?'"]+$/;
+const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text) => String(text ?? "").replace(/[&<>"']/g, (c) => ENTITIES[c]);
 
-/** Split text into [{code: bool, lang, text}] on lines that open or close a ``` fence. */
-export function splitFences(text) {
-  const parts = [];
-  let current = { code: false, lang: "", lines: [] };
-  for (const line of String(text).split("\n")) {
-    const fence = line.match(/^\s*```\s*([\w+#.-]*)\s*$/);
-    if (fence) {
-      if (current.lines.length || current.code) parts.push(current);
-      current = current.code ? { code: false, lang: "", lines: [] } : { code: true, lang: fence[1], lines: [] };
-      continue;
-    }
-    current.lines.push(line);
+const markdown = new Marked({
+  gfm: true, // tables, strikethrough, task lists and bare URLs, as agents write them
+  breaks: true, // a line break typed with Shift+Enter stays a line break
+  renderer: {
+    html({ text, block }) {
+      const shown = escapeHtml(String(text).replace(/\n+$/, ""));
+      return block ? `<p class="raw-html">${shown}</p>\n` : shown;
+    },
+    // An image is never loaded: a remote one breaks the CSP (img-src 'self' data:) and would tell
+    // its host who read the message. Its alt text becomes a link the reader can choose to open.
+    image({ href, text }) {
+      return `<a class="md-image" href="${escapeHtml(href)}">${escapeHtml(text || href)}</a>`;
+    },
+    code({ text, lang }) {
+      const language = fenceLanguage(lang);
+      // marked keeps the newline before the closing fence; copied code should not carry it.
+      const html = codeHtml(String(text).replace(/\n$/, ""), language, escapeHtml);
+      return `<pre><code${language ? ` class="language-${language}"` : ""}>${html}</code></pre>\n`;
+    },
+    // A task list item gets a box drawn in text, not a form control.
+    checkbox({ checked }) {
+      return checked ? '<span class="md-task is-checked">☑</span> ' : '<span class="md-task">☐</span> ';
+    },
+  },
+});
+
+const SAFE = {
+  ALLOWED_TAGS: [
+    "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li", "ol", "p",
+    "pre", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
+  ],
+  ALLOWED_ATTR: ["href", "title", "class", "start", "align"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i, // anything else (javascript:, data:, relative) loses its href
+  // DOMPurify holds every attribute outside its "URI-safe" list (class and title are on it) to
+  // that URL pattern; a table cell's align="right" and a list's start="3" are plain words.
+  ADD_URI_SAFE_ATTR: ["align", "start"],
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true,
+};
+
+// An instance of our own, so this setting and these hooks touch no other user of DOMPurify. The
+// setting is made once: passing it to every sanitize() call re-parses it each time, which cost
+// more than the sanitising itself.
+const purify = DOMPurify(window);
+purify.setConfig(SAFE);
+purify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.tagName !== "A") return;
+  if (node.hasAttribute("href")) {
+    // A new tab that cannot reach back into this page, and tells the site nothing about it.
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer");
+  } else {
+    node.classList.add("md-dead-link"); // its URL was refused; the words stay
   }
-  if (current.lines.length || current.code) parts.push(current); // an unclosed fence runs to the end
-  return parts.map((p) => ({ code: p.code, lang: p.lang, text: p.lines.join("\n") }));
-}
+});
 
-function trimUrl(raw) {
-  let url = raw.replace(TRAILING_PUNCTUATION, "");
-  // A closing parenthesis belongs to the URL only if the URL opened one, as in Wikipedia links.
-  while (url.endsWith(")") && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length) {
-    url = url.slice(0, -1);
-  }
-  return url;
-}
-
-function linkify(text) {
-  const nodes = [];
-  let last = 0;
-  for (const match of text.matchAll(URL_RE)) {
-    const url = trimUrl(match[0]);
-    if (match.index > last) nodes.push(text.slice(last, match.index));
-    nodes.push(h("a", { href: url, rel: "noopener noreferrer", target: "_blank", text: url }));
-    last = match.index + url.length;
-  }
-  if (last < text.length) nodes.push(text.slice(last));
-  return nodes;
-}
-
-function inline(text) {
-  const nodes = [];
-  let last = 0;
-  for (const match of text.matchAll(INLINE_CODE_RE)) {
-    if (match.index > last) nodes.push(...linkify(text.slice(last, match.index)));
-    nodes.push(h("code", { class: "inline-code", text: match[1] }));
-    last = match.index + match[0].length;
-  }
-  if (last < text.length) nodes.push(...linkify(text.slice(last)));
-  return nodes;
-}
-
-/** A DocumentFragment for a message body. */
+/** A <div class="md"> holding the rendered body of a message. */
 export function renderRichText(text) {
-  const fragment = document.createDocumentFragment();
-  for (const part of splitFences(text)) {
-    if (part.code) {
-      fragment.append(h("pre", { class: "code-block", "data-lang": part.lang || null },
-        h("code", { text: part.text })));
-    } else if (part.text.trim()) {
-      // Trim only the blank lines a fence leaves behind; inner whitespace is the author's.
-      fragment.append(h("div", { class: "text-block" }, ...inline(part.text.replace(/^\n+|\n+$/g, ""))));
-    }
+  const container = h("div", { class: "md" });
+  const source = String(text ?? "");
+  if (!source.trim()) return container;
+  try {
+    container.append(purify.sanitize(markdown.parse(source)));
+    decorateCodeBlocks(container);
+  } catch (error) {
+    // A parser bug must cost one message its formatting, not the whole timeline its rendering.
+    console.warn("Markdown rendering failed; showing the text as it is", error);
+    container.replaceChildren(source);
+    container.classList.add("md--plain");
   }
-  return fragment;
+  return container;
 }

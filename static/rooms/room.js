@@ -6,12 +6,15 @@
 
 import { AgentMemory } from "./agent_memory.js";
 import { getJson, postJson } from "./api.js";
+import { Attention } from "./attention.js";
+import { setRoster } from "./avatars.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { newCommandId } from "./dom.js";
 import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
+import { MentionPicker } from "./mention_picker.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
@@ -94,6 +97,15 @@ const composer = new Composer(
   },
 );
 
+new MentionPicker($("message-input"), {
+  agents: () => composer.agents,
+  onPick: (actorId) => composer.address(actorId),
+});
+
+const attention = new Attention($("notify-toggle"), {
+  turnAgent: (env) => actorName((turns.get(env.body && env.body.turnId) || {}).target || (env.to && env.to[0])),
+});
+
 // ---- sidebar activity: recomputed at most once a frame per agent ------------------------------
 
 const activityDirty = new Set();
@@ -169,7 +181,12 @@ function setConnection(state) {
   if (state === "live") pollHealth(); // statuses may have changed while we were away
 }
 
-const stream = new RoomStream({ onDurable, onTransient, onReset: () => boot(), onState: setConnection });
+// Only events that arrive on the stream are news for the title and notifications.
+const onStreamed = (env) => {
+  onDurable(env);
+  attention.event(env);
+};
+const stream = new RoomStream({ onDurable: onStreamed, onTransient, onReset: () => boot(), onState: setConnection });
 
 // ---- bootstrap ------------------------------------------------------------------------------------
 
@@ -196,6 +213,8 @@ async function bootOnce() {
   const pending = snapshot.pendingAgents || [];
   for (const card of pending) agents.set(card.actorId, card);
   for (const card of snapshot.agents || []) agents.set(card.actorId, card);
+  // Before anything is drawn: initials and colours for the whole room, in the sidebar's order.
+  setRoster([...(snapshot.agents || []), ...pending]);
   sidebar.setAgents(snapshot.agents || [], pending);
   composer.setAgents(snapshot.agents || []);
   turns.reset();

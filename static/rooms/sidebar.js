@@ -6,7 +6,8 @@
 // Agents saved through /setup after this process started (bootstrap pendingAgents) get a card
 // marked "pending restart": they count toward the room, but nothing can be sent to them yet.
 
-import { h, initials, tintFor } from "./dom.js";
+import { avatarInitials } from "./avatars.js";
+import { h, tintFor } from "./dom.js";
 
 const STATUS_LABEL = {
   ready: "ready",
@@ -62,7 +63,7 @@ export class Sidebar {
       if (memory) memory.addEventListener("click", () => this.onMemory(card.actorId, memory));
       const el = tintFor(h("li", { class: "agent-card", dataset: { actorId: card.actorId } },
         h("div", { class: "agent-row" },
-          h("span", { class: "avatar", "aria-hidden": "true", text: initials(card.displayName) }),
+          h("span", { class: "avatar", "aria-hidden": "true", text: avatarInitials(card.actorId, card.displayName) }),
           h("span", { class: "agent-name", text: card.displayName }),
           parts.status),
         h("p", { class: "agent-now" }, parts.activity, parts.queued),
@@ -85,7 +86,7 @@ export class Sidebar {
     return tintFor(h("li", { class: "agent-card agent-card--pending",
       dataset: { actorId: card.actorId, status: "pending_restart" } },
       h("div", { class: "agent-row" },
-        h("span", { class: "avatar", "aria-hidden": "true", text: initials(name) }),
+        h("span", { class: "avatar", "aria-hidden": "true", text: avatarInitials(card.actorId, name) }),
         h("span", { class: "agent-name", text: name }),
         h("span", { class: "agent-status" }, h("span", { class: "dot", "aria-hidden": "true" }), STATUS_LABEL.pending_restart)),
       h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: "Saved in settings; starts after groupx restart" })),

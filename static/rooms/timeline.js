@@ -44,6 +44,7 @@ export class Timeline {
       onReply: ctx.onReply,
       onForward: ctx.onForward,
       onCancel: ctx.onCancel,
+      onGrow: () => this.changed(), // a live bubble drew more text: keep following the newest line
     };
     this.pausedAt = 0;
     this.renderQueued = false;

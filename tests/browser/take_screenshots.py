@@ -6,9 +6,9 @@ writes room-{light,dark}-{wide,narrow}.png: 1280 px and 390 px wide, light and d
 agent-memory-light-wide.png (Kimi's memory drawer open). A real server
 runs the fake Kimi, Hermes and Grok CLIs. Round one (history) is scripted through each fake's
 default turn; the server is then restarted with new scripts for round two, which the four pages
-watch live, so the pictures show finished replies, reasoning and tool lines, a reply quote, a code
-block, a link, an agent running a tool, an agent writing, a queued Turn, public memory in the
-sidebar and the context meter above the composer.
+watch live, so the pictures show finished replies, reasoning and tool lines, a reply quote, a
+highlighted code block, a list, a link, an agent running a tool, an agent writing, a queued Turn,
+public memory in the sidebar and the context meter above the composer.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ ROUND_ONE = {
         'https://docs.djangoproject.com/en/5.2/topics/i18n/timezones/"',
     ],
     "grok": [
-        'stream n=5 delay_ms=40 text="Same failure in the CI log of run #482, and nothing else in the suite is '
-        'red. I can add a regression test once the fix is in."',
+        'stream n=5 delay_ms=40 text="Same failure in the CI log of run #482:\\n\\n'
+        '- **only** `test_login_expires_session` is red\\n- the rest of the suite passes\\n\\n'
+        'I can add a regression test once the fix is in."',
     ],
 }
 
@@ -54,7 +55,7 @@ ROUND_TWO = {
         'tool name=edit title="edit auth/session.py" command="auth/session.py"',
         'tool name=shell title="pytest -q tests/auth" command="pytest -q tests/auth"',
         'stream n=6 delay_ms=60 text="Done: `create_session` now uses `timezone.now()` and the auth suite is '
-        'green.\\n\\n```\\n$ pytest -q tests/auth\\n.........................................  [100%]\\n'
+        'green.\\n\\n```console\\n$ pytest -q tests/auth\\n.........................................  [100%]\\n'
         '41 passed in 3.12s\\n```"',
     ],
     "grok": [

@@ -54,4 +54,5 @@ def test_a_message_can_be_written_and_sent_with_the_keyboard_only(room, open_pag
     page.keyboard.press("Enter")
 
     expect_final(reply(page, "agent:kimi", "echo: line one"))
-    expect(page.locator("article.msg--user .msg-body")).to_have_text("line one\nline two")
+    # Shift+Enter is a line break on screen (a <br> in the rendered Markdown), as typed.
+    expect(page.locator("article.msg--user .msg-body")).to_have_text("line one\nline two", use_inner_text=True)
