@@ -1,8 +1,8 @@
 """Memory actions: remember, supersede, retract (FEATURES §15.1–15.3, PROTOCOL §10.4).
 
 ``remember_memory`` / ``supersede_memory`` / ``retract_memory`` are whole commands: body already
-checked (``memory.inputs``), then one transaction holding the idempotency receipt (binding +
-clientCommandId), the lookups, the write and its durable event. ``do_*`` functions only mutate and
+checked (``memory.inputs``), then ``rooms.commands.run_once``: one transaction holding the
+idempotency receipt (binding + clientCommandId), the lookups, the write and its durable event. ``do_*`` functions only mutate and
 must run inside ``transaction.atomic()`` (BEGIN IMMEDIATE: the caller holds the write lock, so the
 status read before a compare-and-set cannot go stale).
 

@@ -26,8 +26,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(tmp_path_factory):
-    # A file, not SQLite's shared-cache memory database: a second connection then waits on the
-    # write lock (busy timeout) as another process would, instead of failing with "table locked".
+    # A file, not SQLite's shared-cache memory database: a second connection then meets the write
+    # lock and the busy timeout as another process would.
     # tmp_path_factory is per xdist worker, so parallel runs never share it.
     from django.conf import settings
 
