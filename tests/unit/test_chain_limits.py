@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from groupx_site.errors import GroupXError
-from rooms.actions import check_post_message
-from rooms.member_actions import member_send, send_to_agents
+from rooms.member_actions import check_wake_payload, member_send, send_to_agents
 from rooms.models import ClientCommand, Event
 from tests.unit.room import claim, command_id, post, queued_turn
 from turns.models import Turn
@@ -23,7 +22,7 @@ def caller(actor_id: str = "agent:alpha", hop_count: int = 0) -> tuple[str, str]
 
 def send(binding: str, *to: str, kind: str = "mcp.send") -> dict:
     body = {"clientCommandId": command_id(), "to": list(to), "content": "please look"}
-    return send_to_agents(binding, check_post_message(body, {"clientCommandId", "to", "content"}), command_type=kind)
+    return send_to_agents(binding, check_wake_payload(body), command_type=kind)
 
 
 def refusal(binding: str, *to: str, kind: str = "mcp.send") -> GroupXError:
