@@ -10,6 +10,8 @@ the test's transaction. Tests that need a second connection (races) ask for
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from setup_wizard.config import GroupXConfig
@@ -32,6 +34,22 @@ def django_db_modify_db_settings(tmp_path_factory):
     from django.conf import settings
 
     settings.DATABASES["default"]["TEST"]["NAME"] = str(tmp_path_factory.mktemp("unit-db") / "groupx.sqlite3")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_parked_event_loop():
+    """Hide an event loop another file's session fixture left marked as running on this thread.
+
+    Playwright's sync API (tests/browser/conftest.py) keeps its loop "running" on the main thread
+    for the whole session, parked while the test code runs; in the same xdist worker, Django would
+    then refuse every query here as "called from an async context", and ``async_to_sync`` would
+    refuse to start. This tier's code is synchronous, so the loop is hidden for the module and put
+    back after. Module scope: set up before the function-scoped fixtures that open a connection.
+    """
+    parked = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
+    yield
+    asyncio._set_running_loop(parked)
 
 
 @pytest.fixture(autouse=True)
