@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-real bench lint install browser-deps
+.PHONY: run test test-fast test-real bench lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ browser-deps:
 test: install browser-deps
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 4 --dist loadfile
+
+# The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
+# models on a SQLite test database, no server and no CLI; well under a minute. `make test` runs it too.
+test-fast: install
+	$(PY) -m pytest -q -p no:xdist tests/unit
 
 # Tier 3: the real Codex / Claude Code / Hermes CLIs against the project's mock model
 # (docs/CONFORMANCE.md). They install into ~/.cache/groupx-realcli (GROUPX_REALCLI_CACHE), never

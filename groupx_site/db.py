@@ -15,6 +15,11 @@ commits rows clears it (``groupx_site/store_faults.py``, docs/DECISIONS.md D24).
 
 Other processes (management commands) still take SQLite's lock as before, and Django's sync views
 (admin, setup) keep their per-request thread; only hot paths and the runtime come through here.
+
+Inline mode (``settings.GROUPX_DB_INLINE``, the in-process test tier, docs/DECISIONS.md D29): both
+run ``fn`` on the thread that drives the event loop from synchronous code (asgiref's
+``async_to_sync`` hands thread-sensitive work back to it), so a test's database work happens on its
+own connection, inside the ``db`` fixture's transaction, in the order the test awaits it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import DatabaseError, connection
 
 from groupx_site import store_faults
@@ -36,12 +42,18 @@ _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read"
 
 def write(fn: Callable[..., Any]):
     """``fn`` as a coroutine function that runs on the writer thread."""
-    return sync_to_async(_faults_as_codes(fn, clears=True), thread_sensitive=False, executor=_writer)
+    return _on(_writer, _faults_as_codes(fn, clears=True))
 
 
 def read(fn: Callable[..., Any]):
     """``fn`` as a coroutine function that runs on a reader thread."""
-    return sync_to_async(_faults_as_codes(fn, clears=False), thread_sensitive=False, executor=_readers)
+    return _on(_readers, _faults_as_codes(fn, clears=False))
+
+
+def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
+    if settings.GROUPX_DB_INLINE:
+        return sync_to_async(fn, thread_sensitive=True)
+    return sync_to_async(fn, thread_sensitive=False, executor=executor)
 
 
 def _total_changes() -> int:

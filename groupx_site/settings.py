@@ -104,6 +104,10 @@ DATABASES = {
     }
 }
 
+# groupx_site/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
+# True so database work runs on the test's own thread and connection (docs/DECISIONS.md D29).
+GROUPX_DB_INLINE = False
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -1,8 +1,8 @@
 """Memory actions: remember, supersede, retract (FEATURES §15.1–15.3, PROTOCOL §10.4).
 
 ``remember_memory`` / ``supersede_memory`` / ``retract_memory`` are whole commands: body already
-checked (``memory.inputs``), then one transaction holding the idempotency receipt (binding +
-clientCommandId), the lookups, the write and its durable event. ``do_*`` functions only mutate and
+checked (``memory.inputs``), then ``rooms.commands.run_once``: one transaction holding the
+idempotency receipt (binding + clientCommandId), the lookups, the write and its durable event. ``do_*`` functions only mutate and
 must run inside ``transaction.atomic()`` (BEGIN IMMEDIATE: the caller holds the write lock, so the
 status read before a compare-and-set cannot go stale).
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -40,18 +39,11 @@ from rooms.actions import check_references_exist
 from rooms.models import ROOM_ID, Event
 
 
-def run_once(writer: Writer, client_command_id: str, command_type: str, canonical: dict[str, Any],
+def run_as(writer: Writer, client_command_id: str, command_type: str, canonical: dict[str, Any],
              run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """One command, once: a retry with the same payload replays the stored result and writes
-    nothing; a different payload under the same id is CLIENT_COMMAND_CONFLICT."""
-    digest = commands.canonical_hash(command_type, canonical)
-    with transaction.atomic():
-        stored = commands.find_receipt(writer.binding_id, client_command_id, command_type, digest)
-        if stored is not None:
-            return stored
-        result = run()
-        commands.store_receipt(writer.binding_id, client_command_id, command_type, digest, result)
-    return result
+    """``rooms.commands.run_once`` under the writer's binding."""
+    return commands.run_once(binding_id=writer.binding_id, client_command_id=client_command_id,
+                             command_type=command_type, canonical=canonical, run=run)
 
 
 # ---- checks (lookups; inside the command's transaction) ----------------------------------------
@@ -110,7 +102,7 @@ def remember_memory(writer: Writer, command: MemoryWrite, *, command_type: str =
         )
         return {"memory": memory_json(record)}
 
-    return run_once(writer, command.client_command_id, command_type, command.canonical(), run)
+    return run_as(writer, command.client_command_id, command_type, command.canonical(), run)
 
 
 def supersede_memory(writer: Writer, memory_id: str, command: Supersede) -> dict[str, Any]:
@@ -129,7 +121,7 @@ def supersede_memory(writer: Writer, memory_id: str, command: Supersede) -> dict
         return {"memory": memory_json(new)}
 
     canonical = {"memoryId": memory_id, **command.canonical()}
-    return run_once(writer, command.client_command_id, "memory.supersede", canonical, run)
+    return run_as(writer, command.client_command_id, "memory.supersede", canonical, run)
 
 
 def retract_memory(writer: Writer, memory_id: str, client_command_id: str) -> dict[str, Any]:
@@ -140,7 +132,7 @@ def retract_memory(writer: Writer, memory_id: str, client_command_id: str) -> di
         check_core_owner(writer, record.scope_type, record.scope_id)
         return {"memory": memory_json(do_retract_memory(writer, record))}
 
-    return run_once(writer, client_command_id, "memory.retract", {"memoryId": memory_id}, run)
+    return run_as(writer, client_command_id, "memory.retract", {"memoryId": memory_id}, run)
 
 
 # ---- mutations ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from groupx_site import db
 from groupx_site.errors import GroupXError
-from memory.actions import run_once
+from memory.actions import run_as
 from memory.compaction import CompactionFailed, compact_once
 from memory.context import ContextBudgetExceeded, ContextPacket, build_context_packet, soft_target
 from memory.models import ContextReset, Summary
@@ -76,21 +76,16 @@ def _check_compact(payload: Any) -> str:
 
 
 def _stored(binding_id: str, client_command_id: str) -> dict[str, Any] | None:
-    return commands.find_receipt(binding_id, client_command_id, "context.compact",
-                                 commands.canonical_hash("context.compact", {}))
+    return commands.stored_result(binding_id=binding_id, client_command_id=client_command_id,
+                                  command_type="context.compact", canonical={})
 
 
 def _store(binding_id: str, client_command_id: str, compacted: bool) -> dict[str, Any]:
-    from django.db import transaction
-
-    digest = commands.canonical_hash("context.compact", {})
-    with transaction.atomic():
-        stored = commands.find_receipt(binding_id, client_command_id, "context.compact", digest)
-        if stored is not None:
-            return stored
-        result = {"compacted": compacted, "usage": usage()}
-        commands.store_receipt(binding_id, client_command_id, "context.compact", digest, result)
-    return result
+    # The compaction itself ran outside any transaction (it waits on a CLI); only its receipt is
+    # a command. A concurrent twin that stored first wins: its result is replayed.
+    return commands.run_once(binding_id=binding_id, client_command_id=client_command_id,
+                             command_type="context.compact", canonical={},
+                             run=lambda: {"compacted": compacted, "usage": usage()})
 
 
 async def compact_command(binding_id: str, payload: Any, *, require_healthy: bool = True) -> dict[str, Any]:
@@ -158,4 +153,4 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
         return {"reset": True, "throughSeq": top, "resetNativeSessions": native, "usage": usage()}
 
     writer = Writer(binding_id, events.SYSTEM, source_kind)
-    return run_once(writer, client_command_id, "context.reset", {"resetNativeSessions": native}, run)
+    return run_as(writer, client_command_id, "context.reset", {"resetNativeSessions": native}, run)

@@ -12,7 +12,7 @@ from typing import Any
 from django.utils import timezone
 
 from groupx_site.errors import invalid
-from memory.actions import check_actor, run_once
+from memory.actions import check_actor, run_as
 from memory.inputs import IdentityWrite, Supersede
 from memory.models import IdentityRecord
 from memory.records import (
@@ -53,7 +53,7 @@ def remember_identity(writer: Writer, command: IdentityWrite) -> dict[str, Any]:
                                       source_event_id=command.source_event_id)
         return {"identity": identity_json(record)}
 
-    return run_once(writer, command.client_command_id, "identity.remember", {**command.canonical(),
+    return run_as(writer, command.client_command_id, "identity.remember", {**command.canonical(),
                                                                               "subject_actor_id": subject}, run)
 
 
@@ -72,7 +72,7 @@ def supersede_identity(writer: Writer, identity_id: str, command: Supersede) -> 
         return {"identity": identity_json(new)}
 
     canonical = {"identityId": identity_id, **command.canonical()}
-    return run_once(writer, command.client_command_id, "identity.supersede", canonical, run)
+    return run_as(writer, command.client_command_id, "identity.supersede", canonical, run)
 
 
 def retract_identity(writer: Writer, identity_id: str, client_command_id: str) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def retract_identity(writer: Writer, identity_id: str, client_command_id: str) -
                      source_event_id=record.source_event_id)
         return {"identity": identity_json(record)}
 
-    return run_once(writer, client_command_id, "identity.retract", {"identityId": identity_id}, run)
+    return run_as(writer, client_command_id, "identity.retract", {"identityId": identity_id}, run)
 
 
 def do_remember_identity(writer: Writer, *, subject: str, kind: str, content: str, source_event_id: str | None,

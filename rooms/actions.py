@@ -1,7 +1,8 @@
 """Room actions: what the browser (REST) and, later, the agents (MCP) do to the room.
 
 ``post_message`` is PROTOCOL §10.2: one transaction writes the receipt, ``message.created`` and
-one ``turn.queued`` + Turn per target, or nothing at all.
+one ``turn.queued`` + Turn per target, or nothing at all (``rooms.commands.run_once``). The body
+check and the target resolver here serve the agents' send and ask too (``rooms.member_actions``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from agents import roster
 from agents.models import WEB_BINDING_ID
@@ -41,11 +41,13 @@ class PostMessage:
         }
 
 
-def check_post_message(payload: Any) -> PostMessage:
+def check_post_message(payload: Any, fields: set[str] = POST_MESSAGE_FIELDS) -> PostMessage:
+    """The one body check of a message that wakes agents: the web's post and an agent's send/ask
+    (``fields``: the keys that caller may send; a key it may not send is an unknown field)."""
     payload = validation.reject_sender_fields(payload)
     if "supervision" in payload:
         raise invalid("supervision pairing is not available in this version of GroupX")
-    validation.reject_unknown_keys(payload, POST_MESSAGE_FIELDS)
+    validation.reject_unknown_keys(payload, fields)
     return PostMessage(
         client_command_id=validation.client_command_id(payload),
         to=validation.targets(payload),
@@ -55,15 +57,14 @@ def check_post_message(payload: Any) -> PostMessage:
     )
 
 
-def resolve_targets(to: list[str]) -> list[ResolvedAgent]:
-    """Expand ``@all`` to every live agent and reject ids that are not live targets (404)."""
-    if validation.ALL_TOKEN in to:
-        agents = roster.live_agents()
-        if not agents:
-            raise GroupXError("UNKNOWN_TARGET", "no agent is enabled", details={"unknownTargets": ["@all"]})
-        named = [t for t in to if t != validation.ALL_TOKEN]
-    else:
-        agents, named = [], to
+def resolve_targets(to: list[str], *, sender_id: str | None = None) -> list[ResolvedAgent]:
+    """The one target resolver: ``@all`` is every live agent but the sender (an agent never wakes
+    itself, PROTOCOL §4.1); any other id must be a live agent (404 UNKNOWN_TARGET)."""
+    everyone = [a for a in roster.live_agents() if a.actor_id != sender_id] if validation.ALL_TOKEN in to else []
+    if validation.ALL_TOKEN in to and not everyone and sender_id is None:
+        # The web's @all in a room with no enabled agent names nothing that exists.
+        raise GroupXError("UNKNOWN_TARGET", "no agent is enabled", details={"unknownTargets": ["@all"]})
+    named = [t for t in to if t != validation.ALL_TOKEN]
     unknown = [t for t in named if roster.live_agent(t) is None]
     if unknown:
         raise GroupXError(
@@ -71,10 +72,10 @@ def resolve_targets(to: list[str]) -> list[ResolvedAgent]:
             f"not an enabled agent of this room: {', '.join(unknown)}",
             details={"unknownTargets": unknown},
         )
-    by_id = {agent.actor_id: agent for agent in agents}
-    for actor_id in named:
-        by_id[actor_id] = roster.live_agent(actor_id)
-    return sorted(by_id.values(), key=lambda a: a.actor_id)
+    chosen = {agent.actor_id: agent for agent in everyone} | {t: roster.live_agent(t) for t in named}
+    if not chosen:  # an agent's @all when it is the only live agent: a body that asks for nothing
+        raise invalid("@all names no other agent in this room")
+    return sorted(chosen.values(), key=lambda a: a.actor_id)
 
 
 def check_references_exist(*event_ids: str | None) -> None:
@@ -90,17 +91,15 @@ def check_references_exist(*event_ids: str | None) -> None:
 def post_message(payload: Any) -> dict[str, Any]:
     """Validate, then accept atomically. Returns the 202 body (the stored one on a retry)."""
     command = check_post_message(payload)
-    digest = commands.canonical_hash("web.message", command.canonical())
-    with transaction.atomic():
-        stored = commands.find_receipt(WEB_BINDING_ID, command.client_command_id, "web.message", digest)
-        if stored is not None:
-            return stored
+
+    def run() -> dict[str, Any]:
         agents = resolve_targets(command.to)
         check_references_exist(command.reply_to_event_id, command.forwarded_event_id)
         active_counts = check_queue_capacity(agents, settings.GROUPX_CONFIG.limits.queuePerAgent)
-        result = do_post_message(command, agents, active_counts)
-        commands.store_receipt(WEB_BINDING_ID, command.client_command_id, "web.message", digest, result)
-    return result
+        return do_post_message(command, agents, active_counts)
+
+    return commands.run_once(binding_id=WEB_BINDING_ID, client_command_id=command.client_command_id,
+                             command_type="web.message", canonical=command.canonical(), run=run)
 
 
 def do_post_message(command: PostMessage, agents: list[ResolvedAgent],

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from turns.states import ACTIVE_STATUSES, DISPATCHING, IN_FLIGHT_STATUSES, QUEUED, RUNNING
+from turns.states import ACTIVE_STATUSES, CLAIM, IN_FLIGHT_STATUSES, QUEUED, START
 
 _INSERT_EVENT = """
     INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,
@@ -26,7 +26,8 @@ _INSERT_EVENT = """
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
     RETURNING seq"""
 
-# queued → dispatching (the claim's CAS) and the columns the Claim needs, in one statement.
+# queued → dispatching (the claim's CAS, turns.states.CLAIM) and the columns the Claim needs, in one
+# statement.
 _CLAIM_TURN = """
     UPDATE turns_turn SET status = %s, binding_id = %s
     WHERE turn_id = %s AND status = %s
@@ -40,8 +41,8 @@ _LANE_HEAD = f"""
 
 _TURN_STATUS = "SELECT status FROM turns_turn WHERE turn_id = %s"
 
-# The first native event: the native id always, dispatching → running only from dispatching (a
-# Turn already cancelling stays cancelling). SQLite evaluates every SET against the old row.
+# The first native event: the native id always, dispatching → running (turns.states.START) only from
+# dispatching (a Turn already cancelling stays cancelling). SQLite evaluates every SET against the old row.
 _START_TURN = """
     UPDATE turns_turn SET native_turn_id = %s,
         started_at = CASE WHEN status = %s THEN %s ELSE started_at END,
@@ -192,7 +193,7 @@ def claim_turn(turn_id: str, binding_id: str) -> tuple[str, str, str, str] | Non
     """CAS queued → dispatching. (target_actor_id, source_event_id, correlation_id,
     root_correlation_id) of the Turn it moved, or None when the Turn was not queued."""
     with connection.cursor() as cursor:
-        cursor.execute(_CLAIM_TURN, [DISPATCHING, binding_id, turn_id, QUEUED])
+        cursor.execute(_CLAIM_TURN, [CLAIM.new, binding_id, turn_id, CLAIM.current])
         return cursor.fetchone()
 
 
@@ -205,7 +206,8 @@ def turn_status(turn_id: str) -> str | None:
 
 def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(_START_TURN, [native_turn_id, DISPATCHING, _datetime(started_at), DISPATCHING, RUNNING, turn_id])
+        cursor.execute(_START_TURN, [native_turn_id, START.current, _datetime(started_at), START.current, START.new,
+                                     turn_id])
 
 
 def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q
 
-from agents import roster
 from agents.models import SessionBinding
 from groupx_site.errors import GroupXError, invalid
 from rooms import commands, events, validation
-from rooms.actions import check_references_exist
+from rooms.actions import PostMessage, check_post_message, check_references_exist, resolve_targets
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
 from turns import limits
@@ -62,111 +60,95 @@ def resolve_caller(binding_id: str) -> Caller:
     return Caller(binding_id, actor, turn)
 
 
-def _targets(to: list[str], caller: Caller) -> list:
-    """Agent ``@all`` means every live agent except the caller (PROTOCOL §4.1)."""
-    if validation.ALL_TOKEN in to:
-        agents = [a for a in roster.live_agents() if a.actor_id != caller.actor.actor_id]
-        named = [t for t in to if t != validation.ALL_TOKEN]
-    else:
-        agents, named = [], to
-    unknown = [t for t in named if roster.live_agent(t) is None]
-    if unknown:
-        raise GroupXError("UNKNOWN_TARGET", f"not an enabled agent of this room: {', '.join(unknown)}",
-                          details={"unknownTargets": unknown})
-    chosen = {a.actor_id: a for a in agents} | {t: roster.live_agent(t) for t in named}
-    if not chosen:
-        raise invalid("@all names no other agent in this room")
-    return sorted(chosen.values(), key=lambda a: a.actor_id)
+WAKE_FIELDS = frozenset({"to", "content", "replyToEventId", "clientCommandId"})
 
 
-def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> dict[str, Any]:
-    payload = validation.reject_sender_fields(payload)
-    if "supervision" in payload:
-        raise invalid("supervision pairing is not available in this version of GroupX")
-    validation.reject_unknown_keys(payload, {"to", "content", "replyToEventId", "clientCommandId", *extra_fields})
-    return {
-        "clientCommandId": validation.client_command_id(payload),
-        "to": validation.targets(payload),
-        "content": validation.content(payload),
-        "replyToEventId": validation.optional_reference(payload, "replyToEventId"),
-    }
+def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> PostMessage:
+    """send's and ask's body: the web's message check, without forwardedEventId."""
+    return check_post_message(payload, WAKE_FIELDS | extra_fields)
 
 
-def send_to_agents(binding_id: str, command: dict[str, Any], *, command_type: str) -> dict[str, Any]:
+def _wake_canonical(command: PostMessage) -> dict[str, Any]:
+    # What identifies an agent's send or ask in its receipt (stored hashes depend on these keys).
+    return {"to": command.to, "content": command.content, "replyToEventId": command.reply_to_event_id}
+
+
+def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) -> dict[str, Any]:
     """send and ask: one message from the caller and one child Turn per target, atomically."""
     caller = resolve_caller(binding_id)
-    digest = commands.canonical_hash(command_type, {k: v for k, v in command.items() if k != "clientCommandId"})
     config = settings.GROUPX_CONFIG.limits
     agents: list = []
+
+    def run() -> dict[str, Any]:
+        agents[:] = resolve_targets(command.to, sender_id=caller.actor.actor_id)
+        target_ids = [a.actor_id for a in agents]
+        if command_type == "mcp.ask":
+            limits.check_causal_cycle(caller.turn, target_ids)
+        hop = limits.check_chain_limits(caller.turn, target_ids, hop_limit=config.hopCount,
+                                        root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
+        active_counts = check_queue_capacity(agents, config.queuePerAgent)
+        check_references_exist(command.reply_to_event_id)
+        message = events.message_created(
+            actor=caller.actor, content=command.content, to=target_ids,
+            correlation_id=caller.turn.root_correlation_id, source_kind="mcp",
+            reply_to_event_id=command.reply_to_event_id or caller.turn.source_event_id,
+            causation_id=caller.turn.turn_id,
+        )
+        queued = do_enqueue_turns(source_event=message, agents=agents, command_type=command_type, hop_count=hop,
+                                  parent_turn=caller.turn, active_counts=active_counts)
+        return {
+            "messageEventId": message.event_id,
+            "correlationId": message.correlation_id,
+            "turns": [
+                {"target": t.target, "turnId": t.turn_id, "status": t.status, "queuePosition": t.queue_position,
+                 **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {})}
+                for t in queued
+            ],
+        }
+
     try:
-        with transaction.atomic():
-            stored = commands.find_receipt(binding_id, command["clientCommandId"], command_type, digest)
-            if stored is not None:
-                return stored
-            agents = _targets(command["to"], caller)
-            target_ids = [a.actor_id for a in agents]
-            if command_type == "mcp.ask":
-                limits.check_causal_cycle(caller.turn, target_ids)
-            hop = limits.check_chain_limits(caller.turn, target_ids, hop_limit=config.hopCount,
-                                            root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
-            active_counts = check_queue_capacity(agents, config.queuePerAgent)
-            check_references_exist(command["replyToEventId"])
-            message = events.message_created(
-                actor=caller.actor, content=command["content"], to=target_ids,
-                correlation_id=caller.turn.root_correlation_id, source_kind="mcp",
-                reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
-                causation_id=caller.turn.turn_id,
-            )
-            queued = do_enqueue_turns(source_event=message, agents=agents, command_type=command_type, hop_count=hop,
-                                      parent_turn=caller.turn, active_counts=active_counts)
-            result = {
-                "messageEventId": message.event_id,
-                "correlationId": message.correlation_id,
-                "turns": [
-                    {"target": t.target, "turnId": t.turn_id, "status": t.status, "queuePosition": t.queue_position,
-                     **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {})}
-                    for t in queued
-                ],
-            }
-            commands.store_receipt(binding_id, command["clientCommandId"], command_type, digest, result)
+        return commands.run_once(binding_id=binding_id, client_command_id=command.client_command_id,
+                                 command_type=command_type, canonical=_wake_canonical(command), run=run)
     except GroupXError as error:
         if error.code in limits.CHAIN_LIMIT_CODES:
             limits.record_loop_stopped(error=error, caller=caller.actor, parent=caller.turn,
                                        command_type=command_type, targets=[a.actor_id for a in agents])
         raise
-    return result
 
 
 def member_send(binding_id: str, payload: Any) -> dict[str, Any]:
     return send_to_agents(binding_id, check_wake_payload(payload), command_type="mcp.send")
 
 
-def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
-    """A public, durable message that wakes nobody (PROTOCOL §6.2)."""
-    caller = resolve_caller(binding_id)
+def check_publish(payload: Any) -> dict[str, Any]:
     payload = validation.reject_sender_fields(payload)
     if "supervision" in payload or "to" in payload:
         raise invalid("publish wakes nobody: it takes no to or supervision")
     validation.reject_unknown_keys(payload, {"content", "replyToEventId", "clientCommandId"})
-    command = {
+    return {
         "clientCommandId": validation.client_command_id(payload),
         "content": validation.content(payload),
         "replyToEventId": validation.optional_reference(payload, "replyToEventId"),
     }
-    digest = commands.canonical_hash("mcp.publish", {k: v for k, v in command.items() if k != "clientCommandId"})
-    with transaction.atomic():
-        stored = commands.find_receipt(binding_id, command["clientCommandId"], "mcp.publish", digest)
-        if stored is not None:
-            return stored
+
+
+def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
+    """A public, durable message that wakes nobody (PROTOCOL §6.2)."""
+    caller = resolve_caller(binding_id)
+    command = check_publish(payload)
+
+    def run() -> dict[str, Any]:
         check_references_exist(command["replyToEventId"])
         message = events.message_created(
             actor=caller.actor, content=command["content"], to=[], correlation_id=caller.turn.root_correlation_id,
             source_kind="mcp", reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
             causation_id=caller.turn.turn_id,
         )
-        result = {"messageEventId": message.event_id, "correlationId": message.correlation_id}
-        commands.store_receipt(binding_id, command["clientCommandId"], "mcp.publish", digest, result)
-    return result
+        return {"messageEventId": message.event_id, "correlationId": message.correlation_id}
+
+    canonical = {k: v for k, v in command.items() if k != "clientCommandId"}
+    return commands.run_once(binding_id=binding_id, client_command_id=command["clientCommandId"],
+                             command_type="mcp.publish", canonical=canonical, run=run)
 
 
 def bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:

@@ -1,4 +1,5 @@
-"""Turn actions: enqueue, claim, record progress, finish, cancel (PROTOCOL §5, §7, §8.2).
+"""Turn actions: enqueue and cancel (PROTOCOL §5, §7, §8.2, §10.3); the lanes' claim, progress and
+finish are in ``turns.lifecycle``.
 
 ``check_*`` functions validate and raise ``GroupXError``; ``do_*`` functions mutate and must be
 called inside ``transaction.atomic()`` (every write is BEGIN IMMEDIATE, so the caller holds the
@@ -7,16 +8,19 @@ database's write lock for the whole command and the checks cannot go stale).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils import timezone
 
-from groupx_site.errors import GroupXError
-from rooms import events, hot_sql
+from agents.models import WEB_BINDING_ID
+from groupx_site.errors import GroupXError, invalid
+from rooms import commands, events, hot_sql, validation
 from rooms.ids import turn_id as new_turn_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
-from turns import wakeups
+from turns import lifecycle, wakeups
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES, QUEUED
 
@@ -103,3 +107,31 @@ def do_enqueue_turns(
         queued.append(QueuedTurn(agent.actor_id, turn_id, QUEUED, position, active))
     wakeups.new_work_on_commit(turn.target for turn in queued)
     return queued
+
+
+# ---- cancel (POST /api/turns/{turnId}/cancel) ----------------------------------------------------
+
+TURN_ID = re.compile(r"^turn_[A-Za-z0-9]{1,64}$")
+
+
+def check_cancel(turn_id: str, payload: Any) -> str:
+    """The clientCommandId of a well-formed cancel request."""
+    payload = validation.reject_sender_fields(payload)
+    validation.reject_unknown_keys(payload, {"clientCommandId"})
+    client_command_id = validation.client_command_id(payload)
+    if not TURN_ID.match(turn_id):
+        raise invalid("turnId is malformed")
+    return client_command_id
+
+
+def cancel_turn(turn_id: str, payload: Any) -> dict[str, Any]:
+    client_command_id = check_cancel(turn_id, payload)
+
+    def run() -> dict[str, Any]:
+        if not Turn.objects.filter(turn_id=turn_id).exists():
+            raise GroupXError("UNKNOWN_TARGET", f"no turn {turn_id}", details={"unknownTargets": [turn_id]})
+        accepted, status = lifecycle.request_cancel(turn_id)
+        return {"turnId": turn_id, "accepted": accepted, "status": status, "transport": "structured"}
+
+    return commands.run_once(binding_id=WEB_BINDING_ID, client_command_id=client_command_id,
+                             command_type="web.cancel", canonical={"turnId": turn_id}, run=run)

@@ -1,8 +1,10 @@
 """The Turn lifecycle on the database side (PROTOCOL §2.1, §2.2, §5; FEATURES §7).
 
 Each function is one short IMMEDIATE transaction, called by the agent runtime through
-``sync_to_async``; none holds a transaction across an ``await``. Status changes are conditional
-UPDATEs, so a cancel racing a claim or a terminal can never produce two outcomes.
+``sync_to_async``; none holds a transaction across an ``await``. Every status change is a
+conditional UPDATE checked against the transition table (``turns.transitions.move_turn``, or the
+fixed statements' ``turns.states.CLAIM`` / ``START``), so a cancel racing a claim or a terminal can
+never produce two outcomes, and an illegal change raises.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from turns.states import (
     QUEUED,
     RUNNING,
     TERMINAL_STATUSES,
-    sources_for,
+    can_move,
 )
+from turns.transitions import move_turn
 
 TURN_INTERRUPTED = "TURN_INTERRUPTED"
 
@@ -221,15 +224,15 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         # The status CAS and the terminal columns in one UPDATE. The write lock has been held since
         # the status was read above, so the CAS cannot fail in practice; if it ever does, raising
         # rolls back the events written above, exactly as if it had failed before them.
-        moved = Turn.objects.filter(turn_id=turn_id, status=turn.status).update(
-            status=status,
+        moved = move_turn(
+            turn_id, turn.status, status,
             response_event_id=response.event_id if response else None,
             terminal_event_id=terminal.event_id,
             error_code=outcome.error_code if status != COMPLETED else None,
             partial_text=outcome.content if status != COMPLETED else "",
             terminal_at=now,
         )
-        if moved != 1:
+        if not moved:
             raise _TurnMoved
         if turn.attempt_id is not None:
             TurnAttempt.objects.filter(attempt_id=turn.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
@@ -292,7 +295,7 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
             _finish_undispatched(turn, CANCELLED)
             outcome = (True, CANCELLED)
         else:
-            Turn.objects.filter(turn_id=turn_id, status__in=sources_for(CANCELLING)).update(status=CANCELLING)
+            move_turn(turn_id, turn.status, CANCELLING)  # dispatching or running
             wakeups.cancel_on_commit(turn_id)
             outcome = (True, CANCELLING)
         # A parent that stops no longer waits for its synchronous asks (PROTOCOL §6.3); its
@@ -320,15 +323,17 @@ def recover_after_restart() -> dict[str, int]:
         )
         claim_ = Claim(turn.turn_id, attempt.attempt_id, turn.target_actor_id, turn.source_event_id,
                        turn.correlation_id, turn.root_correlation_id) if attempt else None
-        if never_sent and turn.status != CANCELLING:
+        # Only a dispatching Turn may go back to the queue (the table); a running one has had its
+        # first native event, so its prompt was delivered whatever its attempt row says.
+        if never_sent and can_move(turn.status, QUEUED):
             with transaction.atomic():
                 if attempt is not None:
                     TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(
                         dispatch_phase="terminal", terminal_at=timezone.now()
                     )
-                Turn.objects.filter(turn_id=turn.turn_id, status=turn.status).update(status=QUEUED, binding_id=None)
+                move_turn(turn.turn_id, turn.status, QUEUED, binding_id=None)
             counts["requeued"] += 1
-        elif never_sent:
+        elif never_sent and turn.status == CANCELLING:
             finish(claim_, turn.turn_id, TurnOutcome(status=CANCELLED), events.SYSTEM)
             counts["cancelled"] += 1
         else:
@@ -351,7 +356,7 @@ def requeue_if_never_sent(turn_id: str) -> bool:
         if attempt is not None:
             TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(
                 dispatch_phase="terminal", terminal_at=timezone.now())
-        Turn.objects.filter(turn_id=turn_id, status=DISPATCHING).update(status=QUEUED, binding_id=None)
+        move_turn(turn_id, DISPATCHING, QUEUED, binding_id=None)
     return True
 
 
@@ -380,9 +385,8 @@ def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None)
         body=body,
         idempotency_key=f"turn:{turn.turn_id}:terminal",
     )
-    Turn.objects.filter(turn_id=turn.turn_id, status=QUEUED).update(
-        status=status, error_code=error_code, terminal_at=timezone.now(), terminal_event_id=terminal.event_id
-    )
+    move_turn(turn.turn_id, QUEUED, status, error_code=error_code, terminal_at=timezone.now(),
+              terminal_event_id=terminal.event_id)
 
 
 def lanes_with_work() -> list[str]:

@@ -1,7 +1,7 @@
 """Turns and their dispatch attempts (PROTOCOL §2.1, §5).
 
-A Turn is one wake-up of one agent for one source event. Its ``status`` moves only through
-``turns.states``. An attempt records how far the prompt got (``dispatch_phase``) and what we know
+A Turn is one wake-up of one agent for one source event. Its ``status`` moves only as
+``turns.states.TRANSITIONS`` allows (``turns.transitions.move_turn``). An attempt records how far the prompt got (``dispatch_phase``) and what we know
 about delivery (``delivery_certainty``); restart recovery reads both and never re-sends a prompt
 that may have been delivered.
 """

@@ -1,0 +1,67 @@
+"""The in-process tier (docs/DECISIONS.md D29): the real commands against the real models on a
+SQLite test database, in the test's own process. No server, no CLI, no sleeps: ``make test-fast``.
+
+Every test here gets a database (the ``django_db`` mark is added at collection) and a room of three
+agents whose limits are small enough to reach. ``groupx_site/db.py``'s executors run inline, so an
+async entry point driven by ``async_to_sync`` does its database work on the test's thread, inside
+the test's transaction. Tests that need a second connection (races) ask for
+``django_db(transaction=True)``: their writes commit, as a second process's would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from setup_wizard.config import GroupXConfig
+
+AGENTS = ("alpha", "beta", "gamma")
+LIMITS = {"queuePerAgent": 3, "rootTurns": 6, "hopCount": 3, "actorCallsPerRoot": 2}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/unit/" in item.nodeid and item.get_closest_marker("django_db") is None:
+            item.add_marker(pytest.mark.django_db)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory):
+    # A file, not SQLite's shared-cache memory database: a second connection then meets the write
+    # lock and the busy timeout as another process would.
+    # tmp_path_factory is per xdist worker, so parallel runs never share it.
+    from django.conf import settings
+
+    settings.DATABASES["default"]["TEST"]["NAME"] = str(tmp_path_factory.mktemp("unit-db") / "groupx.sqlite3")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_parked_event_loop():
+    """Hide an event loop another file's session fixture left marked as running on this thread.
+
+    Playwright's sync API (tests/browser/conftest.py) keeps its loop "running" on the main thread
+    for the whole session, parked while the test code runs; in the same xdist worker, Django would
+    then refuse every query here as "called from an async context", and ``async_to_sync`` would
+    refuse to start. This tier's code is synchronous, so the loop is hidden for the module and put
+    back after. Module scope: set up before the function-scoped fixtures that open a connection.
+    """
+    parked = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
+    yield
+    asyncio._set_running_loop(parked)
+
+
+@pytest.fixture(autouse=True)
+def unit_room(settings):
+    """Three live agents (alpha, beta, gamma) with their Actor rows, and the executors inline."""
+    from agents import roster
+
+    settings.GROUPX_DB_INLINE = True
+    settings.GROUPX_CONFIG = GroupXConfig.model_validate(
+        {"agents": {name: {"driver": "kimi", "cwd": "."} for name in AGENTS}, "limits": LIMITS}
+    )
+    roster.configured_agents.cache_clear()
+    roster.sync_actors()
+    yield settings.GROUPX_CONFIG
+    roster.configured_agents.cache_clear()

@@ -1,0 +1,108 @@
+"""The Context Packet's groups (memory/context.py, FEATURES §14): who sees which memory, in which
+section, in the fixed order, and what a small budget leaves out."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agents import roster
+from memory.actions import do_remember_memory, remember_memory, retract_memory
+from memory.context import ORDER, ContextBudgetExceeded, build_context_packet
+from memory.identity import do_remember_identity
+from memory.inputs import check_memory_write
+from memory.models import MemoryRecord
+from memory.records import WEB_WRITER, Writer
+from tests.unit.room import actor, command_id, post
+
+ALPHA = "agent:alpha"
+
+
+def agent_writer(actor_id: str) -> Writer:
+    return Writer(f"binding_{actor_id}", actor(actor_id), "mcp")
+
+
+def remember(scope: dict, content: str, kind: str = "fact") -> None:
+    remember_memory(WEB_WRITER, check_memory_write({"clientCommandId": command_id(), "scope": scope,
+                                                    "kind": kind, "content": content}))
+
+
+def sections(text: str) -> list[str]:
+    return re.findall(r"^\[([a-z_]+)\]$", text, flags=re.MULTILINE)
+
+
+def section(text: str, name: str) -> str:
+    after = text.split(f"[{name}]\n", 1)[1]
+    return re.split(r"\n\n\[[a-z_]+\]\n", after, maxsplit=1)[0]
+
+
+@pytest.fixture
+def source() -> dict:
+    """The message that wakes alpha, in its own correlation, with memory of every group around it."""
+    other = post(["agent:beta"], "another conversation")
+    message = post([ALPHA], "what do we know?")
+    remember({"type": "agent", "id": ALPHA}, "alpha core: prefers small commits")
+    remember({"type": "agent", "id": "agent:beta"}, "beta core: never shown to alpha")
+    remember({"type": "room", "id": "room:main"}, "room: the build runs on 2 cores")
+    remember({"type": "correlation", "id": message["correlationId"]}, "this thread: the deadline is today")
+    remember({"type": "correlation", "id": other["correlationId"]}, "other thread: not for alpha")
+    do_remember_memory(agent_writer(ALPHA), scope_type="agent", scope_id=ALPHA, agent_memory_type="dated",
+                       kind="fact", content="alpha dated: yesterday it fixed the lanes", subject_actor_id=None,
+                       source_event_id=None)
+    for writer, content in ((agent_writer(ALPHA), "self: alpha reviews code"),
+                            (WEB_WRITER, "user says: alpha is careful"),
+                            (agent_writer("agent:beta"), "observed by beta: alpha is fast")):
+        do_remember_identity(writer, subject=ALPHA, kind="note", content=content, source_event_id=None)
+    return message
+
+
+def packet(source: dict, **kwargs):
+    return build_context_packet(roster.live_agent(ALPHA), source["messageEventId"], **kwargs)
+
+
+def test_every_group_lands_in_its_own_section_in_the_fixed_order(source):
+    text = packet(source).text
+    expected = [name for name in ORDER if name not in ("configured_agent_identity", "room_checkpoint_summary",
+                                                          "reply_chain")]
+    assert sections(text) == expected
+    assert text.endswith("[current_message]\nwhat do we know?")
+
+
+def test_each_section_holds_exactly_its_groups_records(source):
+    text = packet(source).text
+    assert "alpha core" in section(text, "agent_core_memory")
+    assert "alpha dated" in section(text, "agent_dated_memory")
+    public = section(text, "public_memory")
+    assert "room: the build" in public and "this thread" in public
+    assert "self: alpha" in section(text, "self_identity")
+    assert "user says" in section(text, "user_authored_identity")
+    assert "observed by beta" in section(text, "observed_identity")
+    assert "another conversation" in section(text, "room_delta_since_cursor")
+
+
+def test_another_agents_core_memory_and_another_threads_memory_never_enter(source):
+    text = packet(source).text
+    assert "beta core" not in text
+    assert "other thread" not in text
+
+
+def test_a_retracted_record_leaves_the_packet(source):
+    record = MemoryRecord.objects.get(content__startswith="room: the build")
+    retract_memory(WEB_WRITER, record.memory_id, command_id())
+    assert "room: the build" not in packet(source).text
+
+
+def test_a_small_budget_keeps_the_mandatory_parts_and_counts_what_it_left_out(source):
+    mandatory = len(packet(source, budget=1).text)  # nothing optional fits in one character
+    tight = packet(source, budget=mandatory)
+    assert sections(tight.text) == ["groupx_protocol", "current_message"]
+    assert tight.omitted == 7 + 1  # six groups' seven records and one unread message
+
+
+def test_mandatory_parts_over_the_hard_ceiling_fail_the_turn(settings):
+    settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 1024})})
+    message = post([ALPHA], "x" * 2000)
+    with pytest.raises(ContextBudgetExceeded):
+        packet(message)
