@@ -10,11 +10,10 @@ the test's transaction. Tests that need a second connection (races) ask for
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from setup_wizard.config import GroupXConfig
+from tests.event_loops import no_parked_event_loop  # noqa: F401 (an autouse fixture: tests/event_loops.py)
 
 AGENTS = ("alpha", "beta", "gamma")
 LIMITS = {"queuePerAgent": 3, "rootTurns": 6, "hopCount": 3, "actorCallsPerRoot": 2}
@@ -34,22 +33,6 @@ def django_db_modify_db_settings(tmp_path_factory):
     from django.conf import settings
 
     settings.DATABASES["default"]["TEST"]["NAME"] = str(tmp_path_factory.mktemp("unit-db") / "groupx.sqlite3")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_parked_event_loop():
-    """Hide an event loop another file's session fixture left marked as running on this thread.
-
-    Playwright's sync API (tests/browser/conftest.py) keeps its loop "running" on the main thread
-    for the whole session, parked while the test code runs; in the same xdist worker, Django would
-    then refuse every query here as "called from an async context", and ``async_to_sync`` would
-    refuse to start. This tier's code is synchronous, so the loop is hidden for the module and put
-    back after. Module scope: set up before the function-scoped fixtures that open a connection.
-    """
-    parked = asyncio._get_running_loop()
-    asyncio._set_running_loop(None)
-    yield
-    asyncio._set_running_loop(parked)
 
 
 @pytest.fixture(autouse=True)
