@@ -34,6 +34,7 @@ from agents.drivers.base import (
 )
 from agents.sessions import AgentSessions
 from groupx_site import db, store_probe
+from groupx_site.errors import ErrorCode
 from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
@@ -48,7 +49,7 @@ CHECKPOINT_CHARACTERS = 4_096
 REPLY_LIMIT_CHARACTERS = 1_048_576
 REASONING_LIMIT_CHARACTERS = 1_048_576
 TOOL_RECORD_LIMIT = 1_000
-OVER_CAP_CODE = "MESSAGE_TOO_LARGE"
+OVER_CAP_CODE = ErrorCode.MESSAGE_TOO_LARGE.value
 # The lane takes the driver's events one at a time: a full queue here leaves them in the driver's
 # bounded backlog, whose fullness is what stops the reading of a CLI that outruns the room.
 LANE_QUEUE_EVENTS = 1

@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from groupx_site.errors import ErrorCode
+
 from .base import Driver, DriverError
 
-ADAPTER_NOT_FOUND = "ADAPTER_NOT_FOUND"
+ADAPTER_NOT_FOUND = ErrorCode.ADAPTER_NOT_FOUND.value
 
 
 def _acp(flavor: str) -> Callable[[], Driver]:

@@ -24,7 +24,7 @@ from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
 from groupx_site import db, store_faults
 from groupx_site.bodies import check_json_value
-from groupx_site.errors import GroupXError
+from groupx_site.errors import ErrorCode, GroupXError
 from memory import mcp as memory_tools
 from rooms import member_actions
 from turns import asks
@@ -134,10 +134,11 @@ def binding_state(binding_id: str) -> str:
     return "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
 
 
-async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
+async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
+    status = code.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
                        "error": {"code": -32602 if status == 400 else -32603, "message": message,
-                                 "data": {"code": code}}}).encode()
+                                 "data": {"code": code.value}}}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
@@ -148,10 +149,10 @@ async def handle(scope, receive, send) -> None:
     try:
         state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
     except store_faults.StoreUnavailable as fault:
-        return await _json_rpc_error(send, 503, fault.code, fault.message)
+        return await _json_rpc_error(send, ErrorCode.STORE_UNAVAILABLE, fault.message)
     if state == "unknown":
-        return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
+        return await _json_rpc_error(send, ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding")
     if state == "unavailable":
-        return await _json_rpc_error(send, 503, "MCP_UNAVAILABLE", "MCP is not verified for this session")
+        return await _json_rpc_error(send, ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
     await ensure_running()
     await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)
