@@ -12,7 +12,7 @@ import { newCommandId } from "./dom.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
-import { isHidden, Timeline } from "./timeline.js";
+import { isHidden, setEventTypes, Timeline } from "./timeline.js";
 import { isTurnLifecycle, TurnStore } from "./turns.js";
 
 const HEALTH_POLL_MS = 60_000;
@@ -180,6 +180,7 @@ async function bootOnce() {
       await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
     }
   }
+  setEventTypes(snapshot.eventTypes);
   agents.clear();
   // pendingAgents: saved through /setup after start; named in the page, never a recipient.
   const pending = snapshot.pendingAgents || [];
