@@ -38,8 +38,7 @@ from groupx_site.errors import ErrorCode
 from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
-from rooms import event_types as types
-from rooms import events
+from rooms import event_types, events
 from turns import lifecycle
 from turns.lifecycle import Claim, TurnOutcome
 from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
@@ -267,7 +266,7 @@ class Lane:
                 active.reasoning.append(text)
                 active.reasoning_characters += len(text)
                 events.publish_transient(
-                    event_type=types.TURN_REASONING_DELTA, actor=actor, correlation_id=claim.correlation_id,
+                    event_type=event_types.TURN_REASONING_DELTA, actor=actor, correlation_id=claim.correlation_id,
                     root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
                     body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": text},
                 )
@@ -281,7 +280,7 @@ class Lane:
                 body["toolCallId"] = event.tool_call_id
             active.tools.append({k: v for k, v in body.items() if k != "turnId"})
             events.publish_transient(
-                event_type=types.TOOL_PROGRESS, actor=actor, correlation_id=claim.correlation_id,
+                event_type=event_types.TOOL_PROGRESS, actor=actor, correlation_id=claim.correlation_id,
                 root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id], body=body,
             )
         elif isinstance(event, TurnCompleted):
@@ -303,7 +302,7 @@ class Lane:
         active.content.append(text)
         active.content_characters += len(text)
         events.publish_transient(
-            event_type=types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
             root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
             body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
         )

@@ -151,7 +151,8 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
                                     reset_native_sessions=native, created_at=timezone.now())
         Summary.objects.filter(room_id=ROOM_ID, status="active", through_seq__lte=top).update(status="superseded")
         events.append_event(
-            event_type=event_types.CONTEXT_RESET, actor=events.SYSTEM, body={"throughSeq": top, "resetNativeSessions": native},
+            event_type=event_types.CONTEXT_RESET, actor=events.SYSTEM,
+            body={"throughSeq": top, "resetNativeSessions": native},
             correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
             provenance={"sourceKind": source_kind},
         )

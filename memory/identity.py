@@ -103,6 +103,7 @@ def do_remember_identity(writer: Writer, *, subject: str, kind: str, content: st
     body: dict[str, Any] = {"record": identity_json(record)}
     if supersedes:
         body["supersededIdentityId"] = supersedes
-    record_event(event_type=event_types.IDENTITY_SUPERSEDED if supersedes else event_types.IDENTITY_REMEMBERED, writer=writer, body=body,
+    event_type = event_types.IDENTITY_SUPERSEDED if supersedes else event_types.IDENTITY_REMEMBERED
+    record_event(event_type=event_type, writer=writer, body=body,
                  record_id=record.identity_id, subject=subject, source_event_id=source_event_id)
     return record

@@ -19,8 +19,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from groupx_site.text import json_text
-from rooms import bus, hot_sql
-from rooms import event_types as types
+from rooms import bus, event_types, hot_sql
 from rooms.ids import event_id as new_event_id
 from rooms.models import ROOM_ID, SCHEMA, Event
 
@@ -104,7 +103,7 @@ def append_event(
 ) -> Event:
     """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit."""
     body = body or {}
-    types.check(event_type, types.DURABLE, body)  # an undeclared or forbidden type never enters the store
+    event_types.check(event_type, event_types.DURABLE, body)  # an undeclared or forbidden type never enters the store
     values = {
         "event_id": new_event_id(),
         "room_id": ROOM_ID,
@@ -144,7 +143,7 @@ def publish_transient(
     root_correlation_id: str | None = None,
 ) -> dict[str, Any]:
     """Send a transient event to live streams only: no seq, no ``id:``, never replayed."""
-    types.check(event_type, types.TRANSIENT, body)
+    event_types.check(event_type, event_types.TRANSIENT, body)
     envelope = {
         "schema": SCHEMA,
         "eventId": new_event_id(),
@@ -172,7 +171,7 @@ def message_created(
     causation_id: str | None = None, idempotency_key: str | None = None, extra_body: dict[str, Any] | None = None,
 ) -> Event:
     return append_event(
-        event_type=types.MESSAGE_CREATED,
+        event_type=event_types.MESSAGE_CREATED,
         actor=actor,
         to=to,
         body={"content": content, **(extra_body or {})},
@@ -191,7 +190,7 @@ def turn_queued(
     transport: str = "structured",
 ) -> Event:
     return append_event(
-        event_type=types.TURN_QUEUED,
+        event_type=event_types.TURN_QUEUED,
         actor=SYSTEM,
         to=[target_actor_id],
         body={

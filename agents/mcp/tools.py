@@ -50,7 +50,8 @@ def member_tool(name: str, description: str, properties: dict[str, Any], require
         if name in TOOLS or "." in name:
             raise ValueError(f"member tool {name!r} is declared twice or has a dot in its name")
         handler = action if inspect.iscoroutinefunction(action) else db.write(action)
-        schema = {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+        schema = {"type": "object", "properties": properties, "required": list(required),
+                  "additionalProperties": False}
         TOOLS[name] = MemberTool(name, description, schema, handler)
         return action
 
@@ -111,7 +112,8 @@ async def ask(binding_id, payload):
     return await asks.member_ask(binding_id, payload)
 
 
-@member_tool("collect", f"Wait again (at most {WAIT_SECONDS} s) for the answers to an earlier ask, by its messageEventId.",
+@member_tool("collect",
+             f"Wait again (at most {WAIT_SECONDS} s) for the answers to an earlier ask, by its messageEventId.",
              {"messageEventId": {"type": "string"}, "timeoutMs": _TIMEOUT}, ("messageEventId",))
 async def collect(binding_id, payload):
     return await asks.member_collect(binding_id, payload)
@@ -161,7 +163,8 @@ def memory_remember(binding_id, payload):
     return memory_tools.memory_remember(binding_id, payload)
 
 
-@member_tool("core_memory_remember", "Add to your own core memory: a small, long-lived set shown at the top of your context.",
+@member_tool("core_memory_remember",
+             "Add to your own core memory: a small, long-lived set shown at the top of your context.",
              {"clientCommandId": _COMMAND_ID, "kind": _MEMORY_KIND, "content": _CONTENT,
               "sourceEventId": {"type": "string"}},
              ("clientCommandId", "kind", "content"))
