@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ RECORDED = Path(__file__).with_name("mcp_tools_list.json")
 
 
 def listed() -> dict:
-    tools = asyncio.run(server.list_tools(None, None))
+    # On its own thread: the browser tests' sync Playwright keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        tools = pool.submit(asyncio.run, server.list_tools(None, None)).result()
     return {"instructions": server.server.instructions,
             "tools": tools.model_dump(mode="json", by_alias=True, exclude_none=True)["tools"]}
 
