@@ -7,15 +7,8 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from agents.drivers.table import protocol_label
 from agents.models import AgentInstance, SessionBinding
-
-PROTOCOLS = {
-    "codex": "codex-app-server-stdio-jsonrpc-v2",
-    "claude": "claude-cli-stream-json-v1",
-    "kimi": "acp",
-    "hermes": "acp",
-    "grok": "acp",
-}
 
 
 def create_launch(actor_id: str, driver: str, cwd: str) -> tuple[str, str]:
@@ -30,7 +23,7 @@ def create_launch(actor_id: str, driver: str, cwd: str) -> tuple[str, str]:
         )
         SessionBinding.objects.create(
             binding_id=binding_id, instance=instance, actor_id=actor_id, transport="structured",
-            protocol=PROTOCOLS.get(driver, driver), status="active", cwd=cwd,
+            protocol=protocol_label(driver), status="active", cwd=cwd,
         )
     return instance_id, binding_id
 
@@ -55,7 +48,7 @@ def last_native_session_id(actor_id: str, driver: str, cwd: str) -> str | None:
     """The native session to resume: the newest one this actor had with the same driver and cwd."""
     return (
         SessionBinding.objects.filter(
-            actor_id=actor_id, protocol=PROTOCOLS.get(driver, driver), cwd=cwd, native_session_id__isnull=False
+            actor_id=actor_id, protocol=protocol_label(driver), cwd=cwd, native_session_id__isnull=False
         )
         .order_by("-last_ready_at")
         .values_list("native_session_id", flat=True)

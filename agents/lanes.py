@@ -34,10 +34,11 @@ from agents.drivers.base import (
 )
 from agents.sessions import AgentSessions
 from groupx_site import db, store_probe
+from groupx_site.errors import ErrorCode
 from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
-from rooms import events
+from rooms import event_types, events
 from turns import lifecycle
 from turns.lifecycle import Claim, TurnOutcome
 from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
@@ -48,7 +49,7 @@ CHECKPOINT_CHARACTERS = 4_096
 REPLY_LIMIT_CHARACTERS = 1_048_576
 REASONING_LIMIT_CHARACTERS = 1_048_576
 TOOL_RECORD_LIMIT = 1_000
-OVER_CAP_CODE = "MESSAGE_TOO_LARGE"
+OVER_CAP_CODE = ErrorCode.MESSAGE_TOO_LARGE.value
 # The lane takes the driver's events one at a time: a full queue here leaves them in the driver's
 # bounded backlog, whose fullness is what stops the reading of a CLI that outruns the room.
 LANE_QUEUE_EVENTS = 1
@@ -265,7 +266,7 @@ class Lane:
                 active.reasoning.append(text)
                 active.reasoning_characters += len(text)
                 events.publish_transient(
-                    event_type="turn.reasoning.delta", actor=actor, correlation_id=claim.correlation_id,
+                    event_type=event_types.TURN_REASONING_DELTA, actor=actor, correlation_id=claim.correlation_id,
                     root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
                     body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": text},
                 )
@@ -279,7 +280,7 @@ class Lane:
                 body["toolCallId"] = event.tool_call_id
             active.tools.append({k: v for k, v in body.items() if k != "turnId"})
             events.publish_transient(
-                event_type="tool.progress", actor=actor, correlation_id=claim.correlation_id,
+                event_type=event_types.TOOL_PROGRESS, actor=actor, correlation_id=claim.correlation_id,
                 root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id], body=body,
             )
         elif isinstance(event, TurnCompleted):
@@ -301,7 +302,7 @@ class Lane:
         active.content.append(text)
         active.content_characters += len(text)
         events.publish_transient(
-            event_type="turn.content.delta", actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
             root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
             body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
         )

@@ -25,7 +25,7 @@ from agents.drivers.base import (
 )
 from agents.drivers.registry import get_driver
 from groupx_site import db, listen
-from rooms import events
+from rooms import event_types, events
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable
 
@@ -73,7 +73,7 @@ class AgentSessions:
         agent = self.agent
         health.update(agent.actor_id, status="starting", nativeSessionAvailable=False)
         resume_id = await _db(instances.last_native_session_id)(agent.actor_id, agent.driver, agent.cwd)
-        await _db(_session_event)("session.starting", ActorRef(agent.actor_id, "agent", agent.display_name),
+        await _db(_session_event)(event_types.SESSION_STARTING, ActorRef(agent.actor_id, "agent", agent.display_name),
                                   {"driver": agent.driver, "resume": resume_id is not None})
         continuity = "resumed" if resume_id else "new_session"
         last_error: DriverError | None = None
@@ -94,14 +94,15 @@ class AgentSessions:
                     break
                 delay = BACKOFF_BASE_SECONDS * (2 ** (attempt - 1))
                 events.publish_transient(
-                    event_type="session.retrying", actor=self.actor, correlation_id=f"session:{agent.actor_id}",
+                    event_type=event_types.SESSION_RETRYING, actor=self.actor,
+                    correlation_id=f"session:{agent.actor_id}",
                     body={"actorId": agent.actor_id, "attempt": attempt, "maxAttempts": START_ATTEMPTS,
                           "nextDelayMs": int(delay * 1000), "errorCode": error.code},
                 )
                 await asyncio.sleep(delay)
                 continue
             self.session = session
-            kind = "session.resumed" if session.resumed else "session.ready"
+            kind = event_types.SESSION_RESUMED if session.resumed else event_types.SESSION_READY
             health.update(agent.actor_id, status="ready", instanceId=self.instance_id, nativeSessionAvailable=True,
                           mcpVerified=session.mcp_verified, lastError=None)
             await _db(_session_event)(kind, self.actor, {
@@ -113,7 +114,7 @@ class AgentSessions:
         status = "native_policy_blocked" if last_error.code == "NATIVE_POLICY_BLOCKED" else "failed"
         health.update(agent.actor_id, status=status, nativeSessionAvailable=False,
                       lastError={"code": last_error.code, "message": last_error.message[:500]})
-        await _db(_session_event)("session.failed", self.actor, {
+        await _db(_session_event)(event_types.SESSION_FAILED, self.actor, {
             "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
             "attempts": attempt,
         })
@@ -155,7 +156,7 @@ class AgentSessions:
             await session.close()
         if instance_id and binding_id:
             await _db(instances.mark_closed)(instance_id, binding_id)
-            await _db(_session_event)("session.stopped", self.actor, {"reason": reason})
+            await _db(_session_event)(event_types.SESSION_STOPPED, self.actor, {"reason": reason})
 
     async def rebuild(self) -> None:
         """Replace a poisoned session now, so later turns find a fresh one (never replays a turn)."""

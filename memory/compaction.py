@@ -28,7 +28,7 @@ from groupx_site import db
 from memory import dated, oneshot
 from memory.models import Summary
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
-from rooms import events
+from rooms import event_types, events
 from rooms.ids import new_id
 from rooms.models import ROOM_ID
 from setup_wizard.config import ResolvedAgent
@@ -129,7 +129,7 @@ def summarisers(require_healthy: bool) -> list[ResolvedAgent]:
 
 def _progress(kind: str, operation_id: str, operation: str, plan: Plan, **body) -> None:
     events.publish_transient(
-        event_type=f"context.compaction.{kind}", actor=events.SYSTEM, correlation_id=f"context:{operation_id}",
+        event_type=event_types.COMPACTION_PROGRESS[kind], actor=events.SYSTEM, correlation_id=f"context:{operation_id}",
         body={"operationId": operation_id, "operation": operation, "fromSeq": plan.from_seq,
               "throughSeq": plan.through_seq, "messageCount": plan.message_count, **body},
     )

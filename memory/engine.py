@@ -27,7 +27,7 @@ from memory.models import ContextReset, Summary
 from memory.records import Writer
 from memory.transcript import context_events, high_water, reset_floor
 from memory.usage import KEEP_LAST, usage
-from rooms import commands, events, validation
+from rooms import commands, event_types, events, validation
 from rooms.ids import new_id
 from rooms.models import ROOM_ID
 from setup_wizard.config import ResolvedAgent
@@ -146,7 +146,8 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
                                     reset_native_sessions=native, created_at=timezone.now())
         Summary.objects.filter(room_id=ROOM_ID, status="active", through_seq__lte=top).update(status="superseded")
         events.append_event(
-            event_type="context.reset", actor=events.SYSTEM, body={"throughSeq": top, "resetNativeSessions": native},
+            event_type=event_types.CONTEXT_RESET, actor=events.SYSTEM,
+            body={"throughSeq": top, "resetNativeSessions": native},
             correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
             provenance={"sourceKind": source_kind},
         )

@@ -25,6 +25,7 @@ from memory.records import (
     record_event,
     unknown_record,
 )
+from rooms import event_types
 from rooms.actions import check_references_exist
 
 
@@ -84,7 +85,7 @@ def retract_identity(writer: Writer, identity_id: str, client_command_id: str) -
         IdentityRecord.objects.filter(pk=record.pk, status="active").update(status="retracted",
                                                                              retracted_at=timezone.now())
         record.refresh_from_db()
-        record_event(event_type="identity.retracted", writer=writer, body={"record": identity_json(record)},
+        record_event(event_type=event_types.IDENTITY_RETRACTED, writer=writer, body={"record": identity_json(record)},
                      record_id=record.identity_id, subject=record.subject_actor_id,
                      source_event_id=record.source_event_id)
         return {"identity": identity_json(record)}
@@ -102,6 +103,7 @@ def do_remember_identity(writer: Writer, *, subject: str, kind: str, content: st
     body: dict[str, Any] = {"record": identity_json(record)}
     if supersedes:
         body["supersededIdentityId"] = supersedes
-    record_event(event_type="identity.superseded" if supersedes else "identity.remembered", writer=writer, body=body,
+    event_type = event_types.IDENTITY_SUPERSEDED if supersedes else event_types.IDENTITY_REMEMBERED
+    record_event(event_type=event_type, writer=writer, body=body,
                  record_id=record.identity_id, subject=subject, source_event_id=source_event_id)
     return record

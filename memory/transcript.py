@@ -12,9 +12,10 @@ from typing import Any
 from django.db.models import Max, Q, QuerySet
 
 from memory.models import ContextReset, Summary
+from rooms import event_types
 from rooms.models import ROOM_ID, Event
 
-CONTEXT_TYPES = ("message.created", "operator.dispatch")
+CONTEXT_TYPES = event_types.CONTEXT_TYPES  # the types declared with audience "context"
 WATCH_BRIEF_KIND = "supervision.watch"
 ENTRY_FIELDS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
                 "forwarded_event_id", "occurred_at", "body")

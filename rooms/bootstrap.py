@@ -13,6 +13,7 @@ from django.conf import settings
 
 from agents import health, roster
 from groupx_site.dbsnapshot import read_snapshot
+from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
 from setup_wizard.pending import pending_agents
@@ -74,6 +75,9 @@ def bootstrap() -> dict[str, Any]:
             }
             for t in turns
         ],
+        # The event-type table (rooms/event_types.py), so the page keeps no copy of it; an added
+        # field, which older pages ignore.
+        "eventTypes": event_types.for_the_page(),
     }
     if rows and rows[0]["seq"] > 1:
         snapshot["previousPage"] = {"beforeSeq": rows[0]["seq"]}

@@ -23,6 +23,8 @@ import threading
 from collections import deque
 from typing import Any
 
+from rooms.event_types import TURN_CONTENT_DELTA
+
 _listeners: set = set()  # Listeners and other members (see the module docstring)
 _lock = threading.Lock()
 
@@ -64,10 +66,10 @@ class Listener:
 
     def _merge_into_last(self, envelope: dict[str, Any]) -> bool:
         """Consecutive content deltas of one turn are merged while the reader is behind."""
-        if not self.transients or envelope["type"] != "turn.content.delta":
+        if not self.transients or envelope["type"] != TURN_CONTENT_DELTA:
             return False
         last = self.transients[-1]
-        if last["type"] != "turn.content.delta" or last["body"].get("turnId") != envelope["body"].get("turnId"):
+        if last["type"] != TURN_CONTENT_DELTA or last["body"].get("turnId") != envelope["body"].get("turnId"):
             return False
         if len(self.transients) < max(8, self.max_frames // 4):
             return False  # merge only under pressure; normally each chunk goes out as sent

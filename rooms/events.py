@@ -1,5 +1,8 @@
-"""The room's event vocabulary: one builder per event type, keyword-only arguments.
+"""The room's event builders: keyword-only arguments, one builder per family of event types.
 
+Every type is declared in ``rooms/event_types.py``; ``append_event`` and ``publish_transient``
+refuse an undeclared type, a forbidden namespace, the wrong durability or a body lacking a
+declared key (``UndeclaredEventType``), so no misspelt type reaches the log or the page.
 Durable builders append a row inside the caller's transaction and wake SSE readers on commit;
 transient builders publish straight to the bus and are never stored (PROTOCOL §2.1, §2.2).
 Envelopes never carry binding ids or native ids.
@@ -16,12 +19,9 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from groupx_site.text import json_text
-from rooms import bus, hot_sql
+from rooms import bus, event_types, hot_sql
 from rooms.ids import event_id as new_event_id
 from rooms.models import ROOM_ID, SCHEMA, Event
-
-# Namespaces the protocol reserves and forbids (PROTOCOL §15): they never enter the store.
-FORBIDDEN_PREFIXES = ("approval.", "permission.", "user_input.")
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,8 @@ def append_event(
     provenance: dict[str, Any] | None = None,
 ) -> Event:
     """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit."""
-    assert not event_type.startswith(FORBIDDEN_PREFIXES), event_type
+    body = body or {}
+    event_types.check(event_type, event_types.DURABLE, body)  # an undeclared or forbidden type never enters the store
     values = {
         "event_id": new_event_id(),
         "room_id": ROOM_ID,
@@ -119,7 +120,7 @@ def append_event(
         "root_correlation_id": root_correlation_id or correlation_id,
         "idempotency_key": idempotency_key,
         "occurred_at": timezone.now(),
-        "body": body or {},
+        "body": body,
         "provenance": provenance,
     }
     # One INSERT … RETURNING seq (rooms/hot_sql.py) instead of Model.objects.create: the same row,
@@ -142,6 +143,7 @@ def publish_transient(
     root_correlation_id: str | None = None,
 ) -> dict[str, Any]:
     """Send a transient event to live streams only: no seq, no ``id:``, never replayed."""
+    event_types.check(event_type, event_types.TRANSIENT, body)
     envelope = {
         "schema": SCHEMA,
         "eventId": new_event_id(),
@@ -169,7 +171,7 @@ def message_created(
     causation_id: str | None = None, idempotency_key: str | None = None, extra_body: dict[str, Any] | None = None,
 ) -> Event:
     return append_event(
-        event_type="message.created",
+        event_type=event_types.MESSAGE_CREATED,
         actor=actor,
         to=to,
         body={"content": content, **(extra_body or {})},
@@ -188,7 +190,7 @@ def turn_queued(
     transport: str = "structured",
 ) -> Event:
     return append_event(
-        event_type="turn.queued",
+        event_type=event_types.TURN_QUEUED,
         actor=SYSTEM,
         to=[target_actor_id],
         body={

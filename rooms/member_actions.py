@@ -17,6 +17,7 @@ from agents.models import SessionBinding
 from groupx_site.errors import GroupXError, invalid
 from rooms import commands, events, validation
 from rooms.actions import PostMessage, check_post_message, check_references_exist, resolve_targets
+from rooms.event_types import AUDIT_TYPES
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
 from turns import limits
@@ -24,7 +25,7 @@ from turns.actions import check_queue_capacity, do_enqueue_turns
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES
 
-AUDIT_ONLY_TYPES = ("turn.reasoning.recorded", "tool.progress.recorded")
+AUDIT_ONLY_TYPES = AUDIT_TYPES  # stored for the record, never shown to a member (rooms/event_types.py)
 READ_DEFAULT_LIMIT, READ_MAX_LIMIT = 100, 500
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.drivers.table import for_the_page as driver_choices
 from groupx_site.errors import GroupXError
 from setup_wizard import detect
 from setup_wizard.config import (
@@ -27,6 +28,7 @@ from setup_wizard.config import (
     AgentConfig,
     CommandSpec,
     ConfigError,
+    DriverName,
     GroupXConfig,
     load_config,
     parse_config,
@@ -43,7 +45,7 @@ ASSISTANT_AVAILABLE = False
 # Names a user may expect to find here; they get a message saying why there is no such setting.
 NOT_SETTINGS = {"transport", "access", "sandbox", "model", "approval", "approvalPolicy", "permissionMode"}
 
-Driver = Literal["codex", "grok", "kimi", "hermes", "claude"]
+Driver = DriverName
 
 
 class Strict(BaseModel):
@@ -164,6 +166,8 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         "runtimeActive": runtime_active,
         "assistantAvailable": ASSISTANT_AVAILABLE,
         "drivers": [d.as_json() for d in drivers],
+        # The driver table (agents/drivers/table.py): the page's driver lists read it from here.
+        "driverChoices": driver_choices(),
         "demoAgents": demo_drafts(config_path.parent.resolve()),
     }
     draft = None

@@ -15,8 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-DRIVERS = ("codex", "grok", "kimi", "hermes", "claude")
-DEFAULT_AGENT_IDS = ("codex", "grok", "kimi")  # hermes and claude are never added implicitly
+from agents.drivers.table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
+
+# The driver names, their display names and the default roster come from the driver table.
+DRIVERS = DRIVER_NAMES
+DriverName = Literal[DRIVER_NAMES]  # a Literal of every name, in the table's order (for messages)
 RESERVED_AGENT_IDS = ("assistant", "__assistant__")
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
 MESSAGE_CHARACTERS = 131_072
@@ -74,7 +77,7 @@ class CommandSpec(Strict):
 
 
 class AgentConfig(Strict):
-    driver: Literal["codex", "grok", "kimi", "hermes", "claude"] | None = None
+    driver: DriverName | None = None
     name: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     identity: Annotated[str, Field(max_length=32_768)] = ""
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
@@ -83,7 +86,7 @@ class AgentConfig(Strict):
 
 
 class AssistantBrain(Strict):
-    driver: Literal["codex", "grok", "kimi", "hermes", "claude"]
+    driver: DriverName
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
     cwd: Annotated[str, Field(min_length=1)]
 
@@ -96,7 +99,7 @@ class AssistantConfig(Strict):
 
 
 class LimitsConfig(Strict):
-    messageCharacters: Literal[131_072] = 131_072
+    messageCharacters: Literal[MESSAGE_CHARACTERS] = MESSAGE_CHARACTERS
     queuePerAgent: Annotated[int, Field(ge=1, le=10_000)] = 64
     rootTurns: Annotated[int, Field(ge=1, le=1_000)] = 48
     hopCount: Annotated[int, Field(ge=1, le=1_000)] = 24
@@ -171,9 +174,6 @@ class ResolvedAgent(BaseModel):
     command: tuple[str, ...]  # executable [+ script], resolved against PATH at launch time
     cwd: str
     enabled: bool
-
-
-DISPLAY_NAMES = {"codex": "Codex", "grok": "Grok", "kimi": "Kimi", "hermes": "Hermes", "claude": "Claude"}
 
 
 def _format_error(error: ValidationError) -> str:

@@ -11,10 +11,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agents.drivers.table import DEMO_DRIVERS
 from setup_wizard.config import DISPLAY_NAMES, DRIVERS, write_config
 
 FAKES_BIN = Path(__file__).resolve().parent.parent / "agents" / "fakes" / "bin"
-DEMO_DRIVERS = ("kimi", "hermes", "grok", "codex", "claude")
 DEFAULT_PORT = 4310
 
 

@@ -28,18 +28,16 @@ from .base import (
 )
 from .jsonrpc import JsonRpcError
 from .native_start import RpcHandshake, require_mcp_binding, start_native_session
+from .table import DRIVERS, DriverSpec
 
-FLAVOR_ARGV: dict[str, tuple[str, ...]] = {
-    # Grok's global flags must come before the `agent stdio` subcommand.
-    "grok": ("--no-auto-update", "--permission-mode", "bypassPermissions", "--sandbox", "off", "--no-plan",
-             "agent", "stdio"),
-    "kimi": ("acp",),
-    "hermes": ("--yolo", "acp"),
-    "generic": ("--flavor", "generic"),
+# The ACP rows of the driver table, plus ``generic``: the fake agent the kernel tests drive.
+FLAVORS: dict[str, DriverSpec] = {
+    **{name: spec for name, spec in DRIVERS.items() if spec.protocol == "acp"},
+    "generic": DriverSpec("generic", "Generic ACP", "acp", ("--flavor", "generic"), None),
 }
+FLAVOR_ARGV: dict[str, tuple[str, ...]] = {name: spec.argv for name, spec in FLAVORS.items()}
 # The unrestricted mode set after every session/new and session/load (§1.9); None: no call.
-FLAVOR_MODE: dict[str, str | None] = {"grok": None, "kimi": "auto", "hermes": "dont_ask", "generic": None}
-HERMES_AGENT_NAME = "hermes-agent"
+FLAVOR_MODE: dict[str, str | None] = {name: spec.mode for name, spec in FLAVORS.items()}
 ACP_PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "groupx", "title": "GroupX", "version": "0.1.0"}
 
@@ -120,10 +118,11 @@ class _Handshake(RpcHandshake):
         info = result.get("agentInfo")
         session.agent_capabilities = caps
         session.agent_info = info if isinstance(info, dict) else {}
-        if session.flavor == "hermes" and session.agent_info.get("name") != HERMES_AGENT_NAME:
+        spec = FLAVORS[session.flavor]
+        if spec.agent_name is not None and session.agent_info.get("name") != spec.agent_name:
             raise DriverError(PROTOCOL_INVALID_MESSAGE,
-                              f"expected agentInfo.name {HERMES_AGENT_NAME!r}, got {session.agent_info.get('name')!r}")
-        if self.profile.mcp is not None and session.flavor != "hermes":
+                              f"expected agentInfo.name {spec.agent_name!r}, got {session.agent_info.get('name')!r}")
+        if self.profile.mcp is not None and spec.advertises_mcp_http:
             # Hermes omits mcpCapabilities but reads HTTP descriptors, so it is forced on (§3.8).
             mcp_caps = caps.get("mcpCapabilities")
             if not (isinstance(mcp_caps, dict) and mcp_caps.get("http") is True):

@@ -46,6 +46,7 @@ from .jsonrpc import (
     ProcessExited,
 )
 from .process import JsonLineProcess, ProcessTerminationError
+from .table import DRIVERS
 from .turnkit import ChildSession, QueuedTurn, short
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,9 @@ class AcpSession(ChildSession[AcpTurn]):
     def __init__(self, flavor: str, profile: LaunchProfile):
         super().__init__(profile)
         self.flavor = flavor
+        # Only a CLI whose table row says so (Grok) reports managed policies on stderr.
+        spec = DRIVERS.get(flavor)
+        self.watches_policy_markers = bool(spec and spec.stderr_policy_markers)
         self.native_session_id = ""
         self.agent_capabilities: dict[str, Any] = {}
         self.agent_info: dict[str, Any] = {}
@@ -296,13 +300,13 @@ class AcpSession(ChildSession[AcpTurn]):
         return settle()
 
     def _on_stderr(self, _text: str) -> None:
-        if self.flavor != "grok" or self.policy_marker is not None or self.process is None:
+        if not self.watches_policy_markers or self.policy_marker is not None or self.process is None:
             return
         marker = grok_policy_marker(self.process.stderr_tail)
         if marker is None:
             return
         self.policy_marker = marker
-        message = f"grok reports a managed policy: {marker!r}"
+        message = f"{self.flavor} reports a managed policy: {marker!r}"
         # A CLI under managed policy is not the unrestricted agent GroupX launched.
         self.needs_rebuild = True
         if self._starting:

@@ -27,17 +27,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# Error codes a driver may raise or put in TurnFailed (PROTOCOL §14 and FEATURES §19).
-ADAPTER_START_FAILED = "ADAPTER_START_FAILED"
-PROTOCOL_HANDSHAKE_TIMEOUT = "PROTOCOL_HANDSHAKE_TIMEOUT"
-PROTOCOL_INVALID_MESSAGE = "PROTOCOL_INVALID_MESSAGE"
-SESSION_NOT_AVAILABLE = "SESSION_NOT_AVAILABLE"
-NATIVE_RESUME_UNSUPPORTED = "NATIVE_RESUME_UNSUPPORTED"
-NATIVE_POLICY_BLOCKED = "NATIVE_POLICY_BLOCKED"
-UNEXPECTED_NATIVE_INTERACTION = "UNEXPECTED_NATIVE_INTERACTION"
-TURN_INTERRUPTED = "TURN_INTERRUPTED"
-TURN_CANCEL_TIMEOUT = "TURN_CANCEL_TIMEOUT"
-MCP_BINDING_MISMATCH = "MCP_BINDING_MISMATCH"
+from groupx_site.errors import ErrorCode, declared
+
+# Short names (plain str) for the codes a driver raises or puts in TurnFailed. The codes themselves, and their
+# HTTP statuses, are declared once in groupx_site/errors.py (Django-free, so drivers may import it).
+ADAPTER_START_FAILED = ErrorCode.ADAPTER_START_FAILED.value
+PROTOCOL_HANDSHAKE_TIMEOUT = ErrorCode.PROTOCOL_HANDSHAKE_TIMEOUT.value
+PROTOCOL_INVALID_MESSAGE = ErrorCode.PROTOCOL_INVALID_MESSAGE.value
+SESSION_NOT_AVAILABLE = ErrorCode.SESSION_NOT_AVAILABLE.value
+NATIVE_RESUME_UNSUPPORTED = ErrorCode.NATIVE_RESUME_UNSUPPORTED.value
+NATIVE_POLICY_BLOCKED = ErrorCode.NATIVE_POLICY_BLOCKED.value
+UNEXPECTED_NATIVE_INTERACTION = ErrorCode.UNEXPECTED_NATIVE_INTERACTION.value
+TURN_INTERRUPTED = ErrorCode.TURN_INTERRUPTED.value
+TURN_CANCEL_TIMEOUT = ErrorCode.TURN_CANCEL_TIMEOUT.value
+MCP_BINDING_MISMATCH = ErrorCode.MCP_BINDING_MISMATCH.value
 
 # Start failures worth another attempt (NATIVE_PROTOCOLS §1.3).
 RETRYABLE_START_CODES = frozenset(
@@ -54,6 +57,7 @@ class DriverError(Exception):
     """A session could not be started, resumed or used. ``code`` is a protocol error code."""
 
     def __init__(self, code: str, message: str, *, retryable: bool | None = None):
+        code = declared(code).value  # an undeclared code is refused here, not at the client
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message

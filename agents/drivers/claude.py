@@ -32,10 +32,10 @@ from .claude_session import PERMISSION_MODE, ClaudeSession, ControlRefused
 from .jsonrpc import ConnectionLost
 from .native_start import handshake_answer, lost_during_start, require_mcp_binding, start_native_session
 from .process import CLAUDE_LINE_LIMIT
+from .table import DRIVERS
 from .turnkit import short
 
-CLAUDE_ARGV = ("--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-               "--include-partial-messages", "--permission-mode", PERMISSION_MODE)
+CLAUDE_ARGV = DRIVERS["claude"].argv  # ends with --permission-mode PERMISSION_MODE
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 UNKNOWN_SESSION = "No conversation found with session ID"
 ROOT_HINT = ("Claude Code refuses bypassPermissions as root. GroupX never sets IS_SANDBOX=1 itself: on a "

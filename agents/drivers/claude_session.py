@@ -27,11 +27,12 @@ from .base import (
 from .claude_turn import ClaudeTurn, is_abort
 from .jsonrpc import ConnectionLost, FrameReader, ProcessExited, ProtocolViolation
 from .process import JsonLineProcess, ProcessClosedError, ProcessTerminationError
+from .table import DRIVERS
 from .turnkit import ChildSession, RecentIds, same_path, short
 
 log = logging.getLogger(__name__)
 
-PERMISSION_MODE = "bypassPermissions"
+PERMISSION_MODE = DRIVERS["claude"].mode
 GROUPX_MCP_NAME = "groupx"
 INTERACTIVE_SUBTYPES = frozenset({"can_use_tool", "elicitation", "request_user_dialog"})
 DENY_MESSAGE = "GroupX runs Claude Code unrestricted and does not answer permission requests"

@@ -27,12 +27,13 @@ from .base import (
 from .codex_session import CodexSession
 from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, JsonRpcError
 from .native_start import RpcHandshake, require_mcp_binding, start_native_session
+from .table import DRIVERS
 from .turnkit import same_path
 
 log = logging.getLogger(__name__)
 
-# The global flag must come before the `app-server` subcommand (§2.1).
-CODEX_ARGV = ("--dangerously-bypass-hook-trust", "app-server", "--listen", "stdio://")
+# From the driver table; its global flag comes before the `app-server` subcommand (§2.1).
+CODEX_ARGV = DRIVERS["codex"].argv
 CLIENT_INFO = {"name": "groupx", "title": "GroupX", "version": "0.1.0"}
 # Every real transcript (codex 0.169) opts in to the experimental API; the TS reference did not,
 # and 0.163 accepted the thread config either way. Opting in keeps us on the surface proven live.

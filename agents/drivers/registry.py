@@ -1,7 +1,7 @@
 """Driver lookup by the ``driver`` name of an agent's launch profile.
 
-Each entry is a zero-argument factory so that a driver module is only imported when an agent
-uses it.
+The names and their wire protocols come from ``agents/drivers/table.py``; each protocol has one
+driver class, imported only when an agent uses it.
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from .base import Driver, DriverError
+from groupx_site.errors import ErrorCode
 
-ADAPTER_NOT_FOUND = "ADAPTER_NOT_FOUND"
+from .base import Driver, DriverError
+from .table import DRIVERS
+
+ADAPTER_NOT_FOUND = ErrorCode.ADAPTER_NOT_FOUND.value
 
 
 def _acp(flavor: str) -> Callable[[], Driver]:
@@ -30,13 +33,14 @@ def _lazy(module: str, class_name: str) -> Callable[[], Driver]:
     return make
 
 
-_FACTORIES: dict[str, Callable[[], Driver]] = {
-    "grok": _acp("grok"),
-    "kimi": _acp("kimi"),
-    "hermes": _acp("hermes"),
-    "codex": _lazy("agents.drivers.codex", "CodexDriver"),
-    "claude": _lazy("agents.drivers.claude", "ClaudeDriver"),
-}
+def _factory(name: str) -> Callable[[], Driver]:
+    protocol = DRIVERS[name].protocol
+    if protocol == "acp":
+        return _acp(name)  # one ACP kernel, told its flavour
+    return _lazy(f"agents.drivers.{protocol}", {"codex": "CodexDriver", "claude": "ClaudeDriver"}[protocol])
+
+
+_FACTORIES: dict[str, Callable[[], Driver]] = {name: _factory(name) for name in DRIVERS}
 
 
 def available_drivers() -> tuple[str, ...]:

@@ -4,7 +4,8 @@ A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response se
 the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
 ``X-GroupX-Binding`` header, checked here before the SDK sees the request: a missing, unknown or
 closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
-no verified MCP support is 503 ``MCP_UNAVAILABLE``. Tool bodies are one call into the actions.
+no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
+declared together in ``agents/mcp/tools.py``; this module lists and calls what is declared there.
 """
 
 from __future__ import annotations
@@ -24,10 +25,7 @@ from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
 from groupx_site import db, store_faults
 from groupx_site.bodies import check_json_value
-from groupx_site.errors import GroupXError
-from memory import mcp as memory_tools
-from rooms import member_actions
-from turns import asks
+from groupx_site.errors import ErrorCode, GroupXError
 
 logger = logging.getLogger("groupx.mcp")
 BINDING_HEADER = b"x-groupx-binding"
@@ -36,27 +34,6 @@ SECURITY = TransportSecuritySettings(
     allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
 )
-
-
-def _sync(fn):
-    return db.write(fn)
-
-
-HANDLERS = {
-    "send": _sync(member_actions.member_send),
-    "publish": _sync(member_actions.member_publish),
-    "read": _sync(member_actions.member_read),
-    "ask": asks.member_ask,
-    "collect": asks.member_collect,
-    "watch": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "watch")),
-    "steer": _sync(lambda binding, _payload: member_actions.supervision_only(binding, "steer")),
-    # Memory and identity (issue 7).
-    "memory_search": _sync(memory_tools.memory_search),
-    "memory_remember": _sync(memory_tools.memory_remember),
-    "core_memory_remember": _sync(memory_tools.core_memory_remember),
-    "identity_read": _sync(memory_tools.identity_read),
-    "identity_remember": _sync(memory_tools.identity_remember),
-}
 
 
 def _text_result(body: dict[str, Any], *, error: bool) -> types.CallToolResult:
@@ -70,20 +47,20 @@ def _text_result(body: dict[str, Any], *, error: bool) -> types.CallToolResult:
 
 async def list_tools(ctx, params) -> types.ListToolsResult:
     return types.ListToolsResult(
-        tools=[types.Tool(name=name, description=spec["description"], input_schema=spec["inputSchema"])
-               for name, spec in TOOLS.items()]
+        tools=[types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
+               for tool in TOOLS.values()]
     )
 
 
 async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
     binding_id = ctx.request.scope.get("groupx.binding") if ctx.request is not None else None
-    handler = HANDLERS.get(params.name)
+    tool = TOOLS.get(params.name)
     try:
-        if handler is None:
+        if tool is None:
             raise GroupXError("INVALID_ENVELOPE", f"no tool named {params.name!r}")
         arguments = dict(params.arguments or {})
         check_json_value(arguments)  # depth and text, as for a REST body (groupx_site/bodies.py)
-        result = await handler(binding_id, arguments)
+        result = await tool.handler(binding_id, arguments)
         return _text_result(result, error=False)
     except GroupXError as error:
         return _text_result({k: v for k, v in error.as_body()["error"].items()}, error=True)
@@ -134,10 +111,11 @@ def binding_state(binding_id: str) -> str:
     return "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
 
 
-async def _json_rpc_error(send, status: int, code: str, message: str) -> None:
+async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
+    status = code.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
                        "error": {"code": -32602 if status == 400 else -32603, "message": message,
-                                 "data": {"code": code}}}).encode()
+                                 "data": {"code": code.value}}}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
@@ -148,10 +126,10 @@ async def handle(scope, receive, send) -> None:
     try:
         state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
     except store_faults.StoreUnavailable as fault:
-        return await _json_rpc_error(send, 503, fault.code, fault.message)
+        return await _json_rpc_error(send, ErrorCode.STORE_UNAVAILABLE, fault.message)
     if state == "unknown":
-        return await _json_rpc_error(send, 400, "MCP_BINDING_MISMATCH", "missing, unknown or closed GroupX binding")
+        return await _json_rpc_error(send, ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding")
     if state == "unavailable":
-        return await _json_rpc_error(send, 503, "MCP_UNAVAILABLE", "MCP is not verified for this session")
+        return await _json_rpc_error(send, ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
     await ensure_running()
     await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

@@ -1,117 +1,186 @@
-"""The member tools' wire names, descriptions and input schemas (FEATURES §11).
+"""The member tools (FEATURES §11): each one's wire name, description, input schema and handler,
+registered together by ``@member_tool``.
 
 Names have no dots (the protocol writes ``groupx.send``). The schemas describe the inputs for the
-CLI's model; GroupX validates every call itself so that a bad input comes back as the protocol's
-JSON error (``INVALID_ENVELOPE``, ``SENDER_FIELD_FORBIDDEN``…), never as SDK validation text.
+CLI's model and are built from the limits the actions enforce (message size, targets, command ids,
+wait times, list sizes), so the model is never told a limit GroupX does not apply. GroupX still
+validates every call itself, so a bad input comes back as the protocol's JSON error
+(``INVALID_ENVELOPE``, ``SENDER_FIELD_FORBIDDEN``…), never as SDK validation text.
 Descriptions state effects only: no coordinator, topology or number of rounds is implied.
+
+Adding a tool: write its action (``(binding_id, payload) -> dict``) in the app that owns it, then
+declare it here with ``@member_tool``. ``agents/mcp/server.py`` lists and calls what is declared.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
+
+from groupx_site import db
+from memory import inputs as memory_inputs
+from memory import mcp as memory_tools
+from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
+from rooms import member_actions, validation
+from setup_wizard.config import MESSAGE_CHARACTERS
+from turns import asks
+
+Handler = Callable[[str | None, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class MemberTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler  # a coroutine function: (binding id, arguments) → the result body
+
+
+TOOLS: dict[str, MemberTool] = {}  # in declaration order, which is the order of tools/list
+
+
+def member_tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()):
+    """Register the decorated action as the tool ``name``. A plain function runs on the store's
+    writer thread (``groupx_site.db.write``); a coroutine function (one that waits, like ask) is
+    awaited as it is and reaches the store itself."""
+
+    def register(action: Callable[..., Any]) -> Callable[..., Any]:
+        if name in TOOLS or "." in name:
+            raise ValueError(f"member tool {name!r} is declared twice or has a dot in its name")
+        handler = action if inspect.iscoroutinefunction(action) else db.write(action)
+        schema = {"type": "object", "properties": properties, "required": list(required),
+                  "additionalProperties": False}
+        TOOLS[name] = MemberTool(name, description, schema, handler)
+        return action
+
+    return register
+
+
+WAIT_SECONDS = asks.MAX_WAIT_MS // 1000
 
 INSTRUCTIONS = (
     "GroupX room tools. Every message is public to the room. send and ask wake the agents you name "
     "(their own Turn, queued behind any work they already have); publish posts without waking anyone; "
-    "ask also waits (at most 60 s) for the answers and returns pending when a target is busy — then use "
+    f"ask also waits (at most {WAIT_SECONDS} s) for the answers and returns pending when a target is busy — then use "
     "collect with the same messageEventId instead of asking again; read shows what happened in your "
     "chain since a seq (your context was frozen when your Turn started). Your final answer to the "
     "current Turn is posted to the room automatically. The sender is always you: never pass from/actor."
 )
 
-_TO = {"type": "array", "minItems": 1, "maxItems": 32, "items": {"type": "string"},
+# ---- schema parts, from the limits the actions enforce ---------------------------------------------
+_TO = {"type": "array", "minItems": 1, "maxItems": validation.MAX_TARGETS, "items": {"type": "string"},
        "description": 'Agent ids such as "agent:codex", or ["@all"] for every other agent.'}
-_CONTENT = {"type": "string", "minLength": 1, "maxLength": 131072}
-_COMMAND_ID = {"type": "string", "minLength": 1, "maxLength": 128,
+_CONTENT = {"type": "string", "minLength": 1, "maxLength": MESSAGE_CHARACTERS}
+_COMMAND_ID = {"type": "string", "minLength": 1, "maxLength": validation.MAX_CLIENT_COMMAND_ID,
                "description": "Your idempotency key: a retry with the same id never sends twice."}
 _REPLY_TO = {"type": ["string", "null"], "description": "Event id this message answers (default: your Turn's source)."}
-_TIMEOUT = {"type": "integer", "minimum": 1, "maximum": 60000}
-_MEMORY_KIND = {"enum": ["fact", "decision", "preference", "instruction", "constraint", "note"]}
-_SCOPE = {"type": "object", "properties": {"type": {"enum": ["room", "agent", "correlation"]}, "id": {"type": "string"}},
+_TIMEOUT = {"type": "integer", "minimum": 1, "maximum": asks.MAX_WAIT_MS}
+_MEMORY_KIND = {"enum": list(memory_inputs.WRITABLE_MEMORY_KINDS)}
+_SCOPE = {"type": "object", "properties": {"type": {"enum": list(SCOPE_TYPES)}, "id": {"type": "string"}},
           "required": ["type", "id"], "additionalProperties": False,
           "description": 'e.g. {"type": "room", "id": "room:main"} or {"type": "agent", "id": "<your agent id>"}'}
-_SCOPE_FILTER = {"type": "object", "properties": {"type": {"enum": ["room", "agent", "correlation"]},
-                                                  "id": {"type": "string"}},
+_SCOPE_FILTER = {"type": "object", "properties": {"type": {"enum": list(SCOPE_TYPES)}, "id": {"type": "string"}},
                  "required": ["type"], "additionalProperties": False}
+_READ_LIMIT = {"type": "integer", "minimum": 1, "maximum": member_actions.READ_MAX_LIMIT}
+_LIST_LIMIT = {"type": "integer", "minimum": 1, "maximum": memory_inputs.LIST_MAX}
+_CURSOR = {"type": "integer", "minimum": 0}
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+# ---- the room ------------------------------------------------------------------------------------
+@member_tool("send", "Post a public message and queue a Turn for each target; returns at once.",
+             {"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID},
+             ("to", "content", "clientCommandId"))
+def send(binding_id, payload):
+    return member_actions.member_send(binding_id, payload)
 
 
-TOOLS: dict[str, dict[str, Any]] = {
-    "send": {
-        "description": "Post a public message and queue a Turn for each target; returns at once.",
-        "inputSchema": _object({"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO,
-                                "clientCommandId": _COMMAND_ID}, ["to", "content", "clientCommandId"]),
-    },
-    "publish": {
-        "description": "Post a public message (progress, a question, a conclusion) that wakes nobody.",
-        "inputSchema": _object({"content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID},
-                               ["content", "clientCommandId"]),
-    },
-    "ask": {
-        "description": ("Post a public question to agents and wait (at most 60 s) for their answers. Returns "
-                        "state=pending at once if a target is busy; then call collect with the messageEventId."),
-        "inputSchema": _object({"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO,
-                                "clientCommandId": _COMMAND_ID, "timeoutMs": _TIMEOUT,
-                                "cancelOnTimeout": {"type": "boolean"}}, ["to", "content", "clientCommandId"]),
-    },
-    "collect": {
-        "description": "Wait again (at most 60 s) for the answers to an earlier ask, by its messageEventId.",
-        "inputSchema": _object({"messageEventId": {"type": "string"}, "timeoutMs": _TIMEOUT}, ["messageEventId"]),
-    },
-    "read": {
-        "description": "Read the public events and Turn states of a correlation (default: your chain) after a seq.",
-        "inputSchema": _object({"correlationId": {"type": "string"}, "afterSeq": {"type": "integer", "minimum": 0},
-                                "limit": {"type": "integer", "minimum": 1, "maximum": 500}}, []),
-    },
-    "watch": {
-        "description": "Supervision only: observe the worker Turn you were paired with.",
-        "inputSchema": _object({"subjectTurnId": {"type": "string"}, "afterSeq": {"type": "integer"},
-                                "until": {"enum": ["next_milestone", "terminal"]}, "timeoutMs": _TIMEOUT}, []),
-    },
-    "steer": {
-        "description": "Supervision only: nudge or interrupt the worker Turn you were paired with.",
-        "inputSchema": _object({"subjectTurnId": {"type": "string"}, "action": {"enum": ["nudge", "interrupt"]},
-                                "reason": {"type": "string"}, "content": _CONTENT, "clientCommandId": _COMMAND_ID},
-                               ["action", "reason", "content", "clientCommandId"]),
-    },
-    # Memory and identity (issue 7, FEATURES §11): author, and for the self tools scope and
-    # subject too, are fixed by the binding; none of them is an input.
-    "memory_search": {
-        "description": ("Search the room's memory records (newest first): public room/correlation memory and "
-                        "agent memory. query matches words in the content; nextCursor pages on."),
-        "inputSchema": _object({"query": {"type": "string", "maxLength": 1024}, "scope": _SCOPE_FILTER,
-                                "agentMemoryType": {"enum": ["core", "dated"]}, "kind": {"type": "string"},
-                                "subjectActorId": {"type": "string"}, "cursor": {"type": "integer", "minimum": 0},
-                                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-                                "includeHistory": {"type": "boolean"}}, []),
-    },
-    "memory_remember": {
-        "description": ("Save a durable memory record. scope room:main is public room memory; a correlation "
-                        "scope ties it to one conversation; scope agent:<you> is your own core memory (other "
-                        "agents' core memory is not writable). Use subjectActorId when it is about someone."),
-        "inputSchema": _object({"clientCommandId": _COMMAND_ID, "scope": _SCOPE, "kind": _MEMORY_KIND,
-                                "content": _CONTENT, "subjectActorId": {"type": "string"},
-                                "sourceEventId": {"type": "string"}}, ["clientCommandId", "scope", "kind", "content"]),
-    },
-    "core_memory_remember": {
-        "description": "Add to your own core memory: a small, long-lived set shown at the top of your context.",
-        "inputSchema": _object({"clientCommandId": _COMMAND_ID, "kind": _MEMORY_KIND, "content": _CONTENT,
-                                "sourceEventId": {"type": "string"}}, ["clientCommandId", "kind", "content"]),
-    },
-    "identity_read": {
-        "description": "Read the identity records about you (your own notes and what others recorded).",
-        "inputSchema": _object({"cursor": {"type": "integer", "minimum": 0},
-                                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-                                "includeHistory": {"type": "boolean"}}, []),
-    },
-    "identity_remember": {
-        "description": "Record something about yourself (a preference, instruction, constraint or note).",
-        "inputSchema": _object({"clientCommandId": _COMMAND_ID,
-                                "kind": {"enum": ["preference", "instruction", "constraint", "note"]},
-                                "content": _CONTENT, "sourceEventId": {"type": "string"}},
-                               ["clientCommandId", "kind", "content"]),
-    },
-}
+@member_tool("publish", "Post a public message (progress, a question, a conclusion) that wakes nobody.",
+             {"content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID},
+             ("content", "clientCommandId"))
+def publish(binding_id, payload):
+    return member_actions.member_publish(binding_id, payload)
+
+
+@member_tool("ask", (f"Post a public question to agents and wait (at most {WAIT_SECONDS} s) for their answers. "
+                     "Returns state=pending at once if a target is busy; then call collect with the messageEventId."),
+             {"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID,
+              "timeoutMs": _TIMEOUT, "cancelOnTimeout": {"type": "boolean"}},
+             ("to", "content", "clientCommandId"))
+async def ask(binding_id, payload):
+    return await asks.member_ask(binding_id, payload)
+
+
+@member_tool("collect",
+             f"Wait again (at most {WAIT_SECONDS} s) for the answers to an earlier ask, by its messageEventId.",
+             {"messageEventId": {"type": "string"}, "timeoutMs": _TIMEOUT}, ("messageEventId",))
+async def collect(binding_id, payload):
+    return await asks.member_collect(binding_id, payload)
+
+
+@member_tool("read", "Read the public events and Turn states of a correlation (default: your chain) after a seq.",
+             {"correlationId": {"type": "string"}, "afterSeq": {"type": "integer", "minimum": 0}, "limit": _READ_LIMIT})
+def read(binding_id, payload):
+    return member_actions.member_read(binding_id, payload)
+
+
+# ---- supervision (FEATURES §12): declared so a CLI sees them; not built yet -------------------------
+@member_tool("watch", "Supervision only: observe the worker Turn you were paired with.",
+             {"subjectTurnId": {"type": "string"}, "afterSeq": {"type": "integer"},
+              "until": {"enum": ["next_milestone", "terminal"]}, "timeoutMs": _TIMEOUT})
+def watch(binding_id, _payload):
+    return member_actions.supervision_only(binding_id, "watch")
+
+
+@member_tool("steer", "Supervision only: nudge or interrupt the worker Turn you were paired with.",
+             {"subjectTurnId": {"type": "string"}, "action": {"enum": ["nudge", "interrupt"]},
+              "reason": {"type": "string"}, "content": _CONTENT, "clientCommandId": _COMMAND_ID},
+             ("action", "reason", "content", "clientCommandId"))
+def steer(binding_id, _payload):
+    return member_actions.supervision_only(binding_id, "steer")
+
+
+# ---- memory and identity (issue 7, FEATURES §11) ---------------------------------------------------
+# Author, and for the self tools scope and subject too, are fixed by the binding; none is an input.
+@member_tool("memory_search", ("Search the room's memory records (newest first): public room/correlation memory and "
+                               "agent memory. query matches words in the content; nextCursor pages on."),
+             {"query": {"type": "string", "maxLength": memory_inputs.MAX_QUERY}, "scope": _SCOPE_FILTER,
+              "agentMemoryType": {"enum": list(AGENT_MEMORY_TYPES)}, "kind": {"type": "string"},
+              "subjectActorId": {"type": "string"}, "cursor": _CURSOR, "limit": _LIST_LIMIT,
+              "includeHistory": {"type": "boolean"}})
+def memory_search(binding_id, payload):
+    return memory_tools.memory_search(binding_id, payload)
+
+
+@member_tool("memory_remember", ("Save a durable memory record. scope room:main is public room memory; a correlation "
+                                 "scope ties it to one conversation; scope agent:<you> is your own core memory (other "
+                                 "agents' core memory is not writable). Use subjectActorId when it is about someone."),
+             {"clientCommandId": _COMMAND_ID, "scope": _SCOPE, "kind": _MEMORY_KIND, "content": _CONTENT,
+              "subjectActorId": {"type": "string"}, "sourceEventId": {"type": "string"}},
+             ("clientCommandId", "scope", "kind", "content"))
+def memory_remember(binding_id, payload):
+    return memory_tools.memory_remember(binding_id, payload)
+
+
+@member_tool("core_memory_remember",
+             "Add to your own core memory: a small, long-lived set shown at the top of your context.",
+             {"clientCommandId": _COMMAND_ID, "kind": _MEMORY_KIND, "content": _CONTENT,
+              "sourceEventId": {"type": "string"}},
+             ("clientCommandId", "kind", "content"))
+def core_memory_remember(binding_id, payload):
+    return memory_tools.core_memory_remember(binding_id, payload)
+
+
+@member_tool("identity_read", "Read the identity records about you (your own notes and what others recorded).",
+             {"cursor": _CURSOR, "limit": _LIST_LIMIT, "includeHistory": {"type": "boolean"}})
+def identity_read(binding_id, payload):
+    return memory_tools.identity_read(binding_id, payload)
+
+
+@member_tool("identity_remember", "Record something about yourself (a preference, instruction, constraint or note).",
+             {"clientCommandId": _COMMAND_ID, "kind": {"enum": list(IDENTITY_KINDS)}, "content": _CONTENT,
+              "sourceEventId": {"type": "string"}},
+             ("clientCommandId", "kind", "content"))
+def identity_remember(binding_id, payload):
+    return memory_tools.identity_remember(binding_id, payload)

@@ -18,7 +18,7 @@ import { MentionPicker } from "./mention_picker.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
-import { isHidden, Timeline } from "./timeline.js";
+import { isHidden, setEventTypes, Timeline } from "./timeline.js";
 import { isTurnLifecycle, TurnStore } from "./turns.js";
 
 const HEALTH_POLL_MS = 60_000;
@@ -208,6 +208,7 @@ async function bootOnce() {
       await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
     }
   }
+  setEventTypes(snapshot.eventTypes);
   agents.clear();
   // pendingAgents: saved through /setup after start; named in the page, never a recipient.
   const pending = snapshot.pendingAgents || [];

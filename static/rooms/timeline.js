@@ -15,7 +15,8 @@ const TRIM_BATCH = 100;
 const DELTA_BATCH_MS = 32;
 const FOLLOW_PAUSE_MS = 15_000;
 const MAX_REFERENCES = 2_000; // envelopes kept for reply/forward quotes after their items are trimmed
-const HIDDEN_PREFIXES = ["approval.", "permission.", "user_input."]; // reserved: never rendered
+// Reserved namespaces, never rendered: from bootstrap's eventTypes (rooms/event_types.py), not a copy.
+let hiddenPrefixes = [];
 
 const SESSION_TEXT = {
   "session.starting": "starting",
@@ -27,7 +28,12 @@ const SESSION_TEXT = {
 const TERMINAL_TEXT = { failed: "Turn failed", cancelled: "Turn cancelled", interrupted: "Turn interrupted" };
 
 export function isHidden(type) {
-  return HIDDEN_PREFIXES.some((prefix) => type.startsWith(prefix));
+  return hiddenPrefixes.some((prefix) => type.startsWith(prefix));
+}
+
+/** Bootstrap's eventTypes: read before any event is applied (room.js bootOnce). */
+export function setEventTypes(eventTypes) {
+  hiddenPrefixes = (eventTypes && eventTypes.forbiddenPrefixes) || hiddenPrefixes;
 }
 
 export class Timeline {

@@ -6,7 +6,6 @@
 "use strict";
 
 (() => {
-  const DRIVERS = ["codex", "grok", "kimi", "hermes", "claude"];
   const $ = (id) => document.getElementById(id);
   let snapshot = null;
   let saving = false;
@@ -25,9 +24,15 @@
     banner.hidden = !text;
   }
 
+  // The driver names, in the server's order: the snapshot's driverChoices (agents/drivers/table.py).
+  function driverNames() {
+    return ((snapshot && snapshot.driverChoices) || []).map((d) => d.name);
+  }
+
   function fillDriverSelect(select, value) {
-    select.replaceChildren(...DRIVERS.map((d) => el("option", { value: d, textContent: d })));
-    select.value = value || DRIVERS[0];
+    const names = driverNames();
+    select.replaceChildren(...names.map((d) => el("option", { value: d, textContent: d })));
+    select.value = value || names[0];
   }
 
   // --- rendering ------------------------------------------------------------------------------
@@ -279,7 +284,8 @@
     $("setup-form").addEventListener("submit", save);
     $("add-agent").addEventListener("click", () => {
       const cwd = snapshot ? snapshot.configPath.replace(/[/\\][^/\\]*$/, "") : "";
-      addAgent({ id: "", driver: "codex", name: "", identity: "", command: { executable: "codex", prefixArgs: [] }, cwd, enabled: true });
+      const driver = driverNames()[0] || "";
+      addAgent({ id: "", driver, name: "", identity: "", command: { executable: driver, prefixArgs: [] }, cwd, enabled: true });
     });
     $("demo-picker").addEventListener("change", (event) => {
       const demo = snapshot && snapshot.demoAgents[Number(event.target.value)];
