@@ -19,22 +19,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch
-from agents.drivers.base import (
-    ContentDelta,
-    DriverError,
-    NativeSession,
-    NativeTurn,
-    ReasoningDelta,
-    ToolProgress,
-    TurnCancelled,
-    TurnCompleted,
-    TurnFailed,
-    TurnStarted,
-)
+from agents import dispatch, turn_collector
+from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
+from agents.turn_collector import Collected, TurnHooks
 from groupx_site import db, store_probe
-from groupx_site.errors import ErrorCode
 from groupx_site.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
@@ -45,15 +34,11 @@ from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
 
 logger = logging.getLogger("groupx.lanes")
 CHECKPOINT_CHARACTERS = 4_096
-# Characters are code points, as every other text limit of the protocol counts them.
-REPLY_LIMIT_CHARACTERS = 1_048_576
-REASONING_LIMIT_CHARACTERS = 1_048_576
-TOOL_RECORD_LIMIT = 1_000
-OVER_CAP_CODE = ErrorCode.MESSAGE_TOO_LARGE.value
-# The lane takes the driver's events one at a time: a full queue here leaves them in the driver's
-# bounded backlog, whose fullness is what stops the reading of a CLI that outruns the room.
-LANE_QUEUE_EVENTS = 1
-_END = object()
+# The caps (D23) and the one-event queue live with the routine that reads a turn's events.
+REPLY_LIMIT_CHARACTERS = turn_collector.REPLY_LIMIT_CHARACTERS
+REASONING_LIMIT_CHARACTERS = turn_collector.REASONING_LIMIT_CHARACTERS
+TOOL_RECORD_LIMIT = turn_collector.TOOL_RECORD_LIMIT
+OVER_CAP_CODE = turn_collector.OVER_CAP_CODE
 
 
 def _db(fn):
@@ -67,21 +52,66 @@ class ActiveTurn:
     native: NativeTurn | None = None
     cancel_requested: bool = False
     cancel_deadline: float | None = None
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    tools: list[dict] = field(default_factory=list)
+    said: Collected = field(default_factory=Collected)
     chunk_index: int = 0
     checkpointed: int = 0
-    # Running lengths, so a delta never joins the whole text so far (that was quadratic).
-    content_characters: int = 0
-    reasoning_characters: int = 0
 
 
-def _within(text: str, room: int) -> tuple[str, bool]:
-    """``text`` cut to ``room`` characters, and whether it had to be cut."""
-    if len(text) <= room:
-        return text, False
-    return text[:max(0, room)], True
+class _LaneHooks(TurnHooks):
+    """What a lane does while its Turn streams: the Turn is marked started at the first event;
+    content, reasoning and tool progress go out as transient events; the partial reply is
+    checkpointed every 4,096 characters; a timeout sends the native cancel."""
+
+    def __init__(self, lane: Lane, active: ActiveTurn):
+        self.lane, self.active = lane, active
+        self.sessions = lane.sessions
+        self.interrupted = False
+
+    def deadline(self) -> float | None:
+        return self.active.cancel_deadline
+
+    async def started(self, event) -> None:
+        active = self.active
+        native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
+        await _db(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+
+    async def content(self, text: str) -> None:
+        active, claim = self.active, self.active.claim
+        events.publish_transient(
+            event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
+        )
+        active.chunk_index += 1
+        said = active.said
+        if said.content_characters - active.checkpointed >= CHECKPOINT_CHARACTERS:
+            active.checkpointed = said.content_characters
+            partial = "".join(said.content)
+            said.content[:] = [partial]  # later joins copy this once, not every piece again
+            await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, partial)
+
+    async def reasoning(self, text: str) -> None:
+        claim = self.active.claim
+        events.publish_transient(
+            event_type=event_types.TURN_REASONING_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            body={"turnId": claim.turn_id, "chunkIndex": len(self.active.said.reasoning) - 1, "text": text},
+        )
+
+    async def tool(self, record: dict) -> None:
+        claim = self.active.claim
+        events.publish_transient(
+            event_type=event_types.TOOL_PROGRESS, actor=self.sessions.actor, correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            body={"turnId": claim.turn_id, **record},
+        )
+
+    async def timed_out(self, started: bool) -> None:
+        # The native session can no longer be trusted to be in step with us: rebuild it.
+        self.sessions.session.needs_rebuild = True
+        self.interrupted = self.active.cancel_requested
+        if not self.interrupted:
+            await self.lane._send_cancel(self.active)
 
 
 class Lane:
@@ -203,115 +233,25 @@ class Lane:
 
     async def _consume(self, active: ActiveTurn) -> TurnOutcome:
         timeouts = settings.GROUPX_CONFIG.timeouts
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue(maxsize=LANE_QUEUE_EVENTS)
-
-        async def pump() -> None:
-            # Reading through a queue lets a timeout give up waiting without cancelling the
-            # driver's generator mid-frame. Cancelled, it puts nothing: nobody reads on.
-            try:
-                async for event in active.native.events():
-                    await queue.put(event)
-            except Exception:
-                logger.exception("%s: turn %s: the driver's event stream failed", self.agent.actor_id,
-                                 active.turn_id)
-            await queue.put(_END)
-
-        pump_task = loop.create_task(pump())
-        started = False
-        try:
-            while True:
-                wait = (timeouts.idleMs if started else timeouts.firstEventMs) / 1000
-                if active.cancel_deadline is not None:
-                    wait = min(wait, max(0.0, active.cancel_deadline - loop.time()))
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=wait)
-                except TimeoutError:
-                    return await self._timed_out(active, started)
-                if event is _END:
-                    self.sessions.session.needs_rebuild = True
-                    return self._outcome(active, FAILED, "PROTOCOL_INVALID_MESSAGE")
-                if not started:
-                    started = True
-                    native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
-                    await _db(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
-                terminal = await self._handle(active, event)
-                if terminal is not None:
-                    return terminal
-        finally:
-            pump_task.cancel()
-            # Whatever ended the wait, nobody reads this turn's events any more: the driver must
-            # not hold the CLI's output back for us (its reader would wait forever).
-            active.native.abandon()
-
-    async def _timed_out(self, active: ActiveTurn, started: bool) -> TurnOutcome:
-        # The native session can no longer be trusted to be in step with us: rebuild it.
-        self.sessions.session.needs_rebuild = True
-        if active.cancel_requested:
-            return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
-        await self._send_cancel(active)
-        return self._outcome(active, FAILED, "TURN_IDLE_TIMEOUT" if started else "TURN_FIRST_EVENT_TIMEOUT")
-
-    async def _handle(self, active: ActiveTurn, event) -> TurnOutcome | None:
-        actor, claim = self.sessions.actor, active.claim
-        if isinstance(event, ContentDelta) and event.text:
-            text, over = _within(event.text, REPLY_LIMIT_CHARACTERS - active.content_characters)
-            if text:
-                await self._content(active, text)
-            if over:
-                return self._over_cap(active, "reply")
-        elif isinstance(event, ReasoningDelta) and event.text:
-            text, over = _within(event.text, REASONING_LIMIT_CHARACTERS - active.reasoning_characters)
-            if text:
-                active.reasoning.append(text)
-                active.reasoning_characters += len(text)
-                events.publish_transient(
-                    event_type=event_types.TURN_REASONING_DELTA, actor=actor, correlation_id=claim.correlation_id,
-                    root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
-                    body={"turnId": claim.turn_id, "chunkIndex": len(active.reasoning) - 1, "text": text},
-                )
-            if over:
-                return self._over_cap(active, "reasoning")
-        elif isinstance(event, ToolProgress):
-            if len(active.tools) >= TOOL_RECORD_LIMIT:
-                return self._over_cap(active, "tool progress")
-            body = {"turnId": claim.turn_id, "nativeType": event.phase, "details": event.details}
-            if event.tool_call_id:
-                body["toolCallId"] = event.tool_call_id
-            active.tools.append({k: v for k, v in body.items() if k != "turnId"})
-            events.publish_transient(
-                event_type=event_types.TOOL_PROGRESS, actor=actor, correlation_id=claim.correlation_id,
-                root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id], body=body,
-            )
-        elif isinstance(event, TurnCompleted):
-            content = event.content if event.content is not None else "".join(active.content)
-            if len(content) > REPLY_LIMIT_CHARACTERS:
-                # The CLI's own final text is over the cap; it has finished, so its session stays.
-                return self._over_cap(active, "final reply", content=content[:REPLY_LIMIT_CHARACTERS],
-                                      rebuild=False)
-            return TurnOutcome(status=COMPLETED, content=content, reasoning="".join(active.reasoning),
-                               tool_records=active.tools)
-        elif isinstance(event, TurnCancelled):
+        hooks = _LaneHooks(self, active)
+        ending = await turn_collector.collect(
+            active.native, active.said, hooks, first_event_s=timeouts.firstEventMs / 1000,
+            idle_s=timeouts.idleMs / 1000, logger=logger, label=f"{self.agent.actor_id}: turn {active.turn_id}")
+        if ending.kind == turn_collector.TIMED_OUT:
+            if hooks.interrupted:
+                return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
+            return self._outcome(active, FAILED, ending.code)
+        if ending.kind == turn_collector.ENDED:
+            self.sessions.session.needs_rebuild = True
+            return self._outcome(active, FAILED, ending.code)
+        if ending.kind == turn_collector.OVER_CAP:
+            return self._over_cap(active, ending.what, content=ending.content, rebuild=ending.out_of_step)
+        if ending.kind == turn_collector.COMPLETED:
+            return TurnOutcome(status=COMPLETED, content=ending.content, reasoning="".join(active.said.reasoning),
+                               tool_records=active.said.tools)
+        if ending.kind == turn_collector.CANCELLED:
             return self._outcome(active, CANCELLED, None)
-        elif isinstance(event, TurnFailed):
-            return self._outcome(active, FAILED, event.error_code)
-        return None
-
-    async def _content(self, active: ActiveTurn, text: str) -> None:
-        claim = active.claim
-        active.content.append(text)
-        active.content_characters += len(text)
-        events.publish_transient(
-            event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
-            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
-            body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
-        )
-        active.chunk_index += 1
-        if active.content_characters - active.checkpointed >= CHECKPOINT_CHARACTERS:
-            active.checkpointed = active.content_characters
-            partial = "".join(active.content)
-            active.content[:] = [partial]  # later joins copy this once, not every piece again
-            await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, partial)
+        return self._outcome(active, FAILED, ending.code)
 
     def _over_cap(self, active: ActiveTurn, what: str, *, content: str | None = None,
                   rebuild: bool = True) -> TurnOutcome:
@@ -328,8 +268,9 @@ class Lane:
 
     @staticmethod
     def _outcome(active: ActiveTurn, status: str, code: str | None) -> TurnOutcome:
-        return TurnOutcome(status=status, content="".join(active.content), error_code=code,
-                           reasoning="".join(active.reasoning), tool_records=active.tools)
+        said = active.said
+        return TurnOutcome(status=status, content="".join(said.content), error_code=code,
+                           reasoning="".join(said.reasoning), tool_records=said.tools)
 
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
         if active is None:
@@ -370,9 +311,9 @@ class Lane:
         """GroupX is stopping: keep what the running Turn said so far (restart recovery will mark it
         interrupted with this partial text; a shutdown writes no event)."""
         active = self.active
-        if active is not None and active.content:
+        if active is not None and active.said.content:
             with contextlib.suppress(Exception):
-                await _db(lifecycle.checkpoint_partial_text)(active.turn_id, "".join(active.content))
+                await _db(lifecycle.checkpoint_partial_text)(active.turn_id, "".join(active.said.content))
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -1,8 +1,9 @@
 """The Room Context Engine's compaction (FEATURES §14, PROTOCOL §10.5).
 
 Older room context messages are rolled into a new **cumulative** checkpoint summary by the first
-healthy enabled agent in config order, in a short-lived MCP-free session (``memory.oneshot``); on
-a failure or an invalid answer the next agent is tried. Transient start/handshake/session/timeout
+healthy enabled agent in config order, asked through the registered summariser
+(``memory.summariser``; the agents layer runs it in a short-lived, MCP-free CLI session); on a
+failure or an invalid answer the next agent is tried. Transient start/handshake/session/timeout
 errors get up to 3 attempts from a 300 ms backoff. A valid summary (non-empty, ≤ max(1,024,
 min(8,000, maxChars/4))) is swapped in by compare-and-set: the single active summary is still the
 one the plan started from and the reset floor has not moved; otherwise nothing changes. A failure
@@ -23,10 +24,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import health, roster
-from agents.drivers.base import DriverError
 from groupx_site import db
-from memory import dated, oneshot
+from memory import dated
 from memory.models import Summary
+from memory.summariser import Summariser, SummariserError, SummaryRequest, summariser
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
 from rooms import event_types, events
 from rooms.ids import new_id
@@ -151,13 +152,14 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
                                                                              keep_last=keep_last)
         if plan is None:
             return False
+        writer = summariser()  # no summariser registered is a wiring mistake: it raises NoSummariser
         await dated.flush_through(plan.through_seq)  # dated memory first reads what is about to be passed
         operation_id = new_id("cmp")
         _progress("started", operation_id, operation, plan)
         cap = summary_cap(settings.GROUPX_CONFIG.limits.contextCharacters)
         code = "SESSION_NOT_AVAILABLE"
         for agent in summarisers(require_healthy):
-            text, code = await _summarise(agent, plan, operation_id, operation)
+            text, code = await _summarise(writer, agent, plan, operation_id, operation)
             if text is None:
                 continue
             if not text or len(text) > cap:
@@ -172,13 +174,16 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
         raise CompactionFailed(code, "no agent produced a valid summary; the active summary is unchanged")
 
 
-async def _summarise(agent: ResolvedAgent, plan: Plan, operation_id: str, operation: str) -> tuple[str | None, str]:
+async def _summarise(writer: Summariser, agent: ResolvedAgent, plan: Plan, operation_id: str,
+                     operation: str) -> tuple[str | None, str]:
+    request = SummaryRequest.of(agent, plan.prompt, purpose="compaction",
+                                max_characters=summary_cap(settings.GROUPX_CONFIG.limits.contextCharacters))
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            return (await oneshot.run_prompt(agent, plan.prompt, purpose="compaction")).strip(), ""
-        except DriverError as error:
+            return (await writer.summarise(request)).strip(), ""
+        except SummariserError as error:
             logger.info("compaction by %s failed (attempt %s): %s", agent.actor_id, attempt, error.code)
-            if not oneshot.is_transient(error) or attempt == MAX_ATTEMPTS:
+            if not error.transient or attempt == MAX_ATTEMPTS:
                 return None, error.code
             delay = BACKOFF_SECONDS * 2 ** (attempt - 1)
             _progress("retrying", operation_id, operation, plan, attempt=attempt, maxAttempts=MAX_ATTEMPTS,

@@ -3,12 +3,13 @@
 A pending batch per (room, agent, local date) is due when it holds 8 Turns or 16,000 characters
 and has been quiet for 5 minutes, when its date is over, when its failure backoff has run out, or
 when a room compaction is about to pass its sources (``flush_through``). The rollup runs in the
-**owning** agent's short-lived, MCP-free session (``memory.oneshot``); the output (≤ 8,000
-characters) becomes that day's single active dated record: the first batch writes
-``memory.remembered``, later batches supersede it by compare-and-set. The sentinel
-``GROUPX_NO_DATED_MEMORY`` (or an empty answer) only advances the checkpoint. A failure never
-touches business Turns: it is retried at once for transient errors (3 attempts from 500 ms), then
-persisted with a backoff of 60 s × 2^min(failures, 4), at most 15 minutes.
+**owning** agent's short-lived, MCP-free session, asked through the registered summariser
+(``memory.summariser``); the output (≤ 8,000 characters) becomes that day's single active dated
+record: the first batch writes ``memory.remembered``, later batches supersede it by
+compare-and-set. The sentinel ``GROUPX_NO_DATED_MEMORY`` (or an empty answer) only advances the
+checkpoint. A failure never touches business Turns: it is retried at once for transient errors
+(3 attempts from 500 ms), then persisted with a backoff of 60 s × 2^min(failures, 4), at most
+15 minutes.
 
 The quiet period and backoff base can be shortened with ``GROUPX_DATED_MEMORY_QUIET_MS`` and
 ``GROUPX_DATED_MEMORY_BACKOFF_MS`` (tests; the product defaults are the numbers above).
@@ -27,13 +28,12 @@ from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
 from agents import roster
-from agents.drivers.base import DriverError
 from groupx_site import db
-from memory import oneshot
 from memory.actions import do_remember_memory, do_supersede_memory
 from memory.dated_sources import local_date
 from memory.models import DatedMemoryRollup, DatedMemorySource, MemoryRecord
 from memory.records import Writer
+from memory.summariser import SummariserError, SummaryRequest, summariser
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
@@ -216,7 +216,7 @@ async def roll_up(actor_id: str, day: date) -> str:
             return "idle"
         try:
             text = await _generate(agent, batch)
-        except DriverError as error:
+        except SummariserError as error:
             logger.info("%s: dated memory for %s failed: %s", actor_id, day, error.code)
             await _db(record_failure)(actor_id, day, error.code)
             return "failed"
@@ -225,19 +225,20 @@ async def roll_up(actor_id: str, day: date) -> str:
 
 
 async def _generate(agent: ResolvedAgent, batch: Batch) -> str | None:
+    writer = summariser()  # no summariser registered is a wiring mistake: it raises NoSummariser
+    request = SummaryRequest.of(agent, batch.prompt, purpose="dated-memory", max_characters=OUTPUT_CHARS)
     for attempt in range(1, IMMEDIATE_ATTEMPTS + 1):
         try:
-            text = (await oneshot.run_prompt(agent, batch.prompt, purpose="dated-memory")).strip()
+            text = (await writer.summarise(request)).strip()
             break
-        except DriverError as error:
-            if not oneshot.is_transient(error) or attempt == IMMEDIATE_ATTEMPTS:
+        except SummariserError as error:
+            if not error.transient or attempt == IMMEDIATE_ATTEMPTS:
                 raise
             await asyncio.sleep(IMMEDIATE_BACKOFF * 2 ** (attempt - 1))
     if not text or text == SENTINEL:
         return None
     if len(text) > OUTPUT_CHARS:
-        raise DriverError(INVALID_OUTPUT, f"the dated memory has {len(text)} characters; at most {OUTPUT_CHARS}",
-                          retryable=False)
+        raise SummariserError(INVALID_OUTPUT, f"the dated memory has {len(text)} characters; at most {OUTPUT_CHARS}")
     return text
 
 
