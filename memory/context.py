@@ -165,7 +165,7 @@ def _fetch_groups(agent: ResolvedAgent, groups: dict, correlations: set[str]) ->
     me = agent.actor_id
     unions = {
         "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                        limit=GROUP_FETCH_CAP + 1),
+                                           limit=GROUP_FETCH_CAP + 1),
         "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
     }
     fetched: dict[str, tuple[list, int]] = {}

@@ -46,7 +46,7 @@ def register_source(*, turn_id: str, actor_id: str, command_type: str, source_ev
     # it is created below, with what the same UPDATE would have made of the model's defaults.
     # (One fixed statement in memory/sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
     if not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
-                                     through_seq=response.seq, now=now):
+                                        through_seq=response.seq, now=now):
         DatedMemoryRollup.objects.create(
             room_id=ROOM_ID, actor_id=actor_id, local_date=day, pending_turns=1, pending_chars=chars,
             pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,
