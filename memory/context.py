@@ -26,9 +26,9 @@ from django.db.models import Q
 
 from agents.models import Actor
 from groupx_site.text import repair
+from memory import sql as memory_sql
 from memory.models import IdentityRecord, MemoryRecord
 from memory.transcript import entry, summary_block
-from rooms import hot_sql
 from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
 
@@ -88,7 +88,7 @@ def _reply_chain(source: dict, floor: int) -> list[dict]:
     chain, seen, parent = [], {source["event_id"]}, source["reply_to_event_id"]
     while parent and parent not in seen and len(chain) < REPLY_CHAIN_DEPTH:
         seen.add(parent)
-        event = hot_sql.packet_parent(parent, floor)
+        event = memory_sql.packet_parent(parent, floor)
         if event is None:
             break
         chain.append(event)
@@ -159,14 +159,14 @@ def _fetch_groups(agent: ResolvedAgent, groups: dict, correlations: set[str]) ->
     totals are the list lengths. Only when a table holds more than the cap does each of its groups
     fall back to its own ``[:cap + 1]`` read and a COUNT when that is full; the records looked at
     are then exactly what a per-group read gives."""
-    # The OR of each table's group filters, as one fixed statement each (rooms/hot_sql.py: the ORM
+    # The OR of each table's group filters, as one fixed statement each (memory/sql.py: the ORM
     # spent ~0.6 ms building these two queries on every packet). Self, user-authored and observed
     # identity split the active records about the agent between them: their OR is all of them.
     me = agent.actor_id
     unions = {
-        "memory": hot_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                        limit=GROUP_FETCH_CAP + 1),
-        "identity": hot_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
+        "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
+                                           limit=GROUP_FETCH_CAP + 1),
+        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
     }
     fetched: dict[str, tuple[list, int]] = {}
     for kind, rows in unions.items():
@@ -191,9 +191,9 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     (default: the hard ceiling ``limits.contextCharacters``)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     budget = min(budget or hard, hard)
-    # The source, the cursor, the floor and the active summary in one statement (rooms/hot_sql.py):
+    # The source, the cursor, the floor and the active summary in one statement (memory/sql.py):
     # what turns.lifecycle.delivery_cursor, reset_floor and active_summary(floor) would return.
-    prelude = hot_sql.packet_prelude(actor_id=agent.actor_id, room_id=ROOM_ID, source_event_id=source_event_id)
+    prelude = memory_sql.packet_prelude(actor_id=agent.actor_id, room_id=ROOM_ID, source_event_id=source_event_id)
     if prelude is None:
         raise Event.DoesNotExist("Event matching query does not exist.")
     source, cursor, floor, summary = prelude.source, prelude.cursor, prelude.floor, prelude.summary
@@ -247,11 +247,11 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
 
     fill("core")
     # context_events() between the cursor and the source, minus the reply chain, newest first: a
-    # fixed statement (rooms/hot_sql.py; the ORM spent ~450 µs building it).
+    # fixed statement (memory/sql.py; the ORM spent ~450 µs building it).
     unread_range = {"room_id": ROOM_ID, "after_seq": after_seq, "before_seq": source["seq"],
                     "excluded": [e["event_id"] for e in chain]}
     unread, newest_omitted = [], None
-    for event in hot_sql.packet_unread(**unread_range):
+    for event in memory_sql.packet_unread(**unread_range):
         item = entry(event)
         cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
         if used + cost > budget:
@@ -261,7 +261,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         used += cost
     # Without a stop every unread row was read, so the total is known; COUNT only when the budget
     # stopped the loop.
-    unread_total = hot_sql.packet_unread_count(**unread_range) if newest_omitted is not None else len(unread)
+    unread_total = memory_sql.packet_unread_count(**unread_range) if newest_omitted is not None else len(unread)
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
     omitted += unread_total - len(unread)

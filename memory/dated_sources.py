@@ -13,8 +13,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from memory import sql as memory_sql
 from memory.models import DatedMemoryRollup, DatedMemorySource
-from rooms import hot_sql
 from rooms.models import ROOM_ID, Event
 
 # Observer (supervision watch) Turns are not the agent's own work and are excluded.
@@ -44,9 +44,9 @@ def register_source(*, turn_id: str, actor_id: str, command_type: str, source_ev
     # UPDATE first: the day's row usually exists, and then this is one statement instead of
     # SELECT + UPDATE. The caller holds the write lock, so a row missing here stays missing until
     # it is created below, with what the same UPDATE would have made of the model's defaults.
-    # (One fixed statement in rooms/hot_sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
-    if not hot_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
-                                     through_seq=response.seq, now=now):
+    # (One fixed statement in memory/sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
+    if not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
+                                        through_seq=response.seq, now=now):
         DatedMemoryRollup.objects.create(
             room_id=ROOM_ID, actor_id=actor_id, local_date=day, pending_turns=1, pending_chars=chars,
             pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from groupx_site.errors import GroupXError
-from rooms import hot_sql
+from rooms import sql
 from rooms.ids import new_id
 from setup_wizard.config import canonical_json
 
@@ -45,8 +45,8 @@ def run_once(*, binding_id: str, client_command_id: str, command_type: str, cano
             return stored
         result = run()
         # The row ClientCommand.objects.create would write, as a fixed INSERT: every command pays
-        # it, the hot post_message too (rooms/hot_sql.py, docs/DECISIONS.md D20).
-        hot_sql.insert_receipt(command_id=new_id("cmd"), binding_id=binding_id,
+        # it, the hot post_message too (rooms/sql.py, docs/DECISIONS.md D20).
+        sql.insert_receipt(command_id=new_id("cmd"), binding_id=binding_id,
                                client_command_id=client_command_id, command_type=command_type, digest=digest,
                                result=result, accepted_at=timezone.now())
     return result
@@ -60,8 +60,8 @@ def stored_result(*, binding_id: str, client_command_id: str, command_type: str,
 
 
 def _stored_result(binding_id: str, client_command_id: str, command_type: str, digest: str) -> dict[str, Any] | None:
-    # At most one row (a unique constraint): a fixed SELECT (rooms/hot_sql.py).
-    receipt = hot_sql.find_receipt(binding_id, client_command_id)
+    # At most one row (a unique constraint): a fixed SELECT (rooms/sql.py).
+    receipt = sql.find_receipt(binding_id, client_command_id)
     if receipt is None:
         return None
     stored_type, stored_hash, result = receipt

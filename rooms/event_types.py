@@ -129,7 +129,7 @@ COMPACTION_PROGRESS = {"started": CONTEXT_COMPACTION_STARTED, "retrying": CONTEX
                        "completed": CONTEXT_COMPACTION_COMPLETED, "failed": CONTEXT_COMPACTION_FAILED}
 
 # ---- lists derived from the table ---------------------------------------------------------------
-# Declaration order is kept: rooms/hot_sql.py binds CONTEXT_TYPES, in this order, to its placeholders.
+# Declaration order is kept: memory/sql.py binds CONTEXT_TYPES, in this order, one placeholder each.
 CONTEXT_TYPES = tuple(t.name for t in REGISTRY.values() if t.audience is CONTEXT)
 AUDIT_TYPES = tuple(t.name for t in REGISTRY.values() if t.audience is AUDIT)
 

@@ -19,7 +19,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from groupx_site.text import json_text
-from rooms import bus, event_types, hot_sql
+from rooms import bus, event_types, sql
 from rooms.ids import event_id as new_event_id
 from rooms.models import ROOM_ID, SCHEMA, Event
 
@@ -123,9 +123,9 @@ def append_event(
         "body": body,
         "provenance": provenance,
     }
-    # One INSERT … RETURNING seq (rooms/hot_sql.py) instead of Model.objects.create: the same row,
+    # One INSERT … RETURNING seq (rooms/sql.py) instead of Model.objects.create: the same row,
     # a sixth of the CPU, and this runs six times per Turn. The caller gets the same saved instance.
-    event = Event(seq=hot_sql.insert_event(**values), **values)
+    event = Event(seq=sql.insert_event(**values), **values)
     event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS  # what save() leaves on an instance
     # The streams get the committed frame itself (encoded now: exactly the row just written, even
     # if the caller changes ``body`` later), so the SSE tail need not read the table back.

@@ -183,7 +183,7 @@ def test_a_malformed_reset_is_refused(room, body):
 
 
 def test_a_reply_chain_is_shown_once_and_the_unread_delta_holds_the_rest_in_order(make_server, tmp_path):
-    # The delta excludes the reply chain's events (one fixed statement, rooms/hot_sql.py): a message
+    # The delta excludes the reply chain's events (one fixed statement, memory/sql.py): a message
     # must appear in [reply_chain] or in [room_delta_since_cursor], never both.
     room = make_server(fake_agents(tmp_path, "kimi", "grok"))
     ready(room, "agent:kimi", "agent:grok")

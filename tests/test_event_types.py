@@ -55,7 +55,7 @@ def test_every_event_type_the_page_names_is_declared():
 
 
 def test_the_context_and_audit_lists_derive_from_the_audiences():
-    assert CONTEXT_TYPES == ("message.created", "operator.dispatch")  # hot_sql binds two placeholders
+    assert CONTEXT_TYPES == ("message.created", "operator.dispatch")  # memory/sql.py binds them in this order
     assert set(AUDIT_TYPES) == {"turn.reasoning.recorded", "tool.progress.recorded"}
     from memory.transcript import CONTEXT_TYPES as transcript_types
     from rooms.member_actions import AUDIT_ONLY_TYPES

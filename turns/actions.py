@@ -16,11 +16,12 @@ from django.utils import timezone
 
 from agents.models import WEB_BINDING_ID
 from groupx_site.errors import GroupXError, invalid
-from rooms import commands, events, hot_sql, validation
+from rooms import commands, events, validation
 from rooms.ids import turn_id as new_turn_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
 from turns import lifecycle, wakeups
+from turns import sql as turn_sql
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES, QUEUED
 
@@ -40,8 +41,8 @@ class QueuedTurn:
 def check_queue_capacity(agents: list[ResolvedAgent], limit: int) -> dict[str, int]:
     """QUEUE_CAPACITY_REACHED when a target already holds ``limit`` unfinished turns. Returns each
     target's count of unfinished turns, which ``do_enqueue_turns`` reuses as its queue position."""
-    # One fixed statement for all targets (rooms/hot_sql.py), in the targets' order.
-    found = hot_sql.active_turn_counts([agent.actor_id for agent in agents])
+    # One fixed statement for all targets (turns/sql.py), in the targets' order.
+    found = turn_sql.active_turn_counts([agent.actor_id for agent in agents])
     counts = {agent.actor_id: found.get(agent.actor_id, 0) for agent in agents}
     full = [actor_id for actor_id, count in counts.items() if count + 1 > limit]
     if full:
@@ -58,7 +59,7 @@ def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | No
     ``ahead_count``: that number when the caller already counted it."""
     if ahead_count == 0:
         return 0, None  # nothing unfinished ahead, so nothing in flight either
-    active = hot_sql.in_flight_ahead(target_actor_id, enqueue_seq)
+    active = turn_sql.in_flight_ahead(target_actor_id, enqueue_seq)
     if ahead_count is None:
         ahead_count = Turn.objects.filter(
             target_actor_id=target_actor_id, status__in=ACTIVE_STATUSES, enqueue_seq__lt=enqueue_seq
@@ -87,8 +88,8 @@ def do_enqueue_turns(
             adapter_id=agent.driver,
             hop_count=hop_count,
         )
-        # The row Turn.objects.create would write, as a fixed INSERT (rooms/hot_sql.py).
-        hot_sql.insert_turn(
+        # The row Turn.objects.create would write, as a fixed INSERT (turns/sql.py).
+        turn_sql.insert_turn(
             turn_id=turn_id,
             source_event_id=source_event.event_id,
             target_actor_id=agent.actor_id,

@@ -17,12 +17,13 @@ from django.utils import timezone
 
 from agents.models import DeliveryCursor
 from memory.dated_sources import register_source as register_dated_memory_source
-from rooms import events, hot_sql
+from rooms import events
 from rooms.events import ActorRef
-from rooms.hot_sql import TerminalRead
 from rooms.ids import new_id
 from rooms.models import ROOM_ID, Event
+from turns import sql as turn_sql
 from turns.models import Turn, TurnAttempt
+from turns.sql import TerminalRead
 from turns.states import (
     CANCELLED,
     CANCELLING,
@@ -68,8 +69,8 @@ class TurnOutcome:
 def next_queued_turn(actor_id: str) -> Turn | None:
     """The FIFO head of a lane (oldest enqueue_seq), or None. A lane asks after every Turn, so this is
     one fixed SELECT of the columns a lane uses; like ``.only()``, any other field loads on access."""
-    head = hot_sql.lane_head(actor_id)
-    return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, hot_sql.LANE_HEAD_COLUMNS, head)
+    head = turn_sql.lane_head(actor_id)
+    return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, turn_sql.LANE_HEAD_COLUMNS, head)
 
 
 def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
@@ -77,7 +78,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
     ``turn.dispatched``. None when someone else moved the Turn first (a cancel)."""
     with transaction.atomic():
         # The CAS and the read of what the Claim carries are one UPDATE … RETURNING.
-        moved = hot_sql.claim_turn(turn_id, binding_id)
+        moved = turn_sql.claim_turn(turn_id, binding_id)
         if moved is None:
             return None
         claim = Claim(turn_id, new_id("att"), *moved)
@@ -106,7 +107,7 @@ def mark_prompt_invoked(claim: Claim) -> bool:
     """Write-ahead, in its own commit, before the native prompt is written: ``prompt_invoked +
     unknown``. False when the Turn was cancelled first: then the prompt must never be sent."""
     with transaction.atomic():
-        if hot_sql.turn_status(claim.turn_id) != DISPATCHING:
+        if turn_sql.turn_status(claim.turn_id) != DISPATCHING:
             return False
         TurnAttempt.objects.filter(attempt_id=claim.attempt_id, dispatch_phase="prepared").update(
             dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=timezone.now()
@@ -123,7 +124,7 @@ def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> N
             started_at=now,
         )
         # The native id always; dispatching → running (a cancelling Turn stays cancelling): one UPDATE.
-        hot_sql.start_turn(claim.turn_id, native_turn_id, now)
+        turn_sql.start_turn(claim.turn_id, native_turn_id, now)
         body: dict[str, Any] = {"attemptId": claim.attempt_id}
         if native_turn_id:
             body["nativeTurnId"] = native_turn_id
@@ -167,8 +168,8 @@ class _TurnMoved(Exception):
 def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: ActorRef) -> str | None:
     status = outcome.status
     with transaction.atomic():
-        # The Turn, the claim's attempt and the source message in one read (rooms/hot_sql.py).
-        turn = hot_sql.terminal_read(turn_id, claim.attempt_id if claim else None)
+        # The Turn, the claim's attempt and the source message in one read (turns/sql.py).
+        turn = turn_sql.terminal_read(turn_id, claim.attempt_id if claim else None)
         if turn is None or turn.status in TERMINAL_STATUSES:
             return None
         delivered = turn.delivery_certainty == "delivered"

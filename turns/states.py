@@ -2,7 +2,7 @@
 
 ``TRANSITIONS`` is the one table of legal status changes. Every change is checked against it:
 the ORM's conditional UPDATEs go through ``turns.transitions.move_turn``, and the hot path's fixed
-statements (rooms/hot_sql.py) take their from/to statuses from the ``Move`` constants below, each
+statements (turns/sql.py) take their from/to statuses from the ``Move`` constants below, each
 checked against the table when this module is imported. An illegal change raises
 ``IllegalTransition`` before anything is written. This module is pure Python: no Django.
 """
@@ -61,7 +61,7 @@ class Move:
         check_move(self.current, self.new)
 
 
-# The fixed statements of the hot path (rooms/hot_sql.py): the claim's compare-and-set, and the
+# The fixed statements of the hot path (turns/sql.py): the claim's compare-and-set, and the
 # first native event's dispatching → running (a Turn already cancelling stays cancelling).
 CLAIM = Move(QUEUED, DISPATCHING)
 START = Move(DISPATCHING, RUNNING)

@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from rooms import hot_sql
 from rooms.models import Event
 from tests.unit.room import actor, claim, queued_turn, status
 from turns import lifecycle
+from turns import sql as turn_sql
 from turns.models import Turn
 from turns.states import (
     CANCELLING,
@@ -73,7 +73,7 @@ def test_the_fixed_statements_make_legal_moves_only():
 @pytest.mark.parametrize("current", [s for s in TURN_STATUSES if s != QUEUED])
 def test_the_claim_statement_moves_only_a_queued_turn(current):
     turn_id = turn_in(current)
-    assert hot_sql.claim_turn(turn_id, "binding_x") is None
+    assert turn_sql.claim_turn(turn_id, "binding_x") is None
     assert status(turn_id) == current
 
 

@@ -1,0 +1,169 @@
+"""The raw SQL of the memory app: the Context Packet's reads (memory/context.py) and the dated
+rollup's bump (memory/dated_sources.py).
+
+The rules are rooms/sql.py's (docs/DECISIONS.md D20, D32): names from the models' ``_meta``,
+IN-lists sized from their constant tuples, every value a parameter adapted as the field stores it,
+and a parity test per statement (tests/unit/test_sql_parity.py). The packet reads the room log
+(rooms_event) and the agent's delivery cursor (agents_deliverycursor) besides memory's own tables:
+a packet is memory's read, whatever tables it spans.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection
+
+from agents.models import DeliveryCursor
+from memory.models import (
+    AGENT_MEMORY_TYPES,
+    ContextReset,
+    DatedMemoryRollup,
+    IdentityRecord,
+    MemoryRecord,
+    Summary,
+)
+from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
+from rooms.models import Event
+from rooms.sql import Names, adapt_datetime, placeholders, records
+
+# ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
+
+D = Names(DatedMemoryRollup)
+# A completed Turn joins its agent's pending dated-memory batch for the day. (The ORM's
+# F/Greatest/Coalesce form costs ~20× SQLite's.)
+_BUMP_DATED_ROLLUP = f"""
+    UPDATE {D} SET {D.pending_turns} = {D.pending_turns} + 1, {D.pending_chars} = {D.pending_chars} + %s,
+        {D.pending_through_seq} = MAX({D.pending_through_seq}, %s),
+        {D.first_pending_at} = COALESCE({D.first_pending_at}, %s), {D.last_pending_at} = %s
+    WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s"""
+
+# ---- the Context Packet (memory/context.py) --------------------------------------------------------
+
+# The memory and identity reads, each the union of its table's optional groups
+# (memory/context.py:_fetch_groups), newest first. The Python predicates there split the rows.
+# The correlations are the source's correlation and its root: at most two, bound as two.
+M, ID = Names(MemoryRecord), Names(IdentityRecord)
+_PACKET_MEMORY = f"""
+    SELECT * FROM {M}
+    WHERE {M.status} = 'active' AND (
+        ({M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)}))
+        OR ({M.scope_type} = 'room' AND {M.scope_id} = %s)
+        OR ({M.scope_type} = 'correlation' AND {M.scope_id} IN (%s, %s)))
+    ORDER BY {M.id} DESC LIMIT %s"""
+_PACKET_IDENTITY = f"""
+    SELECT * FROM {ID} WHERE {ID.status} = 'active' AND {ID.subject_actor_id} = %s
+    ORDER BY {ID.id} DESC LIMIT %s"""
+
+# The prelude (memory/context.py:build_context_packet) in one statement: the source message, the
+# agent's delivery cursor, the reset floor and the room's active summary (at most one: a unique
+# constraint). Was five ORM reads of ~150–200 µs each. No row: the source does not exist.
+PACKET_ENTRY_COLUMNS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
+                        "forwarded_event_id", "body")  # what memory/transcript.py:entry reads
+SUMMARY_COLUMNS = ("summary_id", "from_seq", "through_seq", "content", "generator_actor_id")
+_e, _s, C, X = Names(Event, "e"), Names(Summary, "s"), Names(DeliveryCursor), Names(ContextReset)
+_PACKET_PRELUDE = f"""
+    SELECT {_e.list(PACKET_ENTRY_COLUMNS)}, {_e.correlation_id}, {_e.root_correlation_id},
+        (SELECT {C.last_delivered_seq} FROM {C} WHERE {C.actor_id} = %s AND {C.room_id} = %s),
+        (SELECT MAX({X.through_seq}) FROM {X} WHERE {X.room_id} = %s),
+        {_s.list(SUMMARY_COLUMNS)}
+    FROM {_e}
+    LEFT JOIN {_s} ON {_s.room_id} = %s AND {_s.status} = 'active'
+    WHERE {_e.event_id} = %s"""
+
+# Room context (memory/transcript.py:context_events) strictly between two seqs, minus the events
+# of a JSON list of ids (the reply chain: a fixed statement whatever its length). ``IS NOT`` keeps
+# bodies without a "kind" (or with a null one), as the ORM's has_key guard does.
+E = Names(Event)
+_CONTEXT_RANGE = f"""
+    FROM {E}
+    WHERE {E.room_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)})
+        AND json_extract({E.body}, '$.kind') IS NOT %s
+        AND {E.seq} > %s AND {E.seq} < %s AND {E.event_id} NOT IN (SELECT value FROM json_each(%s))"""
+_PACKET_UNREAD = f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} {_CONTEXT_RANGE} ORDER BY {E.seq} DESC"
+_PACKET_UNREAD_COUNT = f"SELECT COUNT(*) {_CONTEXT_RANGE}"
+
+# One step up a reply chain: the parent, if it is room context above the reset floor.
+_PACKET_PARENT = f"""
+    SELECT {E.list(PACKET_ENTRY_COLUMNS)} FROM {E}
+    WHERE {E.event_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)}) AND {E.seq} > %s"""
+
+
+def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
+                      now: datetime) -> bool:
+    """Add one Turn to the day's rollup row; False when that row does not exist yet."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BUMP_DATED_ROLLUP, [chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id,
+                                            actor_id, connection.ops.adapt_datefield_value(day)])
+        return cursor.rowcount == 1
+
+
+def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list[MemoryRecord]:
+    """Active memory records of the agent (core, dated), the room and the correlations, as models."""
+    first, *rest = sorted(correlations)
+    return records(MemoryRecord, _PACKET_MEMORY,
+                   [actor_id, *AGENT_MEMORY_TYPES, room_id, first, rest[0] if rest else first, limit])
+
+
+def packet_identity(*, actor_id: str, limit: int) -> list[IdentityRecord]:
+    """Active identity records about the agent, as models."""
+    return records(IdentityRecord, _PACKET_IDENTITY, [actor_id, limit])
+
+
+@dataclass(frozen=True, slots=True)
+class PacketPrelude:
+    source: dict[str, Any]  # PACKET_ENTRY_COLUMNS, correlation_id, root_correlation_id
+    cursor: int  # the agent's last delivered seq, 0 without a cursor
+    floor: int  # the reset floor, 0 without a reset
+    summary: Summary | None  # the room's active Summary (only SUMMARY_COLUMNS loaded) or None
+
+
+def _entry(row: tuple) -> dict[str, Any]:
+    event = dict(zip(PACKET_ENTRY_COLUMNS, row, strict=True))
+    event["body"] = json.loads(event["body"])  # as the JSONField reads it (the column is NOT NULL)
+    return event
+
+
+def packet_prelude(*, actor_id: str, room_id: str, source_event_id: str) -> PacketPrelude | None:
+    """What a packet reads before anything optional; None when the source event does not exist."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PRELUDE, [actor_id, room_id, room_id, room_id, source_event_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(PACKET_ENTRY_COLUMNS)
+    source = _entry(row[:width])
+    source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width:width + 4]
+    summary_row = row[width + 4:]
+    summary = None if summary_row[0] is None else Summary.from_db(DEFAULT_DB_ALIAS, SUMMARY_COLUMNS, summary_row)
+    return PacketPrelude(source, delivered or 0, floor or 0, summary)
+
+
+def _context_range(room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> list:
+    return [room_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, after_seq, before_seq, json.dumps(excluded)]
+
+
+def packet_unread(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]):
+    """Room context with after_seq < seq < before_seq, newest first, as entry dicts; read in chunks
+    of 200 rows, so a caller that stops early does not pay for the rest."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD, _context_range(room_id, after_seq, before_seq, excluded))
+        while rows := cursor.fetchmany(200):
+            yield from map(_entry, rows)
+
+
+def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_UNREAD_COUNT, _context_range(room_id, after_seq, before_seq, excluded))
+        return cursor.fetchone()[0]
+
+
+def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
+    """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, floor])
+        row = cursor.fetchone()
+    return None if row is None else _entry(row)

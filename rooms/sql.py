@@ -1,0 +1,147 @@
+"""The raw SQL of the rooms app (events and receipts), and the helpers every app's ``sql.py`` uses.
+
+Why raw SQL at all: a Turn runs ~40 statements in one GIL-bound server process, and for the few
+that run on every Turn or every message Django spends ~90–250 µs building SQL and model instances
+against ~10 µs in SQLite (``python -m bench.turn_cost``, docs/PERFORMANCE.md "Fixes made (turn
+cost)", docs/DECISIONS.md D20). Everything else stays ORM.
+
+The rules (docs/DECISIONS.md D32): each app writes SQL only for its own tables, in its ``sql.py``
+(``rooms/sql.py``, ``turns/sql.py``, ``memory/sql.py``); table and column names come from the
+models' ``_meta`` when the module is imported (``Names``: a renamed or removed field fails the
+import); an IN-list gets one placeholder per item of the constant tuple it binds
+(``placeholders``); every value is a parameter, adapted exactly as the model's field would store
+it; the statements go through Django's cursor, so transactions, error wrapping and query capture
+behave as for ORM queries. Each statement has a parity test against the ORM
+(tests/unit/test_sql_parity.py).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection
+
+from rooms.models import ClientCommand, Event
+
+
+class Names:
+    """A model's table and columns, read from its ``_meta``: ``str(n)`` is the table (with its alias,
+    ``"turns_turn t"``, when given one), ``n.field`` the column (``"t.status"`` with an alias).
+    A field's attname works too (``n.parent_turn_id``). Unknown names raise FieldDoesNotExist."""
+
+    def __init__(self, model, alias: str = "") -> None:
+        self._model = model
+        self._alias = alias
+
+    def __str__(self) -> str:
+        table = self._model._meta.db_table
+        return f"{table} {self._alias}" if self._alias else table
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        column = self._model._meta.get_field(name).column
+        return f"{self._alias}.{column}" if self._alias else column
+
+    def list(self, names: tuple[str, ...]) -> str:
+        """``a, b, c``: the columns of ``names``, in order."""
+        return ", ".join(getattr(self, name) for name in names)
+
+
+def placeholders(values: tuple | list) -> str:
+    """``%s, %s, …``: one placeholder per item of ``values`` (an IN-list bound from a constant)."""
+    if not values:
+        raise ValueError("an IN-list needs at least one value")
+    return ", ".join(["%s"] * len(values))
+
+
+def adapt_json(value: Any) -> str | None:
+    """A JSONField value as the field stores it."""
+    return None if value is None else connection.ops.adapt_json_value(value, None)
+
+
+def adapt_datetime(value: datetime | None) -> str | None:
+    """A DateTimeField value as the field stores it."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def records(model, sql: str, params: list) -> list:
+    """The rows of a ``SELECT *`` as model instances, converted as ``Model.objects.raw`` would (on
+    SQLite only the datetime columns need it). A plain cursor: raw() costs ~35 µs even for no rows,
+    and most Context Packets find none."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        names = [column[0] for column in cursor.description]
+    if not rows:
+        return []
+    by_column = {field.column: field for field in model._meta.concrete_fields}
+    fields = [by_column[name] for name in names]
+    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"]
+    attnames = [field.attname for field in fields]
+    result = []
+    for row in rows:
+        row = list(row)
+        for i in dates:
+            row[i] = connection.ops.convert_datetimefield_value(row[i], None, connection)
+        result.append(model.from_db(DEFAULT_DB_ALIAS, attnames, row))
+    return result
+
+
+# ---- the room log ----------------------------------------------------------------------------------
+
+E = Names(Event)
+# Every column but seq (the database assigns it), in the order insert_event binds them.
+EVENT_INSERT_FIELDS = ("event_id", "room_id", "event_type", "actor_id", "actor_kind", "actor_display_name",
+                       "instance_id", "targets", "reply_to_event_id", "forwarded_event_id", "causation_id",
+                       "correlation_id", "root_correlation_id", "idempotency_key", "occurred_at", "body",
+                       "provenance")
+_INSERT_EVENT = f"""
+    INSERT INTO {E} ({E.list(EVENT_INSERT_FIELDS)})
+    VALUES ({placeholders(EVENT_INSERT_FIELDS)})
+    RETURNING {E.seq}"""
+
+
+def insert_event(*, event_id: str, room_id: str, event_type: str, actor_id: str, actor_kind: str,
+                 actor_display_name: str, instance_id: str | None, targets: list[str],
+                 reply_to_event_id: str | None, forwarded_event_id: str | None, causation_id: str | None,
+                 correlation_id: str, root_correlation_id: str, idempotency_key: str | None,
+                 occurred_at: datetime, body: dict[str, Any], provenance: dict[str, Any] | None) -> int:
+    """Append one row to the room log; returns its seq. The parameters are ``EVENT_INSERT_FIELDS``, in
+    that order (six calls per Turn: spelled out, not looped over)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_EVENT, [
+            event_id, room_id, event_type, actor_id, actor_kind, actor_display_name, instance_id, adapt_json(targets),
+            reply_to_event_id, forwarded_event_id, causation_id, correlation_id, root_correlation_id,
+            idempotency_key, adapt_datetime(occurred_at), adapt_json(body), adapt_json(provenance),
+        ])
+        return cursor.fetchone()[0]
+
+
+# ---- accepting a command (rooms/commands.py) -------------------------------------------------------
+
+R = Names(ClientCommand)
+# A command's idempotency receipt (unique per binding and clientCommandId).
+_FIND_RECEIPT = f"""
+    SELECT {R.command_type}, {R.canonical_hash}, {R.result} FROM {R}
+    WHERE {R.source_binding_id} = %s AND {R.client_command_id} = %s"""
+_RECEIPT_FIELDS = ("command_id", "source_binding_id", "client_command_id", "command_type", "canonical_hash",
+                   "result", "accepted_at")
+_INSERT_RECEIPT = f"INSERT INTO {R} ({R.list(_RECEIPT_FIELDS)}) VALUES ({placeholders(_RECEIPT_FIELDS)})"
+
+
+def find_receipt(binding_id: str, client_command_id: str) -> tuple[str, str, Any] | None:
+    """(command_type, canonical_hash, result) of the receipt, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FIND_RECEIPT, [binding_id, client_command_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], json.loads(row[2]))
+
+
+def insert_receipt(*, command_id: str, binding_id: str, client_command_id: str, command_type: str, digest: str,
+                   result: Any, accepted_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_RECEIPT, [command_id, binding_id, client_command_id, command_type, digest,
+                                         adapt_json(result), adapt_datetime(accepted_at)])

@@ -1,0 +1,342 @@
+"""Every raw SQL statement (rooms/sql.py, turns/sql.py, memory/sql.py; docs/DECISIONS.md D32)
+against the ORM: a write leaves the row the ORM's create/update would leave (the stored columns
+compared, ids aside), a read returns what the ORM query returns."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.core.exceptions import FieldDoesNotExist
+from django.db import connection
+from django.db.models import Count, F, Max, Q, Value
+from django.db.models.functions import Coalesce, Greatest
+
+from agents.models import DeliveryCursor
+from memory import sql as memory_sql
+from memory.models import (
+    AGENT_MEMORY_TYPES,
+    ContextReset,
+    DatedMemoryRollup,
+    IdentityRecord,
+    MemoryRecord,
+    Summary,
+)
+from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND, context_events
+from rooms import sql as rooms_sql
+from rooms.models import ROOM_ID, ClientCommand, Event
+from rooms.sql import Names, placeholders
+from tests.unit.room import claim, post, queued_turn
+from turns import sql as turn_sql
+from turns.models import Turn, TurnAttempt
+from turns.states import ACTIVE_STATUSES, CANCELLING, DISPATCHING, IN_FLIGHT_STATUSES, QUEUED, RUNNING
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
+ALPHA, BETA = "agent:alpha", "agent:beta"
+
+
+def stored(model, **lookup) -> dict:
+    """The row as SQLite holds it (column → its storage class and SQL literal, ``text:'2026-…'``:
+    the exact text of a datetime or a JSON value) and as the ORM reads it back: both must match
+    for two writes to be the same."""
+    row = model.objects.get(**lookup)
+    columns = [field.column for field in model._meta.concrete_fields]
+    literals = ", ".join(f"typeof({c}) || ':' || quote({c})" for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {literals} FROM {model._meta.db_table} WHERE {model._meta.pk.column} = %s",
+                       [row.pk])
+        raw = dict(zip(columns, cursor.fetchone(), strict=True))
+    return {"stored": raw, "read": model.objects.filter(pk=row.pk).values()[0]}
+
+
+def without(row: dict, *columns: str) -> dict:
+    return {part: {k: v for k, v in values.items() if k not in columns} for part, values in row.items()}
+
+
+def differences(a: dict, b: dict) -> dict:
+    """{(part, column): (a's, b's)} where two ``stored`` rows differ: empty when they are the same."""
+    return {(part, k): (a[part].get(k), b[part].get(k)) for part in a for k in a[part].keys() | b[part].keys()
+            if a[part].get(k) != b[part].get(k)}
+
+
+# ---- writes ----------------------------------------------------------------------------------------
+
+EVENT = {
+    "event_id": "evt_parity", "room_id": ROOM_ID, "event_type": "message.created", "actor_id": "user:local",
+    "actor_kind": "user", "actor_display_name": "Zoë", "instance_id": None, "targets": [ALPHA, BETA],
+    "reply_to_event_id": "evt_parent", "forwarded_event_id": None, "causation_id": "cmd_1",
+    "correlation_id": "cor_1", "root_correlation_id": "cor_0", "idempotency_key": "idem-1", "occurred_at": NOW,
+    "body": {"content": "ünïcode \"quotes\" and\nlines", "nested": {"n": 1.5, "none": None}},
+    "provenance": {"via": "web"},
+}
+
+
+@pytest.mark.parametrize("changes", [{}, {"provenance": None, "idempotency_key": None, "targets": [],
+                                          "instance_id": "inst_1", "body": {}}])
+def test_insert_event_writes_the_row_create_writes(changes):
+    values = EVENT | changes
+    seq = rooms_sql.insert_event(**values)
+    by_sql = stored(Event, seq=seq)
+    Event.objects.filter(seq=seq).delete()
+    by_orm = stored(Event, pk=Event.objects.create(**values).seq)
+    assert differences(without(by_sql, "seq"), without(by_orm, "seq")) == {}
+
+
+def test_insert_event_binds_every_column_in_order():
+    assert list(inspect.signature(rooms_sql.insert_event).parameters) == list(rooms_sql.EVENT_INSERT_FIELDS)
+
+
+def test_insert_receipt_writes_the_row_create_writes():
+    rooms_sql.insert_receipt(command_id="cmd_p", binding_id="web", client_command_id="c-1",
+                             command_type="message.post", digest="ab" * 32,
+                             result={"turns": [{"turnId": "turn_1"}], "ok": True}, accepted_at=NOW)
+    by_sql = stored(ClientCommand, pk="cmd_p")
+    ClientCommand.objects.all().delete()
+    ClientCommand.objects.create(command_id="cmd_p", source_binding_id="web", client_command_id="c-1",
+                                 command_type="message.post", canonical_hash="ab" * 32,
+                                 result={"turns": [{"turnId": "turn_1"}], "ok": True}, accepted_at=NOW)
+    assert differences(by_sql, stored(ClientCommand, pk="cmd_p")) == {}
+
+
+@pytest.mark.parametrize("parent", [False, True])
+def test_insert_turn_writes_the_row_create_writes(parent):
+    parent_id = queued_turn() if parent else None
+    values = {"turn_id": "turn_p", "source_event_id": "evt_s", "target_actor_id": BETA, "adapter_id": "kimi",
+              "command_type": "agent.ask", "parent_turn_id": parent_id, "correlation_id": "cor_1",
+              "root_correlation_id": "cor_0", "hop_count": 2, "queued_event_id": "evt_q", "enqueue_seq": 42,
+              "status": QUEUED, "queued_at": NOW}
+    turn_sql.insert_turn(**values)
+    by_sql = stored(Turn, pk="turn_p")
+    Turn.objects.filter(pk="turn_p").delete()
+    Turn.objects.create(**values)
+    assert differences(by_sql, stored(Turn, pk="turn_p")) == {}
+
+
+def twin_turns() -> tuple[str, str]:
+    """Two queued Turns of one message, to move one by SQL and the other by the ORM."""
+    turns = post([ALPHA, BETA])["turns"]
+    return turns[0]["turnId"], turns[1]["turnId"]
+
+
+def same_but_ids(a: str, b: str, *differ: str) -> None:
+    ids = ("turn_id", "target_actor_id", "queued_event_id", "enqueue_seq", "queued_at", *differ)
+    assert differences(without(stored(Turn, pk=a), *ids), without(stored(Turn, pk=b), *ids)) == {}
+
+
+def test_claim_turn_moves_the_row_as_the_orm_update_does():
+    by_sql, by_orm = twin_turns()
+    returned = turn_sql.claim_turn(by_sql, "binding_x")
+    assert Turn.objects.filter(pk=by_orm, status=QUEUED).update(status=DISPATCHING, binding_id="binding_x") == 1
+    same_but_ids(by_sql, by_orm)
+    assert returned == Turn.objects.values_list("target_actor_id", "source_event_id", "correlation_id",
+                                                "root_correlation_id").get(pk=by_sql)
+    # Not queued any more: nothing moves, as the ORM's update matches no row.
+    before = stored(Turn, pk=by_sql)
+    assert turn_sql.claim_turn(by_sql, "binding_y") is None
+    assert stored(Turn, pk=by_sql) == before
+
+
+@pytest.mark.parametrize("status", [DISPATCHING, CANCELLING])
+def test_start_turn_moves_the_row_as_the_orm_updates_do(status):
+    by_sql, by_orm = twin_turns()
+    Turn.objects.filter(pk__in=[by_sql, by_orm]).update(status=status, binding_id="binding_x")
+    turn_sql.start_turn(by_sql, "native-1", NOW)
+    Turn.objects.filter(pk=by_orm).update(native_turn_id="native-1")
+    Turn.objects.filter(pk=by_orm, status=DISPATCHING).update(status=RUNNING, started_at=NOW)
+    same_but_ids(by_sql, by_orm)
+    assert Turn.objects.get(pk=by_sql).status == (RUNNING if status == DISPATCHING else CANCELLING)
+
+
+def rollup(actor_id: str, **fields) -> DatedMemoryRollup:
+    return DatedMemoryRollup.objects.create(room_id=ROOM_ID, actor_id=actor_id, local_date=date(2026, 3, 4),
+                                            **fields)
+
+
+@pytest.mark.parametrize("fields", [{}, {"pending_turns": 2, "pending_chars": 10, "pending_through_seq": 99,
+                                         "first_pending_at": NOW - timedelta(hours=1), "last_pending_at": NOW}])
+def test_bump_dated_rollup_updates_the_row_as_the_orm_update_does(fields):
+    a, b = rollup(ALPHA, **fields), rollup(BETA, **fields)
+    DatedMemoryRollup.objects.update(updated_at=NOW)  # auto_now at create; neither update below sets it
+    assert memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 4), chars=7,
+                                        through_seq=50, now=NOW)
+    assert DatedMemoryRollup.objects.filter(pk=b.pk).update(
+        pending_turns=F("pending_turns") + 1, pending_chars=F("pending_chars") + 7,
+        pending_through_seq=Greatest("pending_through_seq", Value(50)),
+        first_pending_at=Coalesce("first_pending_at", Value(NOW)), last_pending_at=NOW) == 1
+    assert differences(without(stored(DatedMemoryRollup, pk=a.pk), "id", "actor_id"),
+                       without(stored(DatedMemoryRollup, pk=b.pk), "id", "actor_id")) == {}
+    # No row for the day: nothing written, False.
+    assert not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 5), chars=7,
+                                            through_seq=50, now=NOW)
+
+
+# ---- reads -----------------------------------------------------------------------------------------
+
+
+def test_find_receipt_reads_what_the_orm_reads():
+    post([ALPHA], clientCommandId="c-find")
+    receipt = ClientCommand.objects.get(client_command_id="c-find")
+    assert rooms_sql.find_receipt(receipt.source_binding_id, "c-find") == (
+        receipt.command_type, receipt.canonical_hash, receipt.result)
+    assert rooms_sql.find_receipt(receipt.source_binding_id, "c-none") is None
+
+
+def test_lane_head_turn_status_and_counts_read_what_the_orm_reads():
+    first, second = queued_turn(ALPHA), queued_turn(ALPHA)
+    queued_turn(BETA)
+    claim(first)
+    orm_head = (Turn.objects.filter(target_actor_id=ALPHA, status=QUEUED).order_by("enqueue_seq")
+                .values_list(*turn_sql.LANE_HEAD_COLUMNS).first())
+    assert turn_sql.lane_head(ALPHA) == orm_head and orm_head[0] == second
+    assert turn_sql.lane_head("agent:gamma") is None
+    assert turn_sql.turn_status(first) == Turn.objects.get(pk=first).status == DISPATCHING
+    assert turn_sql.turn_status("turn_none") is None
+    actors = [ALPHA, BETA, "agent:gamma"]
+    orm_counts = dict(Turn.objects.filter(target_actor_id__in=actors, status__in=ACTIVE_STATUSES)
+                      .values_list("target_actor_id").annotate(n=Count("*")))
+    assert turn_sql.active_turn_counts(actors) == orm_counts == {ALPHA: 2, BETA: 1}
+    seq = Turn.objects.get(pk=second).enqueue_seq
+    orm_ahead = (Turn.objects.filter(target_actor_id=ALPHA, status__in=IN_FLIGHT_STATUSES, enqueue_seq__lt=seq)
+                 .order_by("enqueue_seq").values_list("turn_id", flat=True).first())
+    assert turn_sql.in_flight_ahead(ALPHA, seq) == orm_ahead == first
+    assert turn_sql.in_flight_ahead(BETA, seq) is None
+
+
+def test_terminal_read_reads_what_the_orm_reads():
+    turn_id = queued_turn(ALPHA, "the source")
+    claimed = claim(turn_id)
+    turn, attempt = Turn.objects.get(pk=turn_id), TurnAttempt.objects.get(pk=claimed.attempt_id)
+    source = Event.objects.get(event_id=turn.source_event_id)
+    expected = turn_sql.TerminalRead(turn.status, turn.target_actor_id, turn.source_event_id, turn.correlation_id,
+                                     turn.root_correlation_id, turn.command_type, attempt.attempt_id,
+                                     attempt.delivery_certainty, attempt.context_through_seq, source.seq, source.body)
+    assert turn_sql.terminal_read(turn_id, claimed.attempt_id) == expected
+    # No attempt, no source row, no Turn.
+    Event.objects.filter(seq=source.seq).delete()
+    assert turn_sql.terminal_read(turn_id, None) == turn_sql.TerminalRead(
+        *[getattr(turn, f) for f in ("status", "target_actor_id", "source_event_id", "correlation_id",
+                                     "root_correlation_id", "command_type")], None, None, None, None, None)
+    assert turn_sql.terminal_read("turn_none", None) is None
+
+
+def memory_record(n: int, scope_type: str, scope_id: str, agent_memory_type: str | None = None,
+                  status: str = "active") -> None:
+    MemoryRecord.objects.create(memory_id=f"mem_{n}", scope_type=scope_type, scope_id=scope_id,
+                                agent_memory_type=agent_memory_type, kind="fact", author_actor_id="user:local",
+                                content=f"record {n}", source_kind="web", status=status,
+                                created_at=NOW + timedelta(seconds=n))
+
+
+def fields_of(records: list) -> list[dict]:
+    return [{f.attname: getattr(r, f.attname) for f in r._meta.concrete_fields} for r in records]
+
+
+@pytest.mark.parametrize("correlations", [{"cor_1"}, {"cor_1", "cor_0"}])
+def test_packet_memory_and_identity_read_what_the_orm_reads(correlations):
+    for n, args in enumerate([("agent", ALPHA, "core"), ("agent", ALPHA, "dated"), ("agent", BETA, "core"),
+                              ("room", ROOM_ID), ("room", "room:other"), ("correlation", "cor_1"),
+                              ("correlation", "cor_0"), ("correlation", "cor_9"), ("room", ROOM_ID, None, "retracted")]):
+        memory_record(n, *args)
+    for n, (subject, status) in enumerate([(ALPHA, "active"), (BETA, "active"), (ALPHA, "superseded"),
+                                           (ALPHA, "active")]):
+        IdentityRecord.objects.create(identity_id=f"idn_{n}", subject_actor_id=subject, author_actor_id=BETA,
+                                      kind="note", content=f"identity {n}", source_kind="mcp", status=status,
+                                      created_at=NOW + timedelta(seconds=n))
+    for limit in (2, 50):
+        orm = MemoryRecord.objects.filter(
+            Q(scope_type="agent", scope_id=ALPHA, agent_memory_type__in=AGENT_MEMORY_TYPES)
+            | Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in=correlations),
+            status="active").order_by("-id")[:limit]
+        got = memory_sql.packet_memory(actor_id=ALPHA, room_id=ROOM_ID, correlations=correlations, limit=limit)
+        assert fields_of(got) == fields_of(list(orm)) and got
+        orm = IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA).order_by("-id")[:limit]
+        got = memory_sql.packet_identity(actor_id=ALPHA, limit=limit)
+        assert fields_of(got) == fields_of(list(orm)) and got
+    assert memory_sql.packet_identity(actor_id="agent:gamma", limit=5) == []
+
+
+def entries(queryset) -> list[dict]:
+    return list(queryset.values(*memory_sql.PACKET_ENTRY_COLUMNS))
+
+
+@pytest.mark.parametrize("with_state", [False, True])
+def test_packet_prelude_reads_what_the_orm_reads(with_state):
+    post([BETA], "before")
+    post([ALPHA], "hello")
+    source_id = Event.objects.filter(event_type="message.created").order_by("-seq").first().event_id
+    if with_state:
+        DeliveryCursor.objects.create(actor_id=ALPHA, room_id=ROOM_ID, last_delivered_seq=3)
+        ContextReset.objects.create(reset_id="rst_1", room_id=ROOM_ID, through_seq=2, created_at=NOW)
+        ContextReset.objects.create(reset_id="rst_2", room_id=ROOM_ID, through_seq=1, created_at=NOW)
+        Summary.objects.create(summary_id="sum_old", room_id=ROOM_ID, from_seq=0, through_seq=1, content="old",
+                               generator_actor_id=BETA, status="superseded", created_at=NOW)
+        Summary.objects.create(summary_id="sum_1", room_id=ROOM_ID, from_seq=1, through_seq=4, content="now",
+                               generator_actor_id=BETA, created_at=NOW)
+    prelude = memory_sql.packet_prelude(actor_id=ALPHA, room_id=ROOM_ID, source_event_id=source_id)
+    expected_source = Event.objects.values(*memory_sql.PACKET_ENTRY_COLUMNS, "correlation_id",
+                                           "root_correlation_id").get(event_id=source_id)
+    assert prelude.source == expected_source
+    cursor = DeliveryCursor.objects.filter(actor_id=ALPHA, room_id=ROOM_ID).first()
+    assert prelude.cursor == (cursor.last_delivered_seq if cursor else 0)
+    assert prelude.floor == (ContextReset.objects.filter(room_id=ROOM_ID).aggregate(m=Max("through_seq"))["m"] or 0)
+    summary = Summary.objects.filter(room_id=ROOM_ID, status="active").first()
+    if summary is None:
+        assert prelude.summary is None
+    else:
+        assert {c: getattr(prelude.summary, c) for c in memory_sql.SUMMARY_COLUMNS} == \
+            {c: getattr(summary, c) for c in memory_sql.SUMMARY_COLUMNS}
+    assert memory_sql.packet_prelude(actor_id=ALPHA, room_id=ROOM_ID, source_event_id="evt_none") is None
+
+
+def test_packet_unread_count_and_parent_read_what_the_orm_reads():
+    for n, target in enumerate([ALPHA, BETA, "agent:gamma", ALPHA]):
+        post([target], f"message {n}")
+    brief = Event.objects.filter(event_type="message.created").first()
+    odd = dict(EVENT, event_id="evt_brief", idempotency_key=None, occurred_at=NOW)
+    Event.objects.create(**(odd | {"body": {"kind": WATCH_BRIEF_KIND, "content": "hidden"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_nullkind", "body": {"kind": None, "content": "kept"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_otherkind", "body": {"kind": "other", "content": "kept"}}))
+    top = Event.objects.aggregate(m=Max("seq"))["m"]
+    excluded = [brief.event_id, "evt_otherkind"]
+    for after, before in [(0, top + 1), (2, top), (top, top + 1)]:
+        orm = context_events().filter(seq__gt=after, seq__lt=before).exclude(event_id__in=excluded).order_by("-seq")
+        args = {"room_id": ROOM_ID, "after_seq": after, "before_seq": before, "excluded": excluded}
+        assert list(memory_sql.packet_unread(**args)) == entries(orm)
+        assert memory_sql.packet_unread_count(**args) == orm.count()
+    assert "evt_nullkind" in [e["event_id"] for e in memory_sql.packet_unread(
+        room_id=ROOM_ID, after_seq=0, before_seq=top + 1, excluded=[])]
+    for event in Event.objects.all():
+        for floor in (0, event.seq - 1, event.seq):
+            # (As the ORM read it replaced: types and floor only, no watch-brief filter.)
+            orm = entries(Event.objects.filter(event_id=event.event_id, event_type__in=CONTEXT_TYPES, seq__gt=floor))
+            assert memory_sql.packet_parent(event.event_id, floor) == (orm[0] if orm else None)
+
+
+# ---- the rules -------------------------------------------------------------------------------------
+
+
+def test_in_lists_get_one_placeholder_per_constant():
+    assert memory_sql._PACKET_PARENT.count("%s") == 2 + len(CONTEXT_TYPES)
+    assert memory_sql._PACKET_MEMORY.count("%s") == 5 + len(AGENT_MEMORY_TYPES)
+    assert turn_sql._ACTIVE_COUNTS.count("%s") == 1 + len(ACTIVE_STATUSES)
+    assert turn_sql._IN_FLIGHT_AHEAD.count("%s") == 2 + len(IN_FLIGHT_STATUSES)
+    assert placeholders(("a", "b", "c")) == "%s, %s, %s"
+    with pytest.raises(ValueError):
+        placeholders(())
+
+
+def test_names_come_from_the_models():
+    assert str(Names(Turn)) == Turn._meta.db_table and str(Names(Turn, "t")) == f"{Turn._meta.db_table} t"
+    assert Names(Turn).parent_turn_id == Names(Turn).parent_turn == "parent_turn_id"
+    assert Names(Event, "e").seq == "e.seq"
+    with pytest.raises(FieldDoesNotExist):
+        _ = Names(Turn).no_such_field
+
+
+def test_rooms_sql_imports_neither_turns_nor_memory():
+    tree = ast.parse(inspect.getsource(rooms_sql))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not {name for name in imported if name.split(".")[0] in {"turns", "memory", "agents"}}

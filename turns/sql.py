@@ -1,0 +1,163 @@
+"""The raw SQL of the turns app: the hot statements of a Turn on turns_turn and turns_turnattempt.
+
+The rules are rooms/sql.py's (docs/DECISIONS.md D20, D32): names from the models' ``_meta``,
+IN-lists sized from their constant tuples, every value a parameter adapted as the field stores it,
+and a parity test per statement (tests/unit/test_sql_parity.py). Statuses come from turns/states.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from rooms.models import Event
+from rooms.sql import Names, adapt_datetime, placeholders
+from turns.models import Turn, TurnAttempt
+from turns.states import ACTIVE_STATUSES, CLAIM, IN_FLIGHT_STATUSES, QUEUED, START
+
+T = Names(Turn)
+
+# ---- a lane (turns/lifecycle.py) ------------------------------------------------------------------
+
+# queued → dispatching (the claim's CAS, turns.states.CLAIM) and the columns the Claim needs, in one
+# statement.
+_CLAIM_TURN = f"""
+    UPDATE {T} SET {T.status} = %s, {T.binding_id} = %s
+    WHERE {T.turn_id} = %s AND {T.status} = %s
+    RETURNING {T.target_actor_id}, {T.source_event_id}, {T.correlation_id}, {T.root_correlation_id}"""
+
+# A lane's FIFO head: the columns a lane uses; the rest load on access (``Turn.from_db``).
+LANE_HEAD_COLUMNS = ("turn_id", "source_event_id", "target_actor_id", "status", "enqueue_seq")
+_LANE_HEAD = f"""
+    SELECT {T.list(LANE_HEAD_COLUMNS)} FROM {T}
+    WHERE {T.target_actor_id} = %s AND {T.status} = %s ORDER BY {T.enqueue_seq} LIMIT 1"""
+
+_TURN_STATUS = f"SELECT {T.status} FROM {T} WHERE {T.turn_id} = %s"
+
+# The first native event: the native id always, dispatching → running (turns.states.START) only from
+# dispatching (a Turn already cancelling stays cancelling). SQLite evaluates every SET against the old row.
+_START_TURN = f"""
+    UPDATE {T} SET {T.native_turn_id} = %s,
+        {T.started_at} = CASE WHEN {T.status} = %s THEN %s ELSE {T.started_at} END,
+        {T.status} = CASE WHEN {T.status} = %s THEN %s ELSE {T.status} END
+    WHERE {T.turn_id} = %s"""
+
+# Everything the terminal transaction reads: the Turn, its attempt (if any) and the source message.
+_t, _a, _e = Names(Turn, "t"), Names(TurnAttempt, "a"), Names(Event, "e")
+_TERMINAL_READ = f"""
+    SELECT {_t.status}, {_t.target_actor_id}, {_t.source_event_id}, {_t.correlation_id}, {_t.root_correlation_id},
+        {_t.command_type}, {_a.attempt_id}, {_a.delivery_certainty}, {_a.context_through_seq}, {_e.seq}, {_e.body}
+    FROM {_t}
+    LEFT JOIN {_a} ON {_a.attempt_id} = %s
+    LEFT JOIN {_e} ON {_e.event_id} = {_t.source_event_id}
+    WHERE {_t.turn_id} = %s"""
+
+# ---- accepting a message (turns/actions.py) --------------------------------------------------------
+
+# Unfinished Turns per target, for every target of a command at once (a JSON list of actor ids:
+# one fixed statement whatever the number of targets; the turns_lane index serves it).
+_ACTIVE = tuple(sorted(ACTIVE_STATUSES))
+_IN_FLIGHT = tuple(sorted(IN_FLIGHT_STATUSES))
+_ACTIVE_COUNTS = f"""
+    SELECT {T.target_actor_id}, COUNT(*) FROM {T}
+    WHERE {T.target_actor_id} IN (SELECT value FROM json_each(%s)) AND {T.status} IN ({placeholders(_ACTIVE)})
+    GROUP BY {T.target_actor_id}"""
+# The target's in-flight Turn ahead of a newly queued one (what queue_metadata reports).
+_IN_FLIGHT_AHEAD = f"""
+    SELECT {T.turn_id} FROM {T}
+    WHERE {T.target_actor_id} = %s AND {T.status} IN ({placeholders(_IN_FLIGHT)}) AND {T.enqueue_seq} < %s
+    ORDER BY {T.enqueue_seq} LIMIT 1"""
+
+# A new queued Turn, with every NOT NULL column the model would fill (the nullable ones stay NULL);
+# the two defaults insert_turn does not take are the model's own.
+TURN_INSERT_FIELDS = ("turn_id", "source_event_id", "target_actor_id", "adapter_id", "transport", "command_type",
+                      "parent_turn_id", "correlation_id", "root_correlation_id", "hop_count", "queued_event_id",
+                      "enqueue_seq", "status", "partial_text", "queued_at")
+_TURN_DEFAULTS = {name: Turn._meta.get_field(name).get_default() for name in ("transport", "partial_text")}
+_INSERT_TURN = f"INSERT INTO {T} ({T.list(TURN_INSERT_FIELDS)}) VALUES ({placeholders(TURN_INSERT_FIELDS)})"
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalRead:
+    """The Turn's status and routing columns, its attempt's (None when it has none) and the
+    source message's seq and body (None when the source row is gone)."""
+
+    status: str
+    target_actor_id: str
+    source_event_id: str
+    correlation_id: str
+    root_correlation_id: str
+    command_type: str
+    attempt_id: str | None
+    delivery_certainty: str | None
+    context_through_seq: int | None
+    source_seq: int | None
+    source_body: dict[str, Any] | None
+
+
+def lane_head(actor_id: str) -> tuple[str, str, str, str, int] | None:
+    """The oldest queued Turn of a lane, as ``LANE_HEAD_COLUMNS``, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LANE_HEAD, [actor_id, QUEUED])
+        return cursor.fetchone()
+
+
+def claim_turn(turn_id: str, binding_id: str) -> tuple[str, str, str, str] | None:
+    """CAS queued → dispatching. (target_actor_id, source_event_id, correlation_id,
+    root_correlation_id) of the Turn it moved, or None when the Turn was not queued."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM_TURN, [CLAIM.new, binding_id, turn_id, CLAIM.current])
+        return cursor.fetchone()
+
+
+def turn_status(turn_id: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_TURN_STATUS, [turn_id])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current,
+                                     START.new, turn_id])
+
+
+def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
+    """What ``finish`` reads, in one statement; None when the Turn does not exist."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TERMINAL_READ, [attempt_id, turn_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    *columns, body = row
+    # As the JSONField reads it; a NULL column (or no source row) stays None.
+    return TerminalRead(*columns, source_body=None if body is None else json.loads(body))
+
+
+def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:
+    """{actor_id: unfinished Turns} for the actors that have any."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_COUNTS, [json.dumps(actor_ids), *_ACTIVE])
+        return dict(cursor.fetchall())
+
+
+def in_flight_ahead(actor_id: str, enqueue_seq: int) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_IN_FLIGHT_AHEAD, [actor_id, *_IN_FLIGHT, enqueue_seq])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def insert_turn(*, turn_id: str, source_event_id: str, target_actor_id: str, adapter_id: str, command_type: str,
+                parent_turn_id: str | None, correlation_id: str, root_correlation_id: str, hop_count: int,
+                queued_event_id: str, enqueue_seq: int, status: str, queued_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id,
+                                      _TURN_DEFAULTS["transport"], command_type, parent_turn_id, correlation_id,
+                                      root_correlation_id, hop_count, queued_event_id, enqueue_seq, status,
+                                      _TURN_DEFAULTS["partial_text"], adapt_datetime(queued_at)])
