@@ -33,9 +33,9 @@ from agents.drivers.base import (
     TurnStarted,
 )
 from agents.sessions import AgentSessions
-from groupx_site import db, store_probe
-from groupx_site.errors import ErrorCode
-from groupx_site.store_faults import Backoff, StoreUnavailable
+from groupx_site.core import db, store_probe
+from groupx_site.core.errors import ErrorCode
+from groupx_site.core.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
 from rooms import event_types, events

@@ -10,7 +10,7 @@ import logging
 from agents import health, instances, roster
 from agents.lanes import Lane
 from agents.sessions import AgentSessions
-from groupx_site import db
+from groupx_site.core import db
 from memory import scheduler as memory_scheduler
 from turns import lifecycle, wakeups
 

@@ -8,10 +8,10 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from groupx_site import db, store_faults
-from groupx_site.errors import GroupXError
+from groupx_site.core import db, store_faults
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.http import error_response
 from groupx_site.health import health_report
-from groupx_site.middleware import error_response
 from groupx_site.shutdown import router as shutdown_router
 from memory.api import router as memory_router
 from rooms.api import router as rooms_router
@@ -46,7 +46,7 @@ def on_http_error(request: HttpRequest, error: HttpError):
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, error: Exception):
-    # Database calls through groupx_site.db already raise StoreUnavailable; this catches the rest.
+    # Database calls through groupx_site.core.db already raise StoreUnavailable; this catches the rest.
     fault = store_faults.as_store_unavailable(error)
     if fault is not None:
         logger.warning("%s %s: %s", request.method, request.path, fault.message)

@@ -24,12 +24,12 @@ from django.utils import timezone
 
 from agents import health, roster
 from agents.drivers.base import DriverError
-from groupx_site import db
+from groupx_site.core import db
+from groupx_site.core.ids import new_id
 from memory import dated, oneshot
 from memory.models import Summary
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
 from rooms import event_types, events
-from rooms.ids import new_id
 from rooms.models import ROOM_ID
 from setup_wizard.config import ResolvedAgent
 

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from agents import roster
 from agents.drivers.base import DriverError
-from groupx_site import db
+from groupx_site.core import db
 from memory import oneshot
 from memory.actions import do_remember_memory, do_supersede_memory
 from memory.dated_sources import local_date

@@ -14,9 +14,9 @@ from django.conf import settings
 
 from agents import roster
 from agents.models import WEB_BINDING_ID
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import correlation_id as new_correlation_id
 from rooms import commands, events, validation
-from rooms.ids import correlation_id as new_correlation_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
 from turns.actions import check_queue_capacity, do_enqueue_turns

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from agents import health, roster
-from groupx_site.dbsnapshot import read_snapshot
+from groupx_site.core.dbsnapshot import read_snapshot
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event

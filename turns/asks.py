@@ -11,8 +11,8 @@ from typing import Any
 
 from django.conf import settings
 
-from groupx_site import db
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core import db
+from groupx_site.core.errors import GroupXError, invalid
 from rooms import bus, validation
 from rooms.member_actions import bounded_int, check_wake_payload, resolve_caller, send_to_agents
 from rooms.models import Event

@@ -16,11 +16,11 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from agents.models import DeliveryCursor
+from groupx_site.core.ids import new_id
 from memory.dated_sources import register_source as register_dated_memory_source
 from rooms import events, hot_sql
 from rooms.events import ActorRef
 from rooms.hot_sql import TerminalRead
-from rooms.ids import new_id
 from rooms.models import ROOM_ID, Event
 from turns.models import Turn, TurnAttempt
 from turns.states import (
