@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models import WEB_BINDING_ID
 from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID, new_id
 from groupx_site.core.ids import correlation_id as new_correlation_id
-from groupx_site.core.ids import new_id
 from memory.models import IdentityRecord, MemoryRecord
 from rooms import events
 from rooms.events import ActorRef, iso

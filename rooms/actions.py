@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 
 from agents import roster
-from agents.models import WEB_BINDING_ID
 from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.ids import correlation_id as new_correlation_id
 from rooms import commands, events, validation
 from rooms.models import Event

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.models import WEB_BINDING_ID
 from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.ids import turn_id as new_turn_id
 from rooms import commands, events, hot_sql, validation
 from rooms.models import Event

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import WEB_BINDING_ID
 from groupx_site.core.errors import GroupXError
+from groupx_site.core.ids import WEB_BINDING_ID
 from memory.actions import remember_memory
 from memory.inputs import check_memory_write
 from memory.models import MemoryRecord
