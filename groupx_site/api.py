@@ -8,6 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from groupx_site.bootstrap import router as bootstrap_router
 from groupx_site.core import db, store_faults
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import error_response
@@ -22,6 +23,7 @@ logger = logging.getLogger("groupx.api")
 
 api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
 api.add_router("/", rooms_router)
+api.add_router("/", bootstrap_router)  # /api/bootstrap: the snapshot of every layer
 api.add_router("/", turns_router)
 api.add_router("/", setup_router)  # /api/setup (issue 8)
 api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)

@@ -1,3 +1,7 @@
+"""The room page (the HTML shell; its data comes from ``/api/bootstrap`` and the stream)."""
+
+from __future__ import annotations
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 

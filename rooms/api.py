@@ -12,7 +12,7 @@ from ninja import Query, Router
 from groupx_site.core import db
 from groupx_site.core.http import json_body
 from groupx_site.core.json_response import json_response
-from rooms import actions, bootstrap, export, history, sse
+from rooms import actions, export, history, sse
 
 router = Router(tags=["room"])
 
@@ -20,11 +20,6 @@ router = Router(tags=["room"])
 @router.post("/messages", response={202: dict}, summary="Post a user message and queue one Turn per target")
 async def post_message(request: HttpRequest):
     return 202, await db.write(actions.post_message)(json_body(request))
-
-
-@router.get("/bootstrap", summary="The room snapshot and the cursor to stream from")
-async def get_bootstrap(request: HttpRequest):
-    return json_response(await db.read(bootstrap.bootstrap)())
 
 
 @router.get("/events", summary="Server-Sent Events: durable events replayed from a cursor, then live")
