@@ -2,7 +2,7 @@
 
 ``post_message`` is PROTOCOL §10.2: one transaction writes the receipt, ``message.created`` and
 one ``turn.queued`` + Turn per target, or nothing at all (``rooms.commands.run_once``). The body
-check and the target resolver here serve the agents' send and ask too (``rooms.member_actions``).
+check and the target resolver here serve the agents' send and ask too (``turns.member_actions``).
 """
 
 from __future__ import annotations

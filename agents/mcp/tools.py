@@ -19,13 +19,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agents.mcp import memory_tools
 from groupx_site.core import db
 from memory import inputs as memory_inputs
-from memory import mcp as memory_tools
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
-from rooms import member_actions, validation
+from rooms import validation
 from setup_wizard.config import MESSAGE_CHARACTERS
-from turns import asks
+from turns import asks, member_actions
 
 Handler = Callable[[str | None, dict[str, Any]], Awaitable[dict[str, Any]]]
 
