@@ -16,13 +16,14 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router
 
-from agents import health, roster
+from agents import health
 from groupx_site.core import db
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
+from setup_wizard import roster
 from setup_wizard.pending import pending_agents
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES

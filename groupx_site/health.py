@@ -7,9 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from agents import health, roster
+from agents import health
 from groupx_site import identity
 from groupx_site.core import lifecycle, store_probe
+from setup_wizard import roster
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
 

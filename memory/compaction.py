@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import health, roster
+from agents import health
 from agents.drivers.base import DriverError
 from groupx_site.core import db
 from groupx_site.core.ids import new_id
@@ -31,6 +31,7 @@ from memory.models import Summary
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
 from rooms import event_types, events
 from rooms.models import ROOM_ID
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 
 logger = logging.getLogger("groupx.memory.compaction")

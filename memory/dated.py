@@ -26,7 +26,6 @@ from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
-from agents import roster
 from agents.drivers.base import DriverError
 from groupx_site.core import db
 from memory import oneshot
@@ -36,6 +35,7 @@ from memory.models import DatedMemoryRollup, DatedMemorySource, MemoryRecord
 from memory.records import Writer
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 
 logger = logging.getLogger("groupx.memory.dated")

@@ -12,12 +12,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import roster
 from groupx_site.core.errors import GroupXError, invalid
 from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.ids import correlation_id as new_correlation_id
 from rooms import commands, events, validation
 from rooms.models import Event
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 from turns.actions import check_queue_capacity, do_enqueue_turns
 

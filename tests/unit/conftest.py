@@ -38,13 +38,14 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def unit_room(settings):
     """Three live agents (alpha, beta, gamma) with their Actor rows, and the executors inline."""
-    from agents import roster
+    from agents.roster import sync_actors
+    from setup_wizard import roster
 
     settings.GROUPX_DB_INLINE = True
     settings.GROUPX_CONFIG = GroupXConfig.model_validate(
         {"agents": {name: {"driver": "kimi", "cwd": "."} for name in AGENTS}, "limits": LIMITS}
     )
     roster.configured_agents.cache_clear()
-    roster.sync_actors()
+    sync_actors()
     yield settings.GROUPX_CONFIG
     roster.configured_agents.cache_clear()
