@@ -22,6 +22,7 @@ from rooms import events, hot_sql
 from rooms.events import ActorRef
 from rooms.hot_sql import TerminalRead
 from rooms.models import ROOM_ID, Event
+from turns import wakeups
 from turns.models import Turn, TurnAttempt
 from turns.states import (
     CANCELLED,
@@ -283,8 +284,6 @@ def delivery_cursor(actor_id: str) -> int:
 def request_cancel(turn_id: str) -> tuple[bool, str]:
     """(accepted, status) for PROTOCOL §10.3. A queued Turn is cancelled at once; an in-flight one
     moves to ``cancelling`` and the lane sends the native cancel after commit."""
-    from turns import wakeups
-
     with transaction.atomic():
         turn = Turn.objects.get(turn_id=turn_id)
         if turn.status in TERMINAL_STATUSES:
