@@ -30,8 +30,10 @@ browser-deps:
 	  else echo "chromium is not installed and cannot be installed here: the browser tests will be skipped"; fi; }
 
 # Tests are mostly waiting on real servers and CLI subprocesses, so four workers fit 2 cores.
+# `lint-imports` checks the layers' import contracts (pyproject.toml [tool.importlinter], docs/DECISIONS.md D31).
 test: install browser-deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 4 --dist loadfile
 
 # The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
@@ -52,4 +54,5 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff format --check . || true

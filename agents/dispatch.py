@@ -2,7 +2,7 @@
 
 Building the Context Packet, claiming the Turn (``turn.dispatched``) and the write-ahead
 ``prompt_invoked + unknown`` are three steps and two commits. Made one call on the writer thread
-(``groupx_site.db``) they cost the lane one thread hand-off instead of three; the commits stay
+(``groupx_site.core.db``) they cost the lane one thread hand-off instead of three; the commits stay
 separate, so restart recovery still sees the protocol's phases (PROTOCOL §5).
 """
 

@@ -23,8 +23,8 @@ from agents import dispatch, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
-from groupx_site import db, store_probe
-from groupx_site.store_faults import Backoff, StoreUnavailable
+from groupx_site.core import db, store_probe
+from groupx_site.core.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
 from rooms import event_types, events

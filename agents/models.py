@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from django.db import models
 
-WEB_BINDING_ID = "binding:web"
-OPERATOR_BINDING_ID = "binding:operator"
-
 
 class Actor(models.Model):
     KINDS = [("user", "user"), ("agent", "agent"), ("system", "system")]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agents import health, instances, roster
+from agents import health, instances
 from agents.lanes import Lane
 from agents.sessions import AgentSessions
-from groupx_site import db
+from groupx_site.core import db
 from memory import scheduler as memory_scheduler
+from setup_wizard import roster
 from turns import lifecycle, wakeups
 
 logger = logging.getLogger("groupx.runtime")

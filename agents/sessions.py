@@ -24,7 +24,7 @@ from agents.drivers.base import (
     Timeouts,
 )
 from agents.drivers.registry import get_driver
-from groupx_site import db, listen
+from groupx_site.core import db, listen
 from rooms import event_types, events
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable

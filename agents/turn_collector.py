@@ -27,7 +27,7 @@ from agents.drivers.base import (
     TurnCompleted,
     TurnFailed,
 )
-from groupx_site.errors import ErrorCode
+from groupx_site.core.errors import ErrorCode
 
 # Characters are code points, as every other text limit of the protocol counts them.
 REPLY_LIMIT_CHARACTERS = 1_048_576

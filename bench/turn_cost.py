@@ -62,9 +62,9 @@ class Turns:
     def __init__(self) -> None:
         from django.conf import settings
 
-        from agents import roster
         from memory.context import soft_target
         from rooms.events import ActorRef
+        from setup_wizard import roster
 
         self.agents = [roster.live_agent(f"agent:{name}") for name in AGENTS]
         self.actors = {a.actor_id: ActorRef(a.actor_id, "agent", a.display_name, f"inst_{a.actor_id}")

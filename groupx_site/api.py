@@ -8,10 +8,11 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from groupx_site import db, store_faults
-from groupx_site.errors import GroupXError
+from groupx_site.bootstrap import router as bootstrap_router
+from groupx_site.core import db, store_faults
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.http import error_response
 from groupx_site.health import health_report
-from groupx_site.middleware import error_response
 from groupx_site.shutdown import router as shutdown_router
 from memory.api import router as memory_router
 from rooms.api import router as rooms_router
@@ -22,6 +23,7 @@ logger = logging.getLogger("groupx.api")
 
 api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
 api.add_router("/", rooms_router)
+api.add_router("/", bootstrap_router)  # /api/bootstrap: the snapshot of every layer
 api.add_router("/", turns_router)
 api.add_router("/", setup_router)  # /api/setup (issue 8)
 api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)
@@ -46,7 +48,7 @@ def on_http_error(request: HttpRequest, error: HttpError):
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, error: Exception):
-    # Database calls through groupx_site.db already raise StoreUnavailable; this catches the rest.
+    # Database calls through groupx_site.core.db already raise StoreUnavailable; this catches the rest.
     fault = store_faults.as_store_unavailable(error)
     if fault is not None:
         logger.warning("%s %s: %s", request.method, request.path, fault.message)

@@ -3,7 +3,7 @@
 - ``/mcp`` goes to the member MCP server (``agents.mcp.server``); ``/mcp/operator`` is reserved and
   answers 503 ``MCP_UNAVAILABLE`` until the operator surface is built;
 - everything else goes to Django (API, room page, admin, static files); the event stream's
-  ``send`` waits while the client is not reading (``groupx_site/flow.py``).
+  ``send`` waits while the client is not reading (``groupx_site/core/flow.py``).
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
 or lazily by the first request; ``ensure_started`` is idempotent.
@@ -25,7 +25,8 @@ from groupx_site.handler import get_application  # noqa: E402
 django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
 from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
-from groupx_site import body_limit, flow, runtime  # noqa: E402
+from groupx_site import body_limit, runtime  # noqa: E402
+from groupx_site.core import flow  # noqa: E402
 
 
 async def send_json(send, status: int, body: dict) -> None:

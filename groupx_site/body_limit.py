@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 
-from groupx_site.bodies import MAX_BODY_BYTES
+from groupx_site.core.bodies import MAX_BODY_BYTES
 
 REFUSAL_BODY = json.dumps({"error": {"code": "MESSAGE_TOO_LARGE", "message": "request body exceeds 2 MiB"}}).encode()
 REFUSAL = (

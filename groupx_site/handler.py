@@ -3,7 +3,7 @@
 Django runs each request inside an asgiref ``ThreadSensitiveContext``: the request's sync code
 (its ``request_started`` receivers, a sync view, ``response.close()`` with ``request_finished``)
 gets a thread created for that request and joined at its end. Every ``/api/`` view is ``async``
-and does its database work on ``groupx_site.db``'s long-lived threads, so what Django still runs
+and does its database work on ``groupx_site.core.db``'s long-lived threads, so what Django still runs
 synchronously for it is a few microseconds of signal receivers. Those go to asgiref's one shared
 thread instead: no thread is created per request. Pages and the admin keep Django's behaviour.
 """

@@ -7,8 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from agents import health, roster
-from groupx_site import identity, lifecycle, store_probe
+from agents import health
+from groupx_site import identity
+from groupx_site.core import lifecycle, store_probe
+from setup_wizard import roster
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
 
@@ -26,7 +28,7 @@ def identity_fields() -> dict[str, str]:
 
 def store_status(*, suspect: bool) -> dict[str, Any]:
     """``available`` means the store takes writes now: a full or read-only store still reads, so
-    the last write fault and a bounded write probe decide (``groupx_site/store_probe.py``)."""
+    the last write fault and a bounded write probe decide (``groupx_site/core/store_probe.py``)."""
     fault = store_probe.check(suspect=suspect)
     try:
         with connection.cursor() as cursor:

@@ -23,20 +23,14 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
-from groupx_site import lifecycle, store_faults
-from groupx_site.bodies import MAX_BODY_BYTES, parse_json_body
-from groupx_site.errors import GroupXError
-from groupx_site.json_response import json_response
+from groupx_site.core import lifecycle, store_faults
+from groupx_site.core.bodies import MAX_BODY_BYTES
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.http import error_response
+from groupx_site.shutdown import end_on_drain
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
-
-
-def error_response(error: GroupXError, **headers: str) -> HttpResponse:
-    response = json_response(error.as_body(), error.status)
-    for name, value in {**error.headers, **headers}.items():
-        response[name] = value
-    return response
 
 
 def is_own_origin(origin: str, host: str) -> bool:
@@ -88,8 +82,6 @@ def _write_guard(request: HttpRequest) -> HttpResponse | None:
 def _end_streams_on_drain(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     """SSE bodies end when the runtime starts draining (their own loop never would)."""
     if getattr(response, "is_async", False) and response.get("Content-Type", "").startswith("text/event-stream"):
-        from groupx_site.shutdown import end_on_drain  # the shutdown module imports this one
-
         response.streaming_content = end_on_drain(response.streaming_content)
     return response
 
@@ -191,8 +183,3 @@ XFrameOptionsMiddleware = pages_only(DjangoXFrameOptionsMiddleware)
 ApiWriteGuardMiddleware = _hybrid(before=_write_guard, after=_end_streams_on_drain)
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
 SecurityHeadersMiddleware = _hybrid(after=_security_headers)
-
-
-def json_body(request: HttpRequest) -> object:
-    """The parsed JSON body, bounded in size, depth and text (``groupx_site/bodies.py``)."""
-    return parse_json_body(request.body)

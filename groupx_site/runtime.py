@@ -15,7 +15,7 @@ import asyncio
 import gc
 import logging
 
-from groupx_site import db, lifecycle, store_faults
+from groupx_site.core import db, lifecycle, store_faults
 
 logger = logging.getLogger("groupx.runtime")
 

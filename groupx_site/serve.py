@@ -38,7 +38,8 @@ def serve(
     from django.urls import get_resolver
     from twisted.internet import reactor
 
-    from groupx_site import asgi, listen, runtime
+    from groupx_site import asgi, runtime
+    from groupx_site.core import listen
 
     # Import every view before binding, so the first health probe (a racing `groupx start`, 500 ms
     # budget) is answered without waiting for the URLconf and the API schemas to load.

@@ -104,7 +104,7 @@ DATABASES = {
     }
 }
 
-# groupx_site/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
+# groupx_site/core/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
 # True so database work runs on the test's own thread and connection (docs/DECISIONS.md D29).
 GROUPX_DB_INLINE = False
 

@@ -30,9 +30,10 @@ from django.db import connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from groupx_site import db, identity, lifecycle, runtime
-from groupx_site.errors import GroupXError
-from groupx_site.middleware import json_body
+from groupx_site import identity, runtime
+from groupx_site.core import db, lifecycle
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.http import json_body
 
 logger = logging.getLogger("groupx.shutdown")
 router = Router(tags=["runtime"])

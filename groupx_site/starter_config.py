@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from agents import roster
+from setup_wizard import roster
 from setup_wizard.config import load_config
 from setup_wizard.starter import describe, write_starter_config
 

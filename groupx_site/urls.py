@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import path
 
 from groupx_site.api import api
-from rooms.views import room_page
+from groupx_site.pages import room_page
 from setup_wizard.views import setup_page
 
 admin.site.site_header = "GroupX administration"

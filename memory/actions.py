@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Actor
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
 from memory.inputs import MemoryWrite, Supersede
 from memory.models import MemoryRecord
 from memory.records import (

@@ -14,7 +14,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
 from memory import actions, identity
 from memory.inputs import Supersede
 from memory.models import (

@@ -6,10 +6,10 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
-from agents.models import WEB_BINDING_ID
-from groupx_site import db
-from groupx_site.json_response import json_response
-from groupx_site.middleware import json_body
+from groupx_site.core import db
+from groupx_site.core.http import json_body
+from groupx_site.core.ids import WEB_BINDING_ID
+from groupx_site.core.json_response import json_response
 from memory import actions, engine, identity, inputs, search
 from memory.models import IDENTITY_KINDS
 from memory.records import WEB_WRITER

@@ -23,15 +23,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import health, roster
-from groupx_site import db
+from agents import health
+from groupx_site.core import db
+from groupx_site.core.ids import new_id
 from memory import dated
 from memory.models import Summary
 from memory.summariser import Summariser, SummariserError, SummaryRequest, summariser
 from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
 from rooms import event_types, events
-from rooms.ids import new_id
 from rooms.models import ROOM_ID
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 
 logger = logging.getLogger("groupx.memory.compaction")

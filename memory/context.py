@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from agents.models import Actor
-from groupx_site.text import repair
+from groupx_site.core.text import repair
 from memory import sql as memory_sql
 from memory.models import IdentityRecord, MemoryRecord
 from memory.transcript import entry, summary_block
@@ -270,7 +270,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
 
     return ContextPacket(
         # A lone surrogate stored by an older version would make the prompt unwritable for every
-        # agent (groupx_site/text.py): the packet carries U+FFFD in its place.
+        # agent (groupx_site/core/text.py): the packet carries U+FFFD in its place.
         text=repair(sections.render())[0], through_seq=source["seq"], after_seq=after_seq, omitted=omitted,
         omitted_unread=unread_total - len(unread), newest_omitted_seq=newest_omitted,
         summary_through_seq=embedded.through_seq if embedded else None,

@@ -27,8 +27,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
-from agents import roster
-from groupx_site import db
+from groupx_site.core import db
 from memory.actions import do_remember_memory, do_supersede_memory
 from memory.dated_sources import local_date
 from memory.models import DatedMemoryRollup, DatedMemorySource, MemoryRecord
@@ -36,6 +35,7 @@ from memory.records import Writer
 from memory.summariser import SummariserError, SummaryRequest, summariser
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 
 logger = logging.getLogger("groupx.memory.dated")

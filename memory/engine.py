@@ -18,8 +18,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from groupx_site import db
-from groupx_site.errors import GroupXError
+from groupx_site.core import db
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.ids import new_id
 from memory.actions import run_as
 from memory.compaction import CompactionFailed, compact_once
 from memory.context import ContextBudgetExceeded, ContextPacket, build_context_packet, soft_target
@@ -28,7 +29,6 @@ from memory.records import Writer
 from memory.transcript import context_events, high_water, reset_floor
 from memory.usage import KEEP_LAST, usage
 from rooms import commands, event_types, events, validation
-from rooms.ids import new_id
 from rooms.models import ROOM_ID
 from setup_wizard.config import ResolvedAgent
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from groupx_site.errors import invalid
+from groupx_site.core.errors import invalid
 from memory.actions import check_actor, run_as
 from memory.inputs import IdentityWrite, Supersede
 from memory.models import IdentityRecord

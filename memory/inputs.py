@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from groupx_site.errors import invalid
+from groupx_site.core.errors import invalid
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
 from rooms import validation
 from rooms.validation import AGENT_ACTOR_RE

@@ -12,13 +12,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models import WEB_BINDING_ID
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID, new_id
+from groupx_site.core.ids import correlation_id as new_correlation_id
 from memory.models import IdentityRecord, MemoryRecord
 from rooms import events
 from rooms.events import ActorRef, iso
-from rooms.ids import correlation_id as new_correlation_id
-from rooms.ids import new_id
 
 MEMORY_ID_RE = re.compile(r"^mem_[A-Za-z0-9]{1,64}$")
 IDENTITY_ID_RE = re.compile(r"^idn_[A-Za-z0-9]{1,64}$")

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 
-from groupx_site.store_faults import StoreUnavailable
+from groupx_site.core.store_faults import StoreUnavailable
 from memory import dated
 
 logger = logging.getLogger("groupx.memory.scheduler")

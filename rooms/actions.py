@@ -2,7 +2,7 @@
 
 ``post_message`` is PROTOCOL §10.2: one transaction writes the receipt, ``message.created`` and
 one ``turn.queued`` + Turn per target, or nothing at all (``rooms.commands.run_once``). The body
-check and the target resolver here serve the agents' send and ask too (``rooms.member_actions``).
+check and the target resolver here serve the agents' send and ask too (``turns.member_actions``).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import roster
-from agents.models import WEB_BINDING_ID
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID
+from groupx_site.core.ids import correlation_id as new_correlation_id
 from rooms import commands, events, validation
-from rooms.ids import correlation_id as new_correlation_id
 from rooms.models import Event
+from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 from turns.actions import check_queue_capacity, do_enqueue_turns
 

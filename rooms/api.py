@@ -1,7 +1,7 @@
 """Room endpoints: thin wrappers over ``rooms.actions`` and the read models.
 
 They are ``async``: their database work is one call on the writer or a reader thread
-(``groupx_site.db``) instead of a fresh thread and connection per request."""
+(``groupx_site.core.db``) instead of a fresh thread and connection per request."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from ninja import Query, Router
 
-from groupx_site import db
-from groupx_site.json_response import json_response
-from groupx_site.middleware import json_body
-from rooms import actions, bootstrap, export, history, sse
+from groupx_site.core import db
+from groupx_site.core.http import json_body
+from groupx_site.core.json_response import json_response
+from rooms import actions, export, history, sse
 
 router = Router(tags=["room"])
 
@@ -20,11 +20,6 @@ router = Router(tags=["room"])
 @router.post("/messages", response={202: dict}, summary="Post a user message and queue one Turn per target")
 async def post_message(request: HttpRequest):
     return 202, await db.write(actions.post_message)(json_body(request))
-
-
-@router.get("/bootstrap", summary="The room snapshot and the cursor to stream from")
-async def get_bootstrap(request: HttpRequest):
-    return json_response(await db.read(bootstrap.bootstrap)())
 
 
 @router.get("/events", summary="Server-Sent Events: durable events replayed from a cursor, then live")

@@ -23,9 +23,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.ids import new_id
 from rooms import sql
-from rooms.ids import new_id
 from setup_wizard.config import canonical_json
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
-from groupx_site.text import json_text
+from groupx_site.core.ids import event_id as new_event_id
+from groupx_site.core.text import json_text
 from rooms import bus, event_types, sql
-from rooms.ids import event_id as new_event_id
 from rooms.models import ROOM_ID, SCHEMA, Event
 
 

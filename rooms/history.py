@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from groupx_site.errors import invalid
+from groupx_site.core.errors import invalid
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event
 

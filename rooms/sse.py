@@ -4,7 +4,7 @@ A stream joins its loop's shared tail (``rooms/tail.py``) *before* its first rea
 ``seq > cursor``: from the tail's window of the newest frames, or in pages straight from the table
 while it catches up. So there is no window between replay and live, durable events go out in seq
 order exactly once, and a slow client can lose transient deltas but never a durable event; a
-client that stops reading pauses its stream (``groupx_site/flow.py``). A cursor beyond the head is
+client that stops reading pauses its stream (``groupx_site/core/flow.py``). A cursor beyond the head is
 answered with a visible ``stream.reset`` frame.
 """
 
@@ -15,8 +15,10 @@ import re
 from collections.abc import AsyncIterator
 
 from django.conf import settings
+from django.utils import timezone
 
-from groupx_site.errors import invalid
+from groupx_site.core.errors import invalid
+from groupx_site.core.ids import event_id
 from rooms.events import SYSTEM, iso
 from rooms.models import ROOM_ID, SCHEMA
 from rooms.tail import Inbox, Tail, read_head_seq, tail_for, transient_frame
@@ -39,10 +41,6 @@ def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
 
 
 def reset_frame(cursor: int, head: int) -> str:
-    from django.utils import timezone
-
-    from rooms.ids import event_id
-
     envelope = {
         "schema": SCHEMA, "eventId": event_id(), "seq": None, "roomId": ROOM_ID, "type": "stream.reset",
         "actor": SYSTEM.as_json(), "to": [], "correlationId": "stream", "rootCorrelationId": "stream",

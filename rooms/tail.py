@@ -18,8 +18,8 @@ from typing import Any
 
 from django.db.models import Max
 
-from groupx_site import db
-from groupx_site.text import json_text
+from groupx_site.core import db
+from groupx_site.core.text import json_text
 from rooms import bus
 from rooms.events import ENVELOPE_FIELDS, durable_frame, envelope_from_row
 from rooms.models import Event
@@ -167,7 +167,7 @@ class Tail:
 
     def _committed(self, frames: list[tuple[int, bytes | None]]) -> None:
         """Committed events with their frames, from their writer in commit order. When they
-        continue exactly from ``top`` (the usual case: one writer thread, ``groupx_site/db.py``)
+        continue exactly from ``top`` (the usual case: one writer thread, ``groupx_site/core/db.py``)
         they join the window as they are, and the broadcast needs no read of the table. Anything
         else (a gap left by another thread's or process's commit, a read in flight, a frame not
         encoded) is a plain wake-up: the table decides."""
@@ -357,7 +357,7 @@ class Tail:
     def after(self, cursor: int) -> tuple[bytes, int, bool]:
         """The frames after ``cursor`` (which must be ``>= floor``), at most ~``CHUNK_BYTES`` of
         them: ``(frames, new cursor, more left)``. Bounded because each stream holds its own
-        joined copy while a slow client drains it (``groupx_site/flow.py``)."""
+        joined copy while a slow client drains it (``groupx_site/core/flow.py``)."""
         start = bisect.bisect_right(self.seqs, cursor)
         end, size = start, 0
         while end < len(self.seqs) and (end == start or size + len(self.frames[end]) <= CHUNK_BYTES):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
 from setup_wizard.config import MESSAGE_CHARACTERS
 
 SENDER_FIELDS = ("from", "actor", "provenance", "sender", "eventId")

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.drivers.table import for_the_page as driver_choices
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
 from setup_wizard import detect
 from setup_wizard.config import (
     AGENT_ID_RE,

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from groupx_site.middleware import json_body
+from groupx_site.core.http import json_body
 from setup_wizard import actions
 
 router = Router(tags=["setup"])

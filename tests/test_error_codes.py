@@ -1,4 +1,4 @@
-"""The error-code table (groupx_site/errors.py): every code of FEATURES §19, each with its status."""
+"""The error-code table (groupx_site/core/errors.py): every code of FEATURES §19, each with its status."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.drivers.base import DriverError
-from groupx_site.errors import ErrorCode, GroupXError
+from groupx_site.core.errors import ErrorCode, GroupXError
 
 ROOT = Path(__file__).resolve().parent.parent
 # FEATURES §19 (the specification's error-code section), as it lists them: the protocol set, then

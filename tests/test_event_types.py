@@ -58,7 +58,7 @@ def test_the_context_and_audit_lists_derive_from_the_audiences():
     assert CONTEXT_TYPES == ("message.created", "operator.dispatch")  # memory/sql.py binds them in this order
     assert set(AUDIT_TYPES) == {"turn.reasoning.recorded", "tool.progress.recorded"}
     from memory.transcript import CONTEXT_TYPES as transcript_types
-    from rooms.member_actions import AUDIT_ONLY_TYPES
+    from turns.member_actions import AUDIT_ONLY_TYPES
     assert transcript_types == CONTEXT_TYPES and AUDIT_ONLY_TYPES == AUDIT_TYPES
 
 

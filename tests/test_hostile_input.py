@@ -117,7 +117,7 @@ def test_a_body_nested_fifty_thousand_levels_is_invalid_envelope_on_every_write_
 
 
 def test_a_body_nested_just_past_the_stated_depth_is_refused_and_one_within_it_is_not(room):
-    from groupx_site.bodies import MAX_JSON_DEPTH
+    from groupx_site.core.bodies import MAX_JSON_DEPTH
 
     within = "[" * (MAX_JSON_DEPTH - 1) + "]" * (MAX_JSON_DEPTH - 1)  # the body object is one level
     past = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH

@@ -12,10 +12,10 @@ import pytest
 from agents.mcp import server
 from agents.mcp.tools import TOOLS, member_tool
 from memory.inputs import LIST_MAX, MAX_QUERY
-from rooms.member_actions import READ_MAX_LIMIT
 from rooms.validation import MAX_CLIENT_COMMAND_ID, MAX_TARGETS
 from setup_wizard.config import MESSAGE_CHARACTERS
 from turns.asks import MAX_WAIT_MS
+from turns.member_actions import READ_MAX_LIMIT
 
 # tools/list as it was when names, schemas and handlers lived in two files (recorded before the
 # table replaced them): the table must keep every name, description and schema as it was.

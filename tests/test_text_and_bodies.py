@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from groupx_site.bodies import MAX_JSON_DEPTH, depth_exceeds, parse_json_body
-from groupx_site.errors import GroupXError
-from groupx_site.text import find_unencodable, json_text, repair, repair_tree
+from groupx_site.core.bodies import MAX_JSON_DEPTH, depth_exceeds, parse_json_body
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.text import find_unencodable, json_text, repair, repair_tree
 
 LONE = json.loads('"\\ud800"')
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.models import WEB_BINDING_ID
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import WEB_BINDING_ID
+from groupx_site.core.ids import turn_id as new_turn_id
 from rooms import commands, events, validation
-from rooms.ids import turn_id as new_turn_id
 from rooms.models import Event
 from setup_wizard.config import ResolvedAgent
 from turns import lifecycle, wakeups

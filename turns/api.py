@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from groupx_site import db
-from groupx_site.middleware import json_body
+from groupx_site.core import db
+from groupx_site.core.http import json_body
 from turns.actions import cancel_turn
 
 router = Router(tags=["turns"])

@@ -11,13 +11,13 @@ from typing import Any
 
 from django.conf import settings
 
-from groupx_site import db
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core import db
+from groupx_site.core.errors import GroupXError, invalid
 from rooms import bus, validation
-from rooms.member_actions import bounded_int, check_wake_payload, resolve_caller, send_to_agents
 from rooms.models import Event
 from turns import lifecycle
 from turns.actions import queue_metadata
+from turns.member_actions import bounded_int, check_wake_payload, resolve_caller, send_to_agents
 from turns.models import Turn
 from turns.states import COMPLETED, TERMINAL_STATUSES
 

@@ -16,12 +16,13 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from agents.models import DeliveryCursor
+from groupx_site.core.ids import new_id
 from memory.dated_sources import register_source as register_dated_memory_source
 from rooms import events
 from rooms.events import ActorRef
-from rooms.ids import new_id
 from rooms.models import ROOM_ID, Event
 from turns import sql as turn_sql
+from turns import wakeups
 from turns.models import Turn, TurnAttempt
 from turns.sql import TerminalRead
 from turns.states import (
@@ -284,8 +285,6 @@ def delivery_cursor(actor_id: str) -> int:
 def request_cancel(turn_id: str) -> tuple[bool, str]:
     """(accepted, status) for PROTOCOL §10.3. A queued Turn is cancelled at once; an in-flight one
     moves to ``cancelling`` and the lane sends the native cancel after commit."""
-    from turns import wakeups
-
     with transaction.atomic():
         turn = Turn.objects.get(turn_id=turn_id)
         if turn.status in TERMINAL_STATUSES:

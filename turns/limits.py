@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
 from rooms import events
 from rooms.events import ActorRef
 from turns.models import Turn

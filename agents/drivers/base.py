@@ -27,10 +27,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from groupx_site.errors import ErrorCode, declared
+from groupx_site.core.errors import ErrorCode, declared
 
 # Short names (plain str) for the codes a driver raises or puts in TurnFailed. The codes themselves, and their
-# HTTP statuses, are declared once in groupx_site/errors.py (Django-free, so drivers may import it).
+# HTTP statuses, are declared once in groupx_site/core/errors.py (Django-free, so drivers may import it).
 ADAPTER_START_FAILED = ErrorCode.ADAPTER_START_FAILED.value
 PROTOCOL_HANDSHAKE_TIMEOUT = ErrorCode.PROTOCOL_HANDSHAKE_TIMEOUT.value
 PROTOCOL_INVALID_MESSAGE = ErrorCode.PROTOCOL_INVALID_MESSAGE.value

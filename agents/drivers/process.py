@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from groupx_site.text import repair_tree
+from groupx_site.core.text import repair_tree
 
 log = logging.getLogger(__name__)
 

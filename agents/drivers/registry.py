@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from groupx_site.errors import ErrorCode
+from groupx_site.core.errors import ErrorCode
 
 from .base import Driver, DriverError
 from .table import DRIVERS

@@ -23,9 +23,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from agents.models import SessionBinding
-from groupx_site import db, store_faults
-from groupx_site.bodies import check_json_value
-from groupx_site.errors import ErrorCode, GroupXError
+from groupx_site.core import db, store_faults
+from groupx_site.core.bodies import check_json_value
+from groupx_site.core.errors import ErrorCode, GroupXError
 
 logger = logging.getLogger("groupx.mcp")
 BINDING_HEADER = b"x-groupx-binding"
@@ -59,7 +59,7 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         if tool is None:
             raise GroupXError("INVALID_ENVELOPE", f"no tool named {params.name!r}")
         arguments = dict(params.arguments or {})
-        check_json_value(arguments)  # depth and text, as for a REST body (groupx_site/bodies.py)
+        check_json_value(arguments)  # depth and text, as for a REST body (groupx_site/core/bodies.py)
         result = await tool.handler(binding_id, arguments)
         return _text_result(result, error=False)
     except GroupXError as error:

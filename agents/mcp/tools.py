@@ -19,13 +19,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groupx_site import db
+from agents.mcp import memory_tools
+from groupx_site.core import db
 from memory import inputs as memory_inputs
-from memory import mcp as memory_tools
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
-from rooms import member_actions, validation
+from rooms import validation
 from setup_wizard.config import MESSAGE_CHARACTERS
-from turns import asks
+from turns import asks, member_actions
 
 Handler = Callable[[str | None, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -43,7 +43,7 @@ TOOLS: dict[str, MemberTool] = {}  # in declaration order, which is the order of
 
 def member_tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()):
     """Register the decorated action as the tool ``name``. A plain function runs on the store's
-    writer thread (``groupx_site.db.write``); a coroutine function (one that waits, like ask) is
+    writer thread (``groupx_site.core.db.write``); a coroutine function (one that waits, like ask) is
     awaited as it is and reaches the store itself."""
 
     def register(action: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,7 +2,7 @@
 SQLite test database, in the test's own process. No server, no CLI, no sleeps: ``make test-fast``.
 
 Every test here gets a database (the ``django_db`` mark is added at collection) and a room of three
-agents whose limits are small enough to reach. ``groupx_site/db.py``'s executors run inline, so an
+agents whose limits are small enough to reach. ``groupx_site/core/db.py``'s executors run inline, so an
 async entry point driven by ``async_to_sync`` does its database work on the test's thread, inside
 the test's transaction. Tests that need a second connection (races) ask for
 ``django_db(transaction=True)``: their writes commit, as a second process's would.
@@ -38,13 +38,14 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def unit_room(settings):
     """Three live agents (alpha, beta, gamma) with their Actor rows, and the executors inline."""
-    from agents import roster
+    from agents.roster import sync_actors
+    from setup_wizard import roster
 
     settings.GROUPX_DB_INLINE = True
     settings.GROUPX_CONFIG = GroupXConfig.model_validate(
         {"agents": {name: {"driver": "kimi", "cwd": "."} for name in AGENTS}, "limits": LIMITS}
     )
     roster.configured_agents.cache_clear()
-    roster.sync_actors()
+    sync_actors()
     yield settings.GROUPX_CONFIG
     roster.configured_agents.cache_clear()

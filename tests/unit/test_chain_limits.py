@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from groupx_site.errors import GroupXError
-from rooms.member_actions import check_wake_payload, member_send, send_to_agents
+from groupx_site.core.errors import GroupXError
 from rooms.models import ClientCommand, Event
 from tests.unit.room import claim, command_id, post, queued_turn
+from turns.member_actions import check_wake_payload, member_send, send_to_agents
 from turns.models import Turn
 
 

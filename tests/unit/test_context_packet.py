@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from agents import roster
 from memory.actions import do_remember_memory, remember_memory, retract_memory
 from memory.context import ORDER, ContextBudgetExceeded, build_context_packet
 from memory.identity import do_remember_identity
 from memory.inputs import check_memory_write
 from memory.models import MemoryRecord
 from memory.records import WEB_WRITER, Writer
+from setup_wizard import roster
 from tests.unit.room import actor, command_id, post
 
 ALPHA = "agent:alpha"

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import WEB_BINDING_ID
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.ids import WEB_BINDING_ID
 from memory.actions import remember_memory
 from memory.inputs import check_memory_write
 from memory.models import MemoryRecord
 from memory.records import WEB_WRITER
 from rooms import commands
 from rooms.actions import post_message
-from rooms.member_actions import member_send
 from rooms.models import ClientCommand, Event
 from tests.unit.room import claim, queued_turn
 from turns.actions import cancel_turn
+from turns.member_actions import member_send
 from turns.models import Turn
 
 

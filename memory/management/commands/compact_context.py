@@ -9,8 +9,8 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.models import OPERATOR_BINDING_ID
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.ids import OPERATOR_BINDING_ID
 from memory.engine import compact_command
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
 from rooms import export
 
 

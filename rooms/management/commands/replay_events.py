@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand
 
-from groupx_site.text import json_text
+from groupx_site.core.text import json_text
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import Event
 

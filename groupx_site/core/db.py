@@ -11,7 +11,7 @@
 
 A store fault (disk full, read-only, locked past the busy timeout, …) leaves both as
 ``StoreUnavailable`` (503 ``STORE_UNAVAILABLE``) and is remembered for health; a write call that
-commits rows clears it (``groupx_site/store_faults.py``, docs/DECISIONS.md D24).
+commits rows clears it (``groupx_site/core/store_faults.py``, docs/DECISIONS.md D24).
 
 Other processes (management commands) still take SQLite's lock as before, and Django's sync views
 (admin, setup) keep their per-request thread; only hot paths and the runtime come through here.
@@ -34,7 +34,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from groupx_site import store_faults
+from groupx_site.core import store_faults
 
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from agents.models import SessionBinding
-from groupx_site.errors import GroupXError, invalid
+from groupx_site.core.errors import GroupXError, invalid
 from rooms import commands, events, validation
 from rooms.actions import PostMessage, check_post_message, check_references_exist, resolve_targets
 from rooms.event_types import AUDIT_TYPES

@@ -1,5 +1,8 @@
 """``GET /api/bootstrap`` (PROTOCOL §10.1, FEATURES §10): one bounded read snapshot.
 
+It gathers every layer (the log, the Turns, the roster and its health, the pending setup), so it
+is wiring, not part of ``rooms`` (docs/ARCHITECTURE.md "Layers").
+
 The recent events come from a reverse ``LIMIT`` on the primary key and the Turns from the status
 index, so the cost does not grow with history. ``room.throughSeq`` is the cursor the client then
 passes to ``/api/events``; anything committed in between is read by the stream's own tail.
@@ -10,17 +13,24 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
+from ninja import Router
 
-from agents import health, roster
-from groupx_site.dbsnapshot import read_snapshot
+from agents import health
+from groupx_site.core import db
+from groupx_site.core.dbsnapshot import read_snapshot
+from groupx_site.core.json_response import json_response
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
+from setup_wizard import roster
 from setup_wizard.pending import pending_agents
 from turns.models import Turn
 from turns.states import ACTIVE_STATUSES
 
 RECENT_EVENTS = 100
+
+router = Router(tags=["room"])
 
 
 def agent_cards() -> list[dict[str, Any]]:
@@ -82,3 +92,11 @@ def bootstrap() -> dict[str, Any]:
     if rows and rows[0]["seq"] > 1:
         snapshot["previousPage"] = {"beforeSeq": rows[0]["seq"]}
     return snapshot
+
+
+# The operation id it had under rooms/api.py, so /api/openapi.json names it as before.
+@router.get(
+    "/bootstrap", summary="The room snapshot and the cursor to stream from", operation_id="rooms_api_get_bootstrap"
+)
+async def get_bootstrap(request: HttpRequest):
+    return json_response(await db.read(bootstrap)())

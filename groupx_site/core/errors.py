@@ -76,7 +76,7 @@ def declared(code: str) -> ErrorCode:
     try:
         return ErrorCode(code)
     except ValueError:
-        raise ValueError(f"{code!r} is not a GroupX error code (groupx_site/errors.py ErrorCode)") from None
+        raise ValueError(f"{code!r} is not a GroupX error code (groupx_site/core/errors.py ErrorCode)") from None
 
 
 class GroupXError(Exception):

@@ -1,4 +1,4 @@
-"""JSON responses whose text always encodes (``groupx_site/text.py``): one bad character stored
+"""JSON responses whose text always encodes (``groupx_site/core/text.py``): one bad character stored
 by an older version must not turn a whole bootstrap or memory page into a 500."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from groupx_site.text import json_text
+from groupx_site.core.text import json_text
 
 
 def json_response(body: Any, status: int = 200) -> HttpResponse:

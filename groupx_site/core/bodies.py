@@ -11,7 +11,7 @@ refusal is the protocol's code, raised before any work is done:
   ``RecursionError`` (a 500 before this) somewhere near a thousand;
 - a string, or an object key, that cannot be written as UTF-8 (a lone surrogate spelled
   ``"\\ud800"``) → 400 ``INVALID_ENVELOPE`` naming the field: stored, it would stop every stream
-  that replays it (``groupx_site/text.py``).
+  that replays it (``groupx_site/core/text.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from groupx_site.errors import GroupXError
-from groupx_site.text import find_unencodable
+from groupx_site.core.errors import GroupXError
+from groupx_site.core.text import find_unencodable
 
 MAX_BODY_BYTES = 2 * 1024 * 1024  # FEATURES §5: "a body over 2 MiB → 413 MESSAGE_TOO_LARGE"
 MAX_JSON_DEPTH = 32

@@ -5,10 +5,10 @@ an I/O error or a database file that cannot be opened are *faults of the store*,
 request that met one gets 503 ``STORE_UNAVAILABLE`` naming the fault, with ``Retry-After``, and
 wrote nothing (its transaction rolled back). The process remembers the last fault a database
 call met, so ``/api/health`` can say "degraded" while it lasts; the next write that commits
-clears it (``groupx_site/db.py``, ``groupx_site/store_probe.py``).
+clears it (``groupx_site/core/db.py``, ``groupx_site/core/store_probe.py``).
 
 Background work (lanes, the runtime's start, schedulers) waits with ``Backoff`` and tries again
-(``groupx_site/store_probe.py``: ``store_back``, ``until_available``).
+(``groupx_site/core/store_probe.py``: ``store_back``, ``until_available``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from django.db import DatabaseError
 
-from groupx_site.errors import GroupXError
+from groupx_site.core.errors import GroupXError
 
 RETRY_AFTER_SECONDS = 5  # the default busy timeout, and the ceiling of the background backoff
 

@@ -1,7 +1,11 @@
+"""The room page (the HTML shell; its data comes from ``/api/bootstrap`` and the stream)."""
+
+from __future__ import annotations
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agents.roster import configured_agents
+from setup_wizard.roster import configured_agents
 from setup_wizard.starter import is_demo_roster
 
 

@@ -24,7 +24,7 @@ import time
 
 from django.conf import settings
 
-from groupx_site import store_faults
+from groupx_site.core import store_faults
 
 PROBE_WHILE_FAULTY_SECONDS = 1.0
 PROBE_WHILE_HEALTHY_SECONDS = 10.0

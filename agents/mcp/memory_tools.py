@@ -16,7 +16,7 @@ from memory.identity import remember_identity
 from memory.inputs import IdentityWrite, MemoryWrite
 from memory.models import IDENTITY_KINDS
 from memory.records import Writer
-from rooms.member_actions import resolve_caller
+from turns.member_actions import resolve_caller
 
 
 def caller_writer(binding_id: str) -> Writer:
