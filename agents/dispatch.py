@@ -1,4 +1,4 @@
-"""The lane's one database call before a native prompt (ARCHITECTURE "The dispatch path").
+"""The lane's one database call before a native prompt (docs/ARCHITECTURE.md "The dispatch path").
 
 Building the Context Packet, claiming the Turn (``turn.dispatched``) and the write-ahead
 ``prompt_invoked + unknown`` are three steps and two commits. Made one call on the writer thread

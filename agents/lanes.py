@@ -1,5 +1,5 @@
 """One FIFO lane per agent: claim the oldest queued Turn, run it on the agent's native session,
-record its outcome (PROTOCOL §5, ARCHITECTURE "The dispatch path").
+record its outcome (PROTOCOL §5, docs/ARCHITECTURE.md "The dispatch path").
 
 Lanes run in parallel; within a lane one Turn runs at a time, in ``enqueue_seq`` order. Content,
 reasoning and tool progress go out as transient SSE events while the native turn streams; nothing

@@ -1,5 +1,5 @@
 """The agent runtime: restart recovery, one session and one FIFO lane per live agent, and the
-commit-time wake-ups from the turn actions (ARCHITECTURE "The dispatch path", "Failure handling").
+commit-time wake-ups from the turn actions (docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
 """
 
 from __future__ import annotations

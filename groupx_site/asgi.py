@@ -1,4 +1,4 @@
-"""The ASGI entry point: a small router in front of Django (ARCHITECTURE "One process, four surfaces").
+"""The ASGI entry point: a small router in front of Django (docs/ARCHITECTURE.md "One process, four surfaces").
 
 - ``/mcp`` goes to the member MCP server (``agents.mcp.server``); ``/mcp/operator`` is reserved and
   answers 503 ``MCP_UNAVAILABLE`` until the operator surface is built;

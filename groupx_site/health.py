@@ -1,4 +1,4 @@
-"""``GET /api/health`` (PROTOCOL §10.6, FEATURES §16, ARCHITECTURE "Decisions" 14)."""
+"""``GET /api/health`` (PROTOCOL §10.6, FEATURES §16)."""
 
 from __future__ import annotations
 

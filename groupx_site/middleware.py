@@ -1,8 +1,8 @@
 """HTTP guards that hold for every API route.
 
 - Writes must be JSON and must not come from a foreign page: a hostile site in the user's browser
-  can send a ``text/plain`` form POST to 127.0.0.1 without a CORS preflight (ARCHITECTURE
-  "Security", "Decisions" 16). A request without ``Origin`` (curl, the CLIs, tests) is accepted.
+  can send a ``text/plain`` form POST to 127.0.0.1 without a CORS preflight (docs/DECISIONS.md
+  D6, D25). A request without ``Origin`` (curl, the CLIs, tests) is accepted.
 - The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
 - Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.

@@ -91,7 +91,7 @@ DATABASES = {
         "NAME": GROUPX_DB_PATH,
         "OPTIONS": {
             # BEGIN IMMEDIATE: a DEFERRED read lock upgraded to a write lock fails at once with
-            # SQLITE_BUSY; IMMEDIATE waits for the lock instead (research/STACK_POC.md §5).
+            # SQLITE_BUSY; IMMEDIATE waits for the lock instead.
             "transaction_mode": "IMMEDIATE",
             # SQLite's busy timeout: how long a write waits for a lock another process holds
             # before it answers 503 STORE_UNAVAILABLE (FEATURES §18: busy_timeout=5000; D24).

@@ -6,7 +6,7 @@ idempotency receipt (binding + clientCommandId), the lookups, the write and its 
 must run inside ``transaction.atomic()`` (BEGIN IMMEDIATE: the caller holds the write lock, so the
 status read before a compare-and-set cannot go stale).
 
-Who may write an agent's core memory (ARCHITECTURE "Decisions" 9): that agent through its own
+Who may write an agent's core memory (docs/DECISIONS.md D14): that agent through its own
 binding, or the web/operator. Another agent naming it in ``scope`` is refused with
 INVALID_ENVELOPE: its binding is valid and matches the caller (so not MCP_BINDING_MISMATCH); the
 request itself asks for something no agent input may ask, like any other disallowed scope.

@@ -1,6 +1,6 @@
 """The Context Packet (FEATURES §14): what an agent is told when it is woken.
 
-Sections, always in this order (ARCHITECTURE "Decisions" 13): ``[groupx_protocol]``,
+Sections, always in this order and the same for every driver (FEATURES §14): ``[groupx_protocol]``,
 ``[configured_agent_identity]``, ``[self_identity]``, ``[user_authored_identity]``,
 ``[observed_identity]``, ``[agent_core_memory]``, ``[agent_dated_memory]``, ``[public_memory]``,
 ``[room_checkpoint_summary]``, ``[room_delta_since_cursor]``, ``[reply_chain]`` and

@@ -4,7 +4,7 @@ Records are never edited or erased in place: a supersede writes a new active ver
 old one ``superseded``; a retract turns the record into a tombstone (``retracted`` +
 ``retractedAt``). Memory and identity records have an integer ``id`` as their SQLite rowid so the
 external-content FTS5 indexes (migration 0002) can point at them; the public ids are
-``memory_id`` / ``identity_id`` (ARCHITECTURE "Decisions" 17).
+``memory_id`` / ``identity_id`` (their wire ids).
 """
 
 from __future__ import annotations

@@ -230,7 +230,7 @@ def turn_event(
 
 
 def session_event(*, event_type: str, actor: ActorRef, body: dict[str, Any]) -> Event:
-    """session.starting | ready | resumed | failed | stopped (durable, ARCHITECTURE "Decisions" 4)."""
+    """session.starting | ready | resumed | failed | stopped (durable, PROTOCOL §2.1; only session.retrying is transient)."""
     return append_event(
         event_type=event_type,
         actor=actor,

@@ -27,7 +27,7 @@ DECIMAL = re.compile(r"^[0-9]{1,18}$")
 
 
 def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
-    """One cursor from the query and/or the header; both present must agree (Decisions 1)."""
+    """One cursor from the query and/or the header; both present must agree, else 400."""
     values = []
     for name, raw in (("afterSeq", after_seq), ("Last-Event-ID", last_event_id)):
         if raw is None:

@@ -1,7 +1,7 @@
 """Strict request-body validation shared by REST and MCP (PROTOCOL §3.2, §10.2; FEATURES §6.5).
 
 Order matters and is fixed: sender fields first (their values are never read), then unknown
-keys, then each field. Lengths count Unicode code points (ARCHITECTURE "Decisions" 11).
+keys, then each field. Lengths count Unicode code points (Python ``len``).
 """
 
 from __future__ import annotations

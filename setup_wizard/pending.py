@@ -2,7 +2,7 @@
 
 The live roster is the config the process started with; the file on disk may be newer. An agent
 enabled in the file but not live is shown as ``pending_restart``: it counts toward the room's agent
-total but is not a message target until ``groupx restart`` (ARCHITECTURE "Decisions" 12).
+total but is not a message target until ``groupx restart`` (docs/DECISIONS.md D9).
 """
 
 from __future__ import annotations

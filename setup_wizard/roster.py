@@ -1,6 +1,6 @@
 """The live roster: the agents this process started with (pure config: it reads ``groupx.json``).
 
-Targets are validated against it (ARCHITECTURE "Decisions" 12): an agent added to ``groupx.json``
+Targets are validated against it (docs/DECISIONS.md D9): an agent added to ``groupx.json``
 after start is "pending restart" and not a target until ``groupx restart``; a disabled agent is
 not a target at all.
 """

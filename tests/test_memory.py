@@ -202,7 +202,7 @@ def test_another_agent_cannot_write_someones_core_memory(agents_room):
     assert refused["code"] == "INVALID_ENVELOPE" and refused["details"]["scopeId"] == "agent:hermes"
     assert tool_payload(mcp_calls(room, "kimi", "core_memory_remember")[0])["code"] == "INVALID_ENVELOPE"
     assert room.get("/api/memory", params={"scopeId": "agent:hermes"}).json()["items"] == []
-    # The web may write it (ARCHITECTURE "Decisions" 9).
+    # The web may write it (docs/DECISIONS.md D14).
     assert remember(room, scope={"type": "agent", "id": "agent:hermes"}, kind="note", content="ok").status_code == 201
 
 

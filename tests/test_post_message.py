@@ -1,4 +1,4 @@
-"""POST /api/messages against a real server (PROTOCOL §10.2, ARCHITECTURE "Decisions" 6-8)."""
+"""POST /api/messages against a real server (PROTOCOL §10.2, §14; FEATURES §5, §6.1)."""
 
 from __future__ import annotations
 

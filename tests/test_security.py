@@ -1,4 +1,4 @@
-"""What a hostile page in the user's browser could send (ARCHITECTURE "Security")."""
+"""What a hostile page in the user's browser could send (docs/DECISIONS.md D6, D25)."""
 
 from __future__ import annotations
 

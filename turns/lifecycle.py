@@ -299,7 +299,7 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
             wakeups.cancel_on_commit(turn_id)
             outcome = (True, CANCELLING)
         # A parent that stops no longer waits for its synchronous asks (PROTOCOL §6.3); its
-        # asynchronous sends are independent work and go on (ARCHITECTURE "Decisions" 5).
+        # asynchronous sends are independent work and go on.
         for child_id in Turn.objects.filter(parent_turn_id=turn_id, command_type="mcp.ask").exclude(
             status__in=TERMINAL_STATUSES
         ).values_list("turn_id", flat=True):

@@ -2,7 +2,7 @@
 
 These are reliability limits, not permissions. A hit is returned to the caller as its code and,
 because a stopped chain must never be silent, also appended as a visible ``routing.loop_stopped``
-event (ARCHITECTURE "Decisions" 3) — in its own transaction, after the command rolled back.
+event — in its own transaction, after the command rolled back.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The session owns the child process and the JSON-RPC client, routes ``session/upd
 notifications to the active turn (or to the replay buffer during ``session/load``), and answers
 the agent's requests. ``AcpDriver`` (``acp.py``) runs the handshake through ``step``.
 
-Native interactions (ARCHITECTURE Decision 19): a permission or elicitation request is settled
+Native interactions (NATIVE_PROTOCOLS §1.9; each fails only its own turn): a permission or elicitation request is settled
 at once with a cancel, the native turn is cancelled, and the GroupX turn fails with
 ``UNEXPECTED_NATIVE_INTERACTION`` only once the native prompt has settled, so the next turn can
 reuse the session. If it does not settle within ``cancel_ms`` the session needs a rebuild.

@@ -3,7 +3,8 @@
 Launch: the fixed flags, then ``--mcp-config <json>`` when the GroupX MCP server is attached, then
 ``--session-id <new uuid4>`` or ``--resume <stored uuid>``. ``system/init`` only comes after the
 first user message, so the handshake is two control requests, each bounded by ``handshake_ms``:
-``initialize`` (its ``current_permission_mode`` is optional, Decision 20) and
+``initialize`` (its ``current_permission_mode`` is optional: Claude Code 2.1.197 no longer
+sends it, docs/CONFORMANCE.md) and
 ``set_permission_mode bypassPermissions`` (refused or downgraded → ``NATIVE_POLICY_BLOCKED``).
 Turns and close live in ``claude_session.py`` and ``claude_turn.py``.
 

@@ -54,7 +54,7 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         self.native_session_id = session_id  # chosen by GroupX (--session-id) or the stored one (--resume)
         self.resuming = resuming
         self.mcp_status: str | None = None  # from system/init mcp_servers: connected | failed | pending
-        self.initial_permission_mode: str | None = None  # observational only (Decision 20)
+        self.initial_permission_mode: str | None = None  # observational only; 2.1.197 omits it
         self.cli_pid: int | None = None
         self.cli_version: str | None = None
         self.startup_result: dict[str, Any] | None = None  # a `result` before any turn (L3)

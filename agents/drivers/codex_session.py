@@ -4,7 +4,7 @@ The session owns the JSON-RPC client, filters notifications (other threads, fini
 noise) before they reach the active ``CodexTurn``, answers the server's requests, and tracks the
 GroupX MCP server's startup status. ``CodexDriver`` (``codex.py``) runs the handshake.
 
-Native interactions (§2.8, ARCHITECTURE Decision 19): every approval, permission, user-input or
+Native interactions (§2.8; each fails only its own turn): every approval, permission, user-input or
 elicitation request is settled at once with a cancel or empty answer, the native turn is
 interrupted, and the GroupX turn fails with ``UNEXPECTED_NATIVE_INTERACTION`` once Codex confirms
 the interrupt. The thread then takes the next turn normally; only an interrupt that never settles

@@ -185,7 +185,7 @@ def _reject_constant(name: str) -> Any:
 
 def encode_frame(obj: Any) -> bytes:
     """One compact JSON line. Raises ValueError for anything that is not a serialisable dict:
-    a malformed line must never reach a CLI's stdin (NATIVE_PROTOCOLS X7)."""
+    a malformed line must never reach a CLI's stdin (NATIVE_PROTOCOLS §5.3, X7)."""
     if not isinstance(obj, dict):
         raise ValueError(f"refusing to write a non-object frame ({type(obj).__name__})")
     try:

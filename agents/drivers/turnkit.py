@@ -260,7 +260,7 @@ class QueuedTurn(NativeTurn):
 
     def _fail_early(self, failure: TurnFailed, cancel_ms: int) -> bool:
         """The turn failed natively (an interaction); the caller interrupts the native turn and the
-        failure is emitted once it settles, so the session stays usable (Decision 19). False if the
+        failure is emitted once it settles, so the session stays usable. False if the
         outcome was already decided."""
         if self.terminal is not None or self._failure is not None:
             return False

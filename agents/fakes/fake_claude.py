@@ -2,7 +2,8 @@
 
 Not JSON-RPC: one typed JSON object per line each way, SDK ``control_request``s for the handshake,
 ``stream_event``/``assistant``/``user``/``result`` frames for turns. Shapes follow the real 2.1.197
-transcripts in ``/work/shared/real-cli/transcripts/claude-*.jsonl`` where they differ from the spec
+transcripts of the real CLI (recorded by the real-CLI tier, ``tests/realcli``, docs/CONFORMANCE.md)
+where they differ from the spec
 (``system/init`` before *every* turn, an interrupt ack without a body, MCP tool results without
 ``is_error``). Behaviour comes from the scenario (§6.3) and per-turn ``[[fake: …]]`` directives;
 what the broker sent goes to the wire log. Stdlib only.

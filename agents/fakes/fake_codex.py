@@ -2,8 +2,9 @@
 
 Speaks Codex's JSON-RPC dialect (no ``jsonrpc`` header on output, ``emittedAtMs`` on
 notifications, integer server-request ids from 0) closely enough that GroupX's Codex driver cannot
-tell it from the real CLI on the paths under test. Shapes follow the real 0.169 transcripts in
-``/work/shared/real-cli/transcripts/codex-*.jsonl`` where they differ from the spec. Behaviour comes
+tell it from the real CLI on the paths under test. Shapes follow the real 0.169 transcripts
+(recorded by the real-CLI tier, ``tests/realcli``, docs/CONFORMANCE.md) where they differ from the
+spec. Behaviour comes
 from the scenario (§6.3) and per-turn ``[[fake: …]]`` directives; what the broker sent goes to the
 wire log. Stdlib only.
 

@@ -1,6 +1,6 @@
 // api.js — fetch wrappers that always give back the protocol's error shape.
 //
-// Writes are JSON (the server refuses anything else, ARCHITECTURE "Security"); a network failure
+// Writes are JSON (the server refuses anything else, docs/DECISIONS.md D6); a network failure
 // is reported as NETWORK_ERROR so the composer can show a code like every other failure.
 
 export async function getJson(url) {

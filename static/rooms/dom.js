@@ -38,7 +38,7 @@ export function replaceChildren(el, ...children) {
   return append(el, children);
 }
 
-/** Unicode code points, the unit the server's 131,072 limit counts (Decisions 11). */
+/** Unicode code points, the unit the server's 131,072 limit counts (Python len on the server). */
 export function codePoints(text) {
   let n = 0;
   for (const _ of text) n += 1; // eslint-disable-line no-unused-vars

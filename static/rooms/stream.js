@@ -2,7 +2,7 @@
 //
 // The browser's own EventSource retry would resend the original URL (?afterSeq=<old cursor>) plus
 // a Last-Event-ID header with a newer seq; the server refuses that disagreement with 400
-// (ARCHITECTURE "Decisions" 1). So on any error we close the EventSource and open a new one with
+// (docs/DECISIONS.md D18). So on any error we close the EventSource and open a new one with
 // afterSeq = the last durable seq we applied, backing off 250 ms → 10 s with ±20% jitter.
 
 const MIN_DELAY_MS = 250;

@@ -155,7 +155,7 @@ def _hermes_config(mock: MockModel) -> str:
   api_key: groupx-mock
   context_length: 256000
 security:
-  allow_lazy_installs: false  # never pip-install at test time (NATIVE_PROTOCOLS A4)
+  allow_lazy_installs: false  # never pip-install at test time (NATIVE_PROTOCOLS §3.9, A4)
 """
 
 

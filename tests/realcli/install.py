@@ -33,8 +33,8 @@ HERMES_VERSION = "0.19.0"
 KIMI_VERSION = "1.51.0"  # 1.52.0, the latest, is a tombstone that only prints a deprecation notice
 
 # Hermes 0.19 pip-installs a feature's packages the first time that feature is used
-# (tools/lazy_deps.py; NATIVE_PROTOCOLS A4: boto3 for the Bedrock provider). With the `custom`
-# provider the tier uses, nothing was installed lazily (the venv was unchanged after a full run),
+# (its own tools/lazy_deps.py; NATIVE_PROTOCOLS §3.9, A4: boto3 for the Bedrock provider). With
+# the `custom` provider the tier uses, nothing was installed lazily (the venv was unchanged after a full run),
 # so nothing extra is needed here; the tier also turns lazy installs off
 # (HERMES_DISABLE_LAZY_INSTALLS=1, security.allow_lazy_installs: false) so a test never needs a
 # registry. Packages listed here would be installed into the venv up front.

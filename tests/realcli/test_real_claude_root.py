@@ -1,4 +1,4 @@
-"""Claude Code as root: without IS_SANDBOX=1 it refuses bypassPermissions (NATIVE_PROTOCOLS L1).
+"""Claude Code as root: without IS_SANDBOX=1 it refuses bypassPermissions (NATIVE_PROTOCOLS §4.9, L1).
 
 GroupX never sets IS_SANDBOX itself. When it is missing, the user must see why the agent cannot
 start: a ``session.failed`` event and health ``lastError`` with ``NATIVE_POLICY_BLOCKED`` and a

@@ -89,7 +89,7 @@ def test_the_context_packet_reaches_the_model_intact(room, key, driver):
     requests = room.mock.requests(rule=key)
     assert len(requests) == 1, [r["seq"] for r in requests]
     prompt = user_text(requests[0])
-    # FEATURES §14 / Decision 13: protocol header first, [current_message] last, for every driver
+    # FEATURES §14: protocol header first, [current_message] last, for every driver
     assert prompt.startswith("[groupx_protocol]\n"), prompt[:300]
     assert f"target: agent:{driver}\n" in prompt
     assert f"current_event_id: {run.accepted['messageEventId']}\n" in prompt

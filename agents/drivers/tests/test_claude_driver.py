@@ -159,7 +159,7 @@ async def test_without_mcp_there_is_no_mcp_config_argument(rig):
 
 
 async def test_an_initialize_without_current_permission_mode_is_accepted(rig):
-    session = await rig.start({"omit_current_permission_mode": True})  # Decision 20, as 2.1.197 does
+    session = await rig.start({"omit_current_permission_mode": True})  # optional, as 2.1.197 omits it
     assert session.alive and session.initial_permission_mode is None
 
 
@@ -408,7 +408,7 @@ async def test_a_permission_request_is_denied_fails_only_its_turn_and_the_next_t
     assert inbound[reply_at]["response"]["response"]["behavior"] == "deny"
     assert inbound[reply_at + 1]["request"] == {"subtype": "interrupt"}
     assert rig.check_ok(session, "interaction_reply") and rig.check_ok(session, "cancel_after_interaction")
-    assert not session.needs_rebuild and session.alive  # Decision 19
+    assert not session.needs_rebuild and session.alive  # the failure is the turn's only
     _, events = await run_turn(session, "next one")
     assert "".join(texts(events, ContentDelta)) == "echo: next one"
     assert isinstance(events[-1], TurnCompleted)

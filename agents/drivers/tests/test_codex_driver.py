@@ -271,7 +271,7 @@ async def test_a_native_interaction_fails_only_its_turn_and_the_next_turn_works(
     assert [m["params"]["turnId"] for m in interrupts] == [turn.native_turn_id]
     assert rig.check_ok(session, "interaction_reply")
     assert rig.check_ok(session, "cancel_after_interaction")
-    assert not session.needs_rebuild and session.alive  # Decision 19
+    assert not session.needs_rebuild and session.alive  # the failure is the turn's only
     _, events = await run_turn(session, "next one")
     assert events[-1] == COMPLETED
     assert "".join(texts(events, ContentDelta)) == "echo: next one"
