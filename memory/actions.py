@@ -34,7 +34,7 @@ from memory.records import (
     record_event,
     unknown_record,
 )
-from rooms import commands
+from rooms import commands, event_types
 from rooms.actions import check_references_exist
 from rooms.models import ROOM_ID, Event
 
@@ -153,7 +153,7 @@ def do_remember_memory(
     body: dict[str, Any] = {"record": memory_json(record)}
     if supersedes:
         body["supersededMemoryId"] = supersedes
-    record_event(event_type="memory.superseded" if supersedes else "memory.remembered", writer=writer, body=body,
+    record_event(event_type=event_types.MEMORY_SUPERSEDED if supersedes else event_types.MEMORY_REMEMBERED, writer=writer, body=body,
                  record_id=record.memory_id, subject=subject_actor_id, source_event_id=source_event_id)
     return record
 
@@ -176,6 +176,6 @@ def do_retract_memory(writer: Writer, record: MemoryRecord) -> MemoryRecord:
     """Tombstone: the content stays, the status says it no longer holds."""
     MemoryRecord.objects.filter(pk=record.pk, status="active").update(status="retracted", retracted_at=timezone.now())
     record.refresh_from_db()
-    record_event(event_type="memory.retracted", writer=writer, body={"record": memory_json(record)},
+    record_event(event_type=event_types.MEMORY_RETRACTED, writer=writer, body={"record": memory_json(record)},
                  record_id=record.memory_id, subject=record.subject_actor_id, source_event_id=record.source_event_id)
     return record

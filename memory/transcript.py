@@ -58,7 +58,7 @@ def entry(event: dict[str, Any]) -> str:
     """One transcript line: id, seq, author, author name, references, then the text."""
     header = (f"- id={event['event_id']} seq={event['seq']} author={event['actor_id']} "
               f"name={event['actor_display_name']!r}")
-    if event["event_type"] != "message.created":
+    if event["event_type"] != event_types.MESSAGE_CREATED:
         header += f" type={event['event_type']}"
     if event["reply_to_event_id"]:
         header += f" reply_to={event['reply_to_event_id']}"

@@ -20,10 +20,11 @@ from django.utils.dateparse import parse_datetime
 from groupx_site.core import db
 from groupx_site.core.errors import invalid
 from groupx_site.core.text import repair
+from rooms import event_types
 from rooms.models import ROOM_ID, Event
 
 PAGE = 500
-MESSAGE = "message.created"
+MESSAGE = event_types.MESSAGE_CREATED
 QUOTE_CHARS = 100
 
 

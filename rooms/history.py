@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from groupx_site.core.errors import invalid
+from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event
 
@@ -26,7 +27,7 @@ SEARCH_LIMIT_DEFAULT = 20
 QUERY_MAX_CHARS = 1024  # as memory_search (FEATURES §15)
 SNIPPET_RADIUS = 70  # characters of context either side of the first match
 TRIGRAM = 3  # shorter terms cannot use the trigram index (docs/DECISIONS.md D15)
-MESSAGE = "message.created"
+MESSAGE = event_types.MESSAGE_CREATED
 FTS_TABLE = "rooms_message_fts"
 
 DECIMAL = re.compile(r"^[0-9]{1,18}$")

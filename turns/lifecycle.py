@@ -18,7 +18,7 @@ from django.utils import timezone
 from agents.models import DeliveryCursor
 from groupx_site.core.ids import new_id
 from memory.dated_sources import register_source as register_dated_memory_source
-from rooms import events
+from rooms import event_types, events
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
 from turns import sql as turn_sql
@@ -92,7 +92,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
             claimed_at=timezone.now(),
         )
         events.turn_event(
-            event_type="turn.dispatched",
+            event_type=event_types.TURN_DISPATCHED,
             actor=events.SYSTEM,
             turn_id=turn_id,
             target_actor_id=claim.target_actor_id,
@@ -130,7 +130,7 @@ def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> N
         if native_turn_id:
             body["nativeTurnId"] = native_turn_id
         events.turn_event(
-            event_type="turn.started",
+            event_type=event_types.TURN_STARTED,
             actor=actor,
             turn_id=claim.turn_id,
             target_actor_id=claim.target_actor_id,
@@ -178,11 +178,11 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             status, outcome.error_code = FAILED, outcome.error_code or "PROTOCOL_INVALID_MESSAGE"
         terminal_body: dict[str, Any] = {"status": status}
         if outcome.reasoning:
-            record = _turn_record(turn_id, turn, agent, "turn.reasoning.recorded",
+            record = _turn_record(turn_id, turn, agent, event_types.TURN_REASONING_RECORDED,
                                   {"content": outcome.reasoning, "terminalStatus": status}, "reasoning")
             terminal_body["reasoningEventId"] = record.event_id
         tool_ids = [
-            _turn_record(turn_id, turn, agent, "tool.progress.recorded", tool, f"tool:{index}").event_id
+            _turn_record(turn_id, turn, agent, event_types.TOOL_PROGRESS_RECORDED, tool, f"tool:{index}").event_id
             for index, tool in enumerate(outcome.tool_records)
         ]
         if tool_ids:
@@ -213,7 +213,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             terminal_body["errorCode"] = outcome.error_code
         terminal_body.update(outcome.terminal_facts)
         terminal = events.turn_event(
-            event_type=f"turn.{status}",
+            event_type=event_types.TURN_TERMINALS[status],
             actor=agent if status == COMPLETED else events.SYSTEM,
             turn_id=turn_id,
             target_actor_id=turn.target_actor_id,
@@ -376,7 +376,7 @@ def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None)
     if error_code:
         body["errorCode"] = error_code
     terminal = events.turn_event(
-        event_type=f"turn.{status}",
+        event_type=event_types.TURN_TERMINALS[status],
         actor=events.SYSTEM,
         turn_id=turn.turn_id,
         target_actor_id=turn.target_actor_id,
