@@ -10,8 +10,9 @@ daphne's request object:
   of the body is read;
 - a chunked body is counted as it arrives and refused as soon as it passes the limit.
 
-The refusal is the protocol's error (413 ``MESSAGE_TOO_LARGE``, JSON, the API's security headers)
-and the connection is closed: the rest of the upload is never read. daphne has no setting for
+The refusal is the protocol's error (413 ``MESSAGE_TOO_LARGE``, JSON, the API's security headers);
+then the connection closes in a bounded, lingering way (``_refuse``): the rest of the upload is
+never stored nor handed to the application. daphne has no setting for
 this; its ``HTTPFactory`` builds requests from the module-level ``WebRequest``, which ``install``
 replaces with the subclass below (docs/DECISIONS.md D25).
 """
@@ -22,6 +23,9 @@ import io
 import json
 
 from groupx_site.core.bodies import MAX_BODY_BYTES
+
+LINGER_BYTES = 8 * MAX_BODY_BYTES  # read and discarded after a refusal, at most
+LINGER_SECONDS = 2.0
 
 REFUSAL_BODY = json.dumps({"error": {"code": "MESSAGE_TOO_LARGE", "message": "request body exceeds 2 MiB"}}).encode()
 REFUSAL = (
@@ -46,6 +50,7 @@ def install() -> None:
         bounded = True
         refused = False
         received = 0
+        drained = 0
 
         def gotLength(self, length):  # noqa: N802 (twisted's name)
             if length is not None and length > MAX_BODY_BYTES:
@@ -56,6 +61,9 @@ def install() -> None:
 
         def handleContentChunk(self, data):  # noqa: N802
             if self.refused:
+                self.drained += len(data)
+                if self.drained > LINGER_BYTES:
+                    self.channel.transport.abortConnection()
                 return
             self.received += len(data)
             if self.received > MAX_BODY_BYTES:
@@ -68,9 +76,24 @@ def install() -> None:
                 super().requestReceived(command, path, version)
 
         def _refuse(self) -> None:
+            from twisted.internet import reactor
+
             self.refused = True
             self.content = io.BytesIO()  # drop what was buffered so far
-            self.channel.transport.write(REFUSAL)
-            self.channel.loseConnection()
+            transport = self.channel.transport
+            transport.write(REFUSAL)
+            # A lingering close: closing at once while the client is still sending makes the
+            # kernel answer its next bytes with a reset, which can destroy the 413 before the
+            # client reads it. So only our side closes (FIN after the answer), the rest of the
+            # upload is read and thrown away, and the connection is cut when the client is done,
+            # after LINGER_BYTES, or after LINGER_SECONDS, whichever comes first.
+            transport.loseWriteConnection()
+            self._linger = reactor.callLater(LINGER_SECONDS, transport.abortConnection)
+
+        def connectionLost(self, reason):  # noqa: N802
+            linger = getattr(self, "_linger", None)
+            if linger is not None and linger.active():
+                linger.cancel()
+            super().connectionLost(reason)
 
     http_protocol.WebRequest = BoundedWebRequest

@@ -134,8 +134,11 @@ def send_raw(server, head: bytes, body_parts=()) -> bytes:
     answer (the server closes the connection after a refusal)."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(head)
-        for part in body_parts:
-            conn.sendall(part)
+        try:
+            for part in body_parts:
+                conn.sendall(part)
+        except OSError:  # the server may refuse, and stop reading, before the whole body is sent
+            pass
         answer = b""
         while chunk := conn.recv(65536):
             answer += chunk
