@@ -1,37 +1,19 @@
 """Listing and searching memory and identity records: newest first, offset cursor (FEATURES §15).
 
-Text search uses the FTS5 trigram indexes from migration 0002: every whitespace-separated term of
-three or more characters must match (each term is quoted, so FTS5 query syntax in user input is
-inert); shorter terms, and every term on a database without those indexes, fall back to LIKE.
+Text search uses the FTS5 trigram indexes from migration 0002 through
+``groupx_site/core/text_search.py`` (the room's message search uses the same rules).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
 from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
+from groupx_site.core.text_search import text_filter
 from memory.inputs import ListQuery
 from memory.models import IdentityRecord, MemoryRecord
 from memory.records import identity_json, memory_json
-
-TRIGRAM = 3
-
-
-def text_filter(queryset: QuerySet, fts_table: str, query: str | None) -> QuerySet:
-    if not query:
-        return queryset
-    terms = query.split()
-    indexed = [t for t in terms if len(t) >= TRIGRAM] if connection.vendor == "sqlite" else []
-    if indexed:
-        match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
-        queryset = queryset.filter(id__in=RawSQL(f"SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH %s", [match]))
-    for term in terms:
-        if term not in indexed:
-            queryset = queryset.filter(content__icontains=term)
-    return queryset
 
 
 def _page(queryset: QuerySet, query: ListQuery, to_json) -> dict[str, Any]:

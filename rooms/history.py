@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db import connection
 from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
 from groupx_site.core.errors import invalid
+from groupx_site.core.text_search import text_filter
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event
@@ -26,7 +25,6 @@ PAGE_LIMIT_DEFAULT = 100  # the size of bootstrap's recentEvents, so every page 
 SEARCH_LIMIT_DEFAULT = 20
 QUERY_MAX_CHARS = 1024  # as memory_search (FEATURES §15)
 SNIPPET_RADIUS = 70  # characters of context either side of the first match
-TRIGRAM = 3  # shorter terms cannot use the trigram index (docs/DECISIONS.md D15)
 MESSAGE = event_types.MESSAGE_CREATED
 FTS_TABLE = "rooms_message_fts"
 
@@ -95,16 +93,7 @@ def matching_messages(query: str) -> QuerySet:
     (case-insensitive substrings). Terms of three or more characters go through the trigram index,
     each quoted so FTS5 syntax in what the user typed stays inert; shorter ones (and every term
     on a database without the index) use LIKE on the content."""
-    messages = Event.objects.filter(event_type=MESSAGE)
-    terms = query.split()
-    indexed = [t for t in terms if len(t) >= TRIGRAM] if connection.vendor == "sqlite" else []
-    if indexed:
-        match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
-        messages = messages.filter(seq__in=RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match]))
-    for term in terms:
-        if term not in indexed:
-            messages = messages.filter(body__content__icontains=term)
-    return messages
+    return text_filter(Event.objects.filter(event_type=MESSAGE), FTS_TABLE, query, key="seq", content="body__content")
 
 
 def snippet(content: str, terms: list[str]) -> str:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-REPLACEMENT = "\ufffd"
-
 
 def is_encodable(text: str) -> bool:
     try:

@@ -1,0 +1,33 @@
+"""Text search over an FTS5 trigram index, with a LIKE fallback (docs/DECISIONS.md D15, D27).
+
+Shared by memory search (memory/search.py) and room message search (rooms/history.py): every
+whitespace-separated term must match. Terms of three or more characters go through the trigram
+index, each quoted so FTS5 query syntax in what the user typed stays inert; shorter terms (which
+a trigram index cannot serve), and every term on a database without the index, use LIKE.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+TRIGRAM = 3
+
+
+def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: str = "id",
+                content: str = "content") -> QuerySet:
+    """``queryset`` narrowed to rows matching every term of ``query``: ``key`` is the field that
+    equals the index's rowid, ``content`` the lookup path of the searched text."""
+    if not query:
+        return queryset
+    terms = query.split()
+    indexed = [t for t in terms if len(t) >= TRIGRAM] if connection.vendor == "sqlite" else []
+    if indexed:
+        match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
+        rowids = RawSQL(f"SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH %s", [match])
+        queryset = queryset.filter(**{f"{key}__in": rowids})
+    for term in terms:
+        if term not in indexed:
+            queryset = queryset.filter(**{f"{content}__icontains": term})
+    return queryset
