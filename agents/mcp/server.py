@@ -2,9 +2,9 @@
 
 A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response session manager with
 the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
-``X-GroupX-Binding`` header, matched here in constant time before the SDK sees the request (D39): a missing, unknown or
-closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
-no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
+``X-GroupX-Binding`` header, matched here in constant time before the SDK sees the request (D39):
+a missing, unknown or closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a
+binding whose session has no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
 declared together in ``agents/mcp/tools.py``; this module lists and calls what is declared there.
 """
 
