@@ -87,7 +87,7 @@ def test_no_child_of_the_server_carries_a_binding_on_its_command_line(room):
     children = descendants(room.proc.pid)
     tokens = bindings(room)
 
-    assert len(tokens) == len(FAMILIES)
+    assert len(tokens) >= len(FAMILIES)  # a start retried under load adds a closed one
     assert len(children) >= len(FAMILIES)
     leaked = {pid: argv for pid, argv in children.items() if any(token in " ".join(argv) for token in tokens)}
     assert leaked == {}
@@ -140,7 +140,7 @@ def test_bindings_never_reach_the_log_the_events_bootstrap_health_or_the_stream(
     published = [tool_payload(call) for name in FAMILIES for call in mcp_calls(room, name, "publish")]
     assert all("messageEventId" in body for body in published)  # the tools ran, under the bindings
     tokens = bindings(room)
-    assert len(tokens) == len(FAMILIES)
+    assert len(tokens) >= len(FAMILIES)  # a start retried under load adds a closed one
     seen = {
         "SSE frames": frames,
         "event rows": json.dumps(db_rows(room, "SELECT * FROM rooms_event"), default=str),
