@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hmac
 import secrets
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -67,5 +69,16 @@ def close_stale_launches() -> int:
         return stale.update(status="closed", closed_at=now)
 
 
-def binding_is_active(binding_id: str) -> bool:
-    return SessionBinding.objects.filter(binding_id=binding_id, status="active").exists()
+def match_active_binding(presented: bytes) -> dict[str, Any] | None:
+    """The active agent binding whose id is ``presented`` (``binding_id``, ``capabilities``), or None.
+
+    The presented token is a secret and never reaches an SQL comparison, whose time would depend on
+    how much of it matches (D39): the active agent bindings, one per live agent session, are read by
+    status, and every one is compared with ``hmac.compare_digest``, without stopping at a match.
+    """
+    rows = SessionBinding.objects.filter(status="active", actor__kind="agent").values("binding_id", "capabilities")
+    found = None
+    for row in rows:
+        if hmac.compare_digest(row["binding_id"].encode(), presented):
+            found = row
+    return found

@@ -8,8 +8,9 @@ import asyncio
 import logging
 
 from agents import health, instances
+from agents.drivers import secret_file
 from agents.lanes import Lane
-from agents.sessions import AgentSessions
+from agents.sessions import AgentSessions, private_dir_path
 from groupx_site.core import db
 from memory import scheduler as memory_scheduler
 from setup_wizard import roster
@@ -53,6 +54,8 @@ def _on_cancel(turn_id: str) -> None:
 async def start() -> None:
     global _loop
     _loop = asyncio.get_running_loop()
+    if not _lanes:  # no session of this process holds a secret file yet: any there is a leftover
+        secret_file.sweep(private_dir_path())
     await db.write(_recover)()
     wakeups.clear()
     wakeups.on_new_work(_on_new_work)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 from django.conf import settings
 
 from agents import health, instances
+from agents.drivers import secret_file
 from agents.drivers.base import (
     RESUME_FALLBACK_CODES,
     DriverError,
@@ -32,6 +34,11 @@ from setup_wizard.config import ResolvedAgent, resolve_executable
 logger = logging.getLogger("groupx.sessions")
 START_ATTEMPTS = 3
 BACKOFF_BASE_SECONDS = 0.4
+
+
+def private_dir_path() -> str:
+    """Where the CLIs' secret files go (D39): beside the room's database, 0700."""
+    return str(Path(settings.GROUPX_DB_PATH).parent / "private")
 
 
 def _db(fn):
@@ -135,6 +142,7 @@ class AgentSessions:
             mcp=McpAttachment(url=f"{listen.origin()}/mcp", binding_id=self.binding_id),
             timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
                               cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
+            private_dir=secret_file.private_directory(private_dir_path()),
         )
         try:
             session = await driver.start(profile, resume_native_session_id=resume_id)

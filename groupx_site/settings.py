@@ -18,7 +18,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 GROUPX_CONFIG_PATH = config_path_from_env()
 GROUPX_CONFIG = load_config(GROUPX_CONFIG_PATH) if GROUPX_CONFIG_PATH.exists() else GroupXConfig()
 GROUPX_DB_PATH = Path(os.environ.get("GROUPX_DB") or storage_path(GROUPX_CONFIG, GROUPX_CONFIG_PATH))
-GROUPX_DB_PATH.parent.mkdir(parents=True, exist_ok=True)  # only after the config was validated
+# Only after the config was validated. Its own user's only, as the database holds the live agents'
+# MCP bindings (docs/DECISIONS.md D39); a directory that already exists keeps its mode.
+GROUPX_DB_PATH.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 # Not a credential store: GroupX serves only loopback and has no accounts beyond the admin's.
 SECRET_KEY = os.environ.get("GROUPX_SECRET_KEY", "groupx-local-only-not-a-secret")

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import uuid
@@ -58,6 +59,7 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
     assert sorted(agent_ids) == sorted(f"agent:{agent_id}" for agent_id in written["agents"])
     assert f"wrote a starter {config}" in room.output()
     assert f"GroupX is ready at http://127.0.0.1:{port}" in room.output()
+    assert stat.S_IMODE((tmp_path / ".groupx").stat().st_mode) == 0o700  # it holds the bindings (D39)
     with SseClient(f"http://127.0.0.1:{port}", after_seq=0) as stream:
         accepted = httpx.post(f"http://127.0.0.1:{port}/api/messages", timeout=10, json={
             "clientCommandId": f"first-{uuid.uuid4()}", "to": agent_ids, "content": "hello, demo room"})

@@ -94,6 +94,9 @@ class LaunchProfile:
     mcp: McpAttachment | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
     env: dict[str, str] | None = None  # None: inherit the server's environment unchanged
+    # Where a driver writes a secret its CLI reads from a file (secret_file.py, D39); None: the
+    # system's temp directory.
+    private_dir: str | None = None
 
 
 # ---- adapter events -------------------------------------------------------------------------

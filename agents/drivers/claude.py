@@ -1,7 +1,8 @@
 """Claude Code driver: ``claude --print`` in stream-json mode (NATIVE_PROTOCOLS §4).
 
-Launch: the fixed flags, then ``--mcp-config <json>`` when the GroupX MCP server is attached, then
-``--session-id <new uuid4>`` or ``--resume <stored uuid>``. ``system/init`` only comes after the
+Launch: the fixed flags, then ``--mcp-config <file>`` when the GroupX MCP server is attached (the
+JSON in a 0600 file for the session's life, never on argv: D39), then ``--session-id <new uuid4>``
+or ``--resume <stored uuid>``. ``system/init`` only comes after the
 first user message, so the handshake is two control requests, each bounded by ``handshake_ms``:
 ``initialize`` (its ``current_permission_mode`` is optional: Claude Code 2.1.197 no longer
 sends it, docs/CONFORMANCE.md) and
@@ -33,10 +34,12 @@ from .claude_session import PERMISSION_MODE, ClaudeSession, ControlRefused
 from .jsonrpc import ConnectionLost
 from .native_start import handshake_answer, lost_during_start, require_mcp_binding, start_native_session
 from .process import CLAUDE_LINE_LIMIT
+from .secret_file import SecretFile
 from .table import DRIVERS
 from .turnkit import short
 
 CLAUDE_ARGV = DRIVERS["claude"].argv  # ends with --permission-mode PERMISSION_MODE
+MCP_CONFIG_NAME = "claude-mcp.json"
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 UNKNOWN_SESSION = "No conversation found with session ID"
 ROOT_HINT = ("Claude Code refuses bypassPermissions as root. GroupX never sets IS_SANDBOX=1 itself: on a "
@@ -45,18 +48,23 @@ ROOT_HINT = ("Claude Code refuses bypassPermissions as root. GroupX never sets I
 
 
 def mcp_config(profile: LaunchProfile) -> str | None:
-    """The inline ``--mcp-config`` JSON; merged with the user's own servers (no --strict-mcp-config)."""
+    """The ``--mcp-config`` JSON; merged with the user's own servers (no --strict-mcp-config)."""
     if profile.mcp is None:
         return None
     server = {"type": "http", "url": profile.mcp.url, "headers": {"X-GroupX-Binding": profile.mcp.binding_id}}
     return json.dumps({"mcpServers": {"groupx": server}}, separators=(",", ":"))
 
 
-def claude_argv(profile: LaunchProfile, session_id: str, *, resume: bool) -> list[str]:
-    argv = [*profile.command, *CLAUDE_ARGV]
+def mcp_config_file(profile: LaunchProfile) -> SecretFile | None:
+    """The config holds the binding, so it goes in a file only this OS user can read (D39)."""
     config = mcp_config(profile)
-    if config is not None:
-        argv += ["--mcp-config", config]
+    return None if config is None else SecretFile(MCP_CONFIG_NAME, config, parent=profile.private_dir)
+
+
+def claude_argv(profile: LaunchProfile, session_id: str, *, resume: bool, mcp_config_path: str | None) -> list[str]:
+    argv = [*profile.command, *CLAUDE_ARGV]
+    if mcp_config_path is not None:
+        argv += ["--mcp-config", mcp_config_path]  # Claude Code takes a file path or inline JSON
     argv += ["--resume" if resume else "--session-id", session_id]
     return argv
 
@@ -80,9 +88,15 @@ class ClaudeDriver(Driver):
         # A fresh UUID for every start: an id that already has a transcript is refused (L2).
         session_id = resume_native_session_id if resume else str(uuid.uuid4())
         session = ClaudeSession(profile, session_id, resuming=resume)
-        return await start_native_session(session, claude_argv(profile, session_id, resume=resume), profile,
-                                          _Handshake(session, profile).run, label="claude",
-                                          line_limit=CLAUDE_LINE_LIMIT)
+        session.secret_file = config_file = mcp_config_file(profile)  # removed when the session closes
+        argv = claude_argv(profile, session_id, resume=resume, mcp_config_path=config_file and config_file.path)
+        try:
+            return await start_native_session(session, argv, profile, _Handshake(session, profile).run,
+                                              label="claude", line_limit=CLAUDE_LINE_LIMIT)
+        except BaseException:
+            if config_file is not None:
+                config_file.remove()  # a CLI that could not even be launched leaves no session to close
+            raise
 
 
 class _Handshake:

@@ -33,6 +33,7 @@ from .base import (
 )
 from .jsonrpc import ConnectionLost
 from .process import JsonLineProcess
+from .secret_file import SecretFile
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class ChildSession(NativeSession, Generic[TurnT]):
         self._turn: TurnT | None = None
         self._close_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self.secret_file: SecretFile | None = None  # the CLI's secrets on disk, removed at close (D39)
 
     @property
     def stderr_tail(self) -> str:  # type: ignore[override]
@@ -165,8 +167,15 @@ class ChildSession(NativeSession, Generic[TurnT]):
 
     async def close(self) -> None:
         if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
+            self._close_task = asyncio.ensure_future(self._close_and_forget_secrets())
         await asyncio.shield(self._close_task)
+
+    async def _close_and_forget_secrets(self) -> None:
+        try:
+            await self._close()
+        finally:
+            if self.secret_file is not None:
+                self.secret_file.remove()
 
     @abc.abstractmethod
     async def _close(self) -> None:

@@ -62,9 +62,24 @@ class Args:
     mcp: fmcp.McpDescriptor | None
 
 
+def read_mcp_config(value: str) -> tuple[Any, str]:
+    """Inline JSON when it looks like an object, else a file to read (as Claude Code decides)."""
+    if not value.lstrip().startswith("{"):
+        try:
+            with open(value, encoding="utf-8") as file:
+                value = file.read()
+        except OSError as exc:
+            return None, f"--mcp-config file cannot be read: {exc.strerror}"
+    try:
+        return json.loads(value), ""
+    except ValueError:
+        return None, "--mcp-config is not valid JSON"
+
+
 def parse_argv(argv: list[str]) -> tuple[Args | None, str]:
-    """The nine-token base, optional ``--mcp-config <json>``, then exactly one of
-    ``--session-id <uuid>`` / ``--resume <uuid>`` (§6.8); anything else is invalid."""
+    """The nine-token base, optional ``--mcp-config <file or json>``, then exactly one of
+    ``--session-id <uuid>`` / ``--resume <uuid>`` (§6.8); anything else is invalid. Like the real
+    CLI, ``--mcp-config`` takes inline JSON or the path of a JSON file (GroupX passes a file)."""
     if tuple(argv[: len(BASE_ARGV)]) != BASE_ARGV:
         return None, "argv must start with the GroupX base flags"
     rest = argv[len(BASE_ARGV):]
@@ -72,10 +87,9 @@ def parse_argv(argv: list[str]) -> tuple[Args | None, str]:
     if rest[:1] == ["--mcp-config"]:
         if len(rest) < 2:
             return None, "--mcp-config needs a value"
-        try:
-            config = json.loads(rest[1])
-        except ValueError:
-            return None, "--mcp-config is not valid JSON"
+        config, why = read_mcp_config(rest[1])
+        if why:
+            return None, why
         servers = config.get("mcpServers") if isinstance(config, dict) else None
         entry = servers.get("groupx") if isinstance(servers, dict) else None
         desc = fmcp.McpDescriptor.from_entry(entry) if isinstance(entry, dict) else None

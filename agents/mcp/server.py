@@ -2,9 +2,9 @@
 
 A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response session manager with
 the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
-``X-GroupX-Binding`` header, checked here before the SDK sees the request: a missing, unknown or
-closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
-no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
+``X-GroupX-Binding`` header, matched here in constant time before the SDK sees the request (D39):
+a missing, unknown or closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a
+binding whose session has no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
 declared together in ``agents/mcp/tools.py``; this module lists and calls what is declared there.
 """
 
@@ -21,8 +21,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from agents import instances
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
-from agents.models import SessionBinding
 from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import check_json_value
 from groupx_site.core.errors import ErrorCode, GroupXError
@@ -104,11 +104,14 @@ async def stop() -> None:
         _runner = None
 
 
-def binding_state(binding_id: str) -> str:
-    binding = SessionBinding.objects.filter(binding_id=binding_id).values("status", "capabilities", "actor__kind").first()
-    if binding is None or binding["status"] != "active" or binding["actor__kind"] != "agent":
-        return "unknown"
-    return "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
+def binding_state(presented: bytes) -> tuple[str, str | None]:
+    """``ok``, ``unavailable`` or ``unknown``, and the stored id of the binding ``presented`` names
+    (compared in constant time: ``agents.instances.match_active_binding``)."""
+    binding = instances.match_active_binding(presented)
+    if binding is None:
+        return "unknown", None
+    state = "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
+    return state, binding["binding_id"]
 
 
 async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
@@ -122,9 +125,9 @@ async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
 
 
 async def handle(scope, receive, send) -> None:
-    binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
+    presented = next((v for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
     try:
-        state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
+        state, binding_id = await db.read(binding_state)(presented) if presented else ("unknown", None)
     except store_faults.StoreUnavailable as fault:
         return await _json_rpc_error(send, ErrorCode.STORE_UNAVAILABLE, fault.message)
     if state == "unknown":
@@ -132,4 +135,5 @@ async def handle(scope, receive, send) -> None:
     if state == "unavailable":
         return await _json_rpc_error(send, ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
     await ensure_running()
+    # The tools get the stored id, so nothing past this point looks anything up by what was presented.
     await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

@@ -31,12 +31,13 @@ class NativeRig(FakeCliRig):
         self.wire_flavor = flavor
 
     def profile(self, scenario: dict[str, Any] | None = None, *, mcp: McpAttachment | None = MCP,
-                timeouts: Timeouts = TIMEOUTS, env: dict[str, str] | None = None) -> LaunchProfile:
+                timeouts: Timeouts = TIMEOUTS, env: dict[str, str] | None = None,
+                private_dir: str | None = None) -> LaunchProfile:
         env = {**self.fake_env(scenario), **(env or {})}
         return LaunchProfile(agent_id=self.flavor, actor_id=f"agent:{self.flavor}", driver=self.flavor,
                              command=(str(FAKES / "bin" / self.flavor),), cwd=str(self.cwd),
                              instance_id=f"inst-{uuid.uuid4().hex[:6]}", binding_id=MCP.binding_id, mcp=mcp,
-                             timeouts=timeouts, env=env)
+                             timeouts=timeouts, env=env, private_dir=private_dir)
 
     async def start(self, scenario: dict[str, Any] | None = None, *, resume: str | None = None,
                     **kwargs: Any) -> Any:

@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import stat
 import uuid
 
 import pytest
@@ -138,8 +139,10 @@ async def test_it_launches_with_the_fixed_argv_mcp_config_and_a_fresh_session_id
     argv = start["argv"]
     assert argv[:9] == list(CLAUDE_ARGV)
     assert argv[9] == "--mcp-config"
-    assert json.loads(argv[10]) == {"mcpServers": {"groupx": {
-        "type": "http", "url": MCP.url, "headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+    with open(argv[10]) as config:  # a file path: the binding is never on the command line (D39)
+        assert json.load(config) == {"mcpServers": {"groupx": {
+            "type": "http", "url": MCP.url, "headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+    assert MCP.binding_id not in " ".join(argv)
     assert argv[11:] == ["--session-id", session.native_session_id]
     assert uuid.UUID(session.native_session_id).version == 4
     assert start["cwd"] == str(rig.cwd)
@@ -150,6 +153,29 @@ async def test_it_launches_with_the_fixed_argv_mcp_config_and_a_fresh_session_id
     assert set_mode["request"] == {"subtype": "set_permission_mode", "mode": "bypassPermissions"}
     assert rig.check_ok(session, "set_mode")
     assert session.alive and not session.resumed and session.initial_permission_mode == "bypassPermissions"
+
+
+async def test_the_mcp_config_file_is_private_to_the_user_and_goes_when_the_session_closes(rig, tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    session = await rig.start(private_dir=str(private))
+    (start,) = rig.records(session, kind="start")
+    path = start["argv"][10]
+    assert os.path.dirname(os.path.dirname(path)) == str(private)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+
+    await session.close()
+
+    assert os.listdir(private) == []
+
+
+async def test_a_start_that_fails_leaves_no_mcp_config_file_behind(rig, tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    error = await rig.start_fails({"exit_before_handshake": {"code": 9, "stderr": "boom"}}, private_dir=str(private))
+    assert error.code == ADAPTER_START_FAILED
+    assert os.listdir(private) == []
 
 
 async def test_without_mcp_there_is_no_mcp_config_argument(rig):

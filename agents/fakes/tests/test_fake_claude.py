@@ -112,6 +112,7 @@ SID = "6c1e9a52-0d4f-4b8a-9c51-2f3e4d5a6b7c"
     [*BASE_ARGV, "--mcp-config", mcp_config(binding=None), "--session-id", SID],
     [*BASE_ARGV, "--session-id", SID, "--mcp-config", mcp_config()],
     [*BASE_ARGV[:-1], "default", "--session-id", SID],
+    [*BASE_ARGV, "--mcp-config", "/nonexistent/groupx-mcp.json", "--session-id", SID],
 ])
 def test_wrong_argv_exits_64(claude, dirs, argv: list[str]) -> None:
     p = claude(argv=argv)
@@ -435,6 +436,17 @@ def test_mcp_tool_call_round_trip(claude, dirs, mcp_url) -> None:
     assert result["result"] == "mcp:publish:ok:evt-1"
     assert GroupxMcpStub.calls[-1] == {"name": "publish", "arguments": {
         "content": "hi", "clientCommandId": GroupxMcpStub.calls[-1]["arguments"]["clientCommandId"]}}
+    assert set(GroupxMcpStub.bindings) == {"bind-ok"}
+
+
+def test_mcp_config_may_be_a_file_path_as_the_real_cli_accepts(claude, dirs, mcp_url, tmp_path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(mcp_config(mcp_url))  # the stub knows only "bind-ok"
+    p = claude(argv=[*BASE_ARGV, "--mcp-config", str(config), "--session-id", str(uuid.uuid4())])
+    p.handshake()
+    p.prompt("[[fake: mcp-publish text=hi]]")
+    _frames, result = p.until_result()
+    assert result["result"] == "mcp:publish:ok:evt-1"
     assert set(GroupxMcpStub.bindings) == {"bind-ok"}
 
 
