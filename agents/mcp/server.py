@@ -26,6 +26,13 @@ from agents.models import SessionBinding
 from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import check_json_value
 from groupx_site.core.errors import ErrorCode, GroupXError
+from groupx_site.core.http import (
+    WRITE_METHODS,
+    foreign_host,
+    is_own_host,
+    refused_content_type,
+    refused_origin,
+)
 
 logger = logging.getLogger("groupx.mcp")
 BINDING_HEADER = b"x-groupx-binding"
@@ -111,25 +118,42 @@ def binding_state(binding_id: str) -> str:
     return "unavailable" if (binding["capabilities"] or {}).get("mcp") == "unavailable" else "ok"
 
 
-async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
-    status = code.status
+def transport_refusal(scope) -> GroupXError | None:
+    """What a hostile page can send, refused as on REST (``groupx_site/core/http.py``) and before
+    the binding is looked up: a foreign Host (DNS rebinding: 421, as the SDK's own guard, which
+    still runs after this one), a write that is not JSON (415) and a foreign Origin (403)."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    host = headers.get("host", "")
+    if not is_own_host(host):
+        return foreign_host(status=421)
+    if scope.get("method") in WRITE_METHODS and (refusal := refused_content_type(headers.get("content-type", ""))):
+        return refusal
+    return refused_origin(headers.get("origin"), host)
+
+
+async def _json_rpc_error(send, error: GroupXError) -> None:
+    status = error.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32602 if status == 400 else -32603, "message": message,
-                                 "data": {"code": code.value}}}).encode()
+                       "error": {"code": -32602 if status == 400 else -32603, "message": error.message,
+                                 "data": {"code": error.code}}}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
 async def handle(scope, receive, send) -> None:
+    refusal = transport_refusal(scope)
+    if refusal is not None:
+        return await _json_rpc_error(send, refusal)
     binding_id = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
     try:
         state = await db.read(binding_state)(binding_id) if binding_id else "unknown"
     except store_faults.StoreUnavailable as fault:
-        return await _json_rpc_error(send, ErrorCode.STORE_UNAVAILABLE, fault.message)
+        return await _json_rpc_error(send, GroupXError(ErrorCode.STORE_UNAVAILABLE, fault.message))
     if state == "unknown":
-        return await _json_rpc_error(send, ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding")
+        return await _json_rpc_error(
+            send, GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding"))
     if state == "unavailable":
-        return await _json_rpc_error(send, ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
+        return await _json_rpc_error(send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session"))
     await ensure_running()
     await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)
