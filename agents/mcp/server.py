@@ -1,7 +1,9 @@
 """The member MCP endpoint ``/mcp`` (FEATURES §11, PROTOCOL §12).
 
 A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response session manager with
-the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
+the SDK's DNS-rebinding guard on (loopback hosts and origins only). Before that, and before the
+binding, the REST rule refuses a foreign Host, a foreign Origin and a non-JSON write with the
+protocol's code (``transport_refusal``, docs/DECISIONS.md D37). The caller is the
 ``X-GroupX-Binding`` header, checked here before the SDK sees the request: a missing, unknown or
 closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
 no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are

@@ -86,7 +86,8 @@ async def post_while_two_hundred_read(server) -> None:
         rise_while_paused = memory.rise()
         release.set()
         await within_deadline(asyncio.gather(*(r.reached(head) for r in paused)), "the released streams")
-        print(memory.report(f"{READERS} streams, {len(paused)} paused, {TRICKLING} trickling, up to seq {head}"))
+        print(memory.report(f"{READERS} streams, {len(paused)} paused, {TRICKLING} trickling, up to seq {head}"),
+              f"(+{rise_while_paused / MIB:.1f} MiB while paused)")
 
         assert [r.seqs == list(range(r.after_seq + 1, head + 1)) for r in readers] == [True] * READERS
         assert rise_while_paused < MEMORY_BOUND_BYTES

@@ -38,7 +38,7 @@ MISBEHAVIOURS = {
 # The terminal each one ends in (PROTOCOL §5 and D23): a frame the wire cannot carry is
 # PROTOCOL_INVALID_MESSAGE; a dead Codex or Claude process interrupts its Turn, as each driver
 # reports an exit mid-turn; a cancel the CLI never confirms within ``cancelMs`` is
-# TURN_CANCEL_TIMEOUT (NATIVE_PROTOCOLS §1, PROTOCOL's cancelling -> failed).
+# TURN_CANCEL_TIMEOUT (NATIVE_PROTOCOLS §1.6, PROTOCOL's cancelling -> failed).
 PROTOCOL_FAULT = ("turn.failed", "PROTOCOL_INVALID_MESSAGE")
 PROCESS_GONE = {"kimi": PROTOCOL_FAULT, "codex": ("turn.failed", "TURN_INTERRUPTED"),
                 "claude": ("turn.failed", "TURN_INTERRUPTED")}
