@@ -99,8 +99,10 @@ def test_a_misbehaving_cli_fails_only_its_own_turn_within_the_memory_bound_and_t
     assert wait_terminal(room, last_good)["type"] == "turn.completed"
     memory = MemoryWatch(room.proc.pid)
 
-    bad = send(room, f"agent:{driver}", MISBEHAVIOURS[misbehaviour])["turns"][0]["turnId"]
     good = [send(room, f"agent:{name}", HEALTHY_TURN)["turns"][0]["turnId"] for name in healthy]
+    wait_until(lambda: all(has_started(room, turn_id) for turn_id in good), timeout=30,
+               message="the healthy Turns to start")
+    bad = send(room, f"agent:{driver}", MISBEHAVIOURS[misbehaviour])["turns"][0]["turnId"]
     if misbehaviour == "ignores-cancel":
         wait_until(lambda: has_started(room, bad), timeout=30, message="the hanging Turn to start")
         cancel(room, bad)
