@@ -133,10 +133,16 @@ def transport_refusal(scope) -> GroupXError | None:
     return refused_origin(headers.get("origin"), host)
 
 
+def _json_rpc_code(status: int) -> int:
+    """Invalid params for a bad binding (400), invalid request for a refused one (403, 415, 421),
+    internal error for the server's own state (503)."""
+    return -32603 if status >= 500 else -32602 if status == 400 else -32600
+
+
 async def _json_rpc_error(send, error: GroupXError) -> None:
     status = error.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32602 if status == 400 else -32603, "message": error.message,
+                       "error": {"code": _json_rpc_code(status), "message": error.message,
                                  "data": {"code": error.code}}}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})

@@ -107,6 +107,7 @@ def test_mcp_refuses_a_live_binding_with_a_json_rpc_error_and_writes_nothing(roo
     assert response.status_code == status
     assert response.headers["content-type"].startswith("application/json"), response.text[:300]
     assert tool_error_code(response) == "INVALID_ENVELOPE"
+    assert response.json()["error"]["code"] == -32600  # JSON-RPC's "invalid request"
     assert what_is_written(room) == before
     assert tool_error_code(publish_call(room, binding, arguments)) is None  # without the attack it is written
     assert what_is_written(room) != before
