@@ -1,8 +1,10 @@
 """HTTP guards that hold for every API route.
 
-- Writes must be JSON and must not come from a foreign page: a hostile site in the user's browser
-  can send a ``text/plain`` form POST to 127.0.0.1 without a CORS preflight (docs/DECISIONS.md
-  D6, D25). A request without ``Origin`` (curl, the CLIs, tests) is accepted.
+- Writes must be JSON, and no request may come from a foreign page or through a foreign ``Host``:
+  a hostile site in the user's browser can send a ``text/plain`` form POST to 127.0.0.1 without a
+  CORS preflight, open an event stream to it, or rebind a name of its own to 127.0.0.1
+  (docs/DECISIONS.md D6, D25, D37; the rule is in ``groupx_site/core/http.py``). A request
+  without ``Origin`` (curl, the CLIs, tests) is accepted.
 - The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
 - Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
@@ -17,6 +19,7 @@ from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
@@ -26,25 +29,21 @@ from django.utils.decorators import sync_and_async_middleware
 from groupx_site.core import lifecycle, store_faults
 from groupx_site.core.bodies import MAX_BODY_BYTES
 from groupx_site.core.errors import GroupXError
-from groupx_site.core.http import error_response
+from groupx_site.core.http import (
+    WRITE_METHODS,
+    error_response,
+    foreign_host,
+    refused_content_type,
+    refused_origin,
+)
 from groupx_site.shutdown import end_on_drain
-
-WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
-LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
-
-
-def is_own_origin(origin: str, host: str) -> bool:
-    hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return hostname in LOOPBACK_HOSTNAMES and origin in {f"http://{host}", f"https://{host}"}
 
 
 def check_api_write(request: HttpRequest) -> GroupXError | None:
-    content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
-    if content_type != "application/json":
-        return GroupXError("INVALID_ENVELOPE", "writes must be sent as application/json", status=415)
-    origin = request.META.get("HTTP_ORIGIN")
-    if origin is not None and not is_own_origin(origin, request.get_host()):
-        return GroupXError("INVALID_ENVELOPE", "cross-origin writes are refused", status=403)
+    refusal = refused_content_type(request.META.get("CONTENT_TYPE", "")) or refused_origin(
+        request.META.get("HTTP_ORIGIN"), request.get_host())
+    if refusal is not None:
+        return refusal
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -66,8 +65,18 @@ DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
     if is_api(request):
         # Django's CommonMiddleware, skipped under /api/ (pages_only), was what checked the Host
-        # header against ALLOWED_HOSTS (loopback only) on every request: DisallowedHost is a 400.
-        request.get_host()
+        # header against ALLOWED_HOSTS (loopback only) on every request; its DisallowedHost became
+        # Django's HTML 400 page, so the API answers it with the protocol's body itself.
+        try:
+            host = request.get_host()
+        except DisallowedHost:
+            return error_response(foreign_host(status=400))
+        if request.method not in WRITE_METHODS:  # writes check their Content-Type first, below
+            # A foreign page's EventSource or fetch: unreadable to it without CORS, but a stream
+            # opened is a server task held for as long as that page likes.
+            refusal = refused_origin(request.META.get("HTTP_ORIGIN"), host)
+            if refusal is not None:
+                return error_response(refusal)
     if lifecycle.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
         return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
     if request.path.startswith("/api/") and request.method in WRITE_METHODS:

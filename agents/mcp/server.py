@@ -1,10 +1,13 @@
 """The member MCP endpoint ``/mcp`` (FEATURES §11, PROTOCOL §12).
 
 A low-level SDK ``Server`` named ``groupx`` behind a stateless, JSON-response session manager with
-the SDK's DNS-rebinding guard on (loopback hosts and origins only). The caller is the
-``X-GroupX-Binding`` header, matched here in constant time before the SDK sees the request (D39):
-a missing, unknown or closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a
-binding whose session has no verified MCP support is 503 ``MCP_UNAVAILABLE``. The tools, their schemas and their handlers are
+the SDK's DNS-rebinding guard on (loopback hosts and origins only). Before that, and before the
+binding, the REST rule refuses a foreign Host, a foreign Origin and a non-JSON write with the
+protocol's code (``transport_refusal``, docs/DECISIONS.md D37). The caller is the
+``X-GroupX-Binding`` header, matched here before the SDK sees the request: a missing, unknown or
+closed binding is HTTP 400 with ``data.code = MCP_BINDING_MISMATCH``; a binding whose session has
+no verified MCP support is 503 ``MCP_UNAVAILABLE``. The binding is matched in constant time (D39).
+The tools, their schemas and their handlers are
 declared together in ``agents/mcp/tools.py``; this module lists and calls what is declared there.
 """
 
@@ -26,6 +29,13 @@ from agents.mcp.tools import INSTRUCTIONS, TOOLS
 from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import check_json_value
 from groupx_site.core.errors import ErrorCode, GroupXError
+from groupx_site.core.http import (
+    WRITE_METHODS,
+    foreign_host,
+    is_own_host,
+    refused_content_type,
+    refused_origin,
+)
 
 logger = logging.getLogger("groupx.mcp")
 BINDING_HEADER = b"x-groupx-binding"
@@ -114,26 +124,49 @@ def binding_state(presented: bytes) -> tuple[str, str | None]:
     return state, binding["binding_id"]
 
 
-async def _json_rpc_error(send, code: ErrorCode, message: str) -> None:
-    status = code.status
+def transport_refusal(scope) -> GroupXError | None:
+    """What a hostile page can send, refused as on REST (``groupx_site/core/http.py``) and before
+    the binding is looked up: a foreign Host (DNS rebinding: 421, as the SDK's own guard, which
+    still runs after this one), a write that is not JSON (415) and a foreign Origin (403)."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    host = headers.get("host", "")
+    if not is_own_host(host):
+        return foreign_host(status=421)
+    if scope.get("method") in WRITE_METHODS and (refusal := refused_content_type(headers.get("content-type", ""))):
+        return refusal
+    return refused_origin(headers.get("origin"), host)
+
+
+def _json_rpc_code(status: int) -> int:
+    """Invalid params for a bad binding (400), invalid request for a refused one (403, 415, 421),
+    internal error for the server's own state (503)."""
+    return -32603 if status >= 500 else -32602 if status == 400 else -32600
+
+
+async def _json_rpc_error(send, error: GroupXError) -> None:
+    status = error.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32602 if status == 400 else -32603, "message": message,
-                                 "data": {"code": code.value}}}).encode()
+                       "error": {"code": _json_rpc_code(status), "message": error.message,
+                                 "data": {"code": error.code}}}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
 async def handle(scope, receive, send) -> None:
+    refusal = transport_refusal(scope)
+    if refusal is not None:
+        return await _json_rpc_error(send, refusal)
     presented = next((v for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
     try:
         state, binding_id = await db.read(binding_state)(presented) if presented else ("unknown", None)
     except store_faults.StoreUnavailable as fault:
-        return await _json_rpc_error(send, ErrorCode.STORE_UNAVAILABLE, fault.message)
+        return await _json_rpc_error(send, GroupXError(ErrorCode.STORE_UNAVAILABLE, fault.message))
     if state == "unknown":
-        return await _json_rpc_error(send, ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding")
+        return await _json_rpc_error(
+            send, GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding"))
     if state == "unavailable":
-        return await _json_rpc_error(send, ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
+        return await _json_rpc_error(send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session"))
     await ensure_running()
     # The tools get the stored id, so nothing past this point looks anything up by what was presented.
     await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

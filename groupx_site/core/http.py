@@ -1,8 +1,12 @@
-"""HTTP helpers every app's views use: the bounded JSON body and the protocol's error response."""
+"""HTTP helpers every app's views use: the bounded JSON body and the protocol's error response,
+and the one rule for what a hostile page can send (REST and the event stream in
+``groupx_site/middleware.py``, ``/mcp`` in ``agents/mcp/server.py``; docs/DECISIONS.md D6, D37)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port, validate_host
 
 from groupx_site.core.bodies import parse_json_body
 from groupx_site.core.errors import GroupXError
@@ -19,3 +23,39 @@ def error_response(error: GroupXError, **headers: str) -> HttpResponse:
 def json_body(request: HttpRequest) -> object:
     """The parsed JSON body, bounded in size, depth and text (``groupx_site/core/bodies.py``)."""
     return parse_json_body(request.body)
+
+
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+LOOPBACK_HOSTNAMES = {"127.0.0.1", "localhost", "[::1]"}
+
+
+def is_own_host(host: str) -> bool:
+    """The Host header names this server (Django's ``ALLOWED_HOSTS``: loopback only), so the page
+    that sent it did not reach 127.0.0.1 through a name of its own (DNS rebinding)."""
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+
+
+def is_own_origin(origin: str, host: str) -> bool:
+    hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return hostname in LOOPBACK_HOSTNAMES and origin in {f"http://{host}", f"https://{host}"}
+
+
+def foreign_host(*, status: int) -> GroupXError:
+    return GroupXError("INVALID_ENVELOPE", "the Host header must name this server (127.0.0.1, localhost or [::1])",
+                       status=status)
+
+
+def refused_content_type(content_type: str) -> GroupXError | None:
+    """A write that is not JSON: a hostile page may POST text/plain cross-site with no preflight."""
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        return GroupXError("INVALID_ENVELOPE", "writes must be sent as application/json", status=415)
+    return None
+
+
+def refused_origin(origin: str | None, host: str) -> GroupXError | None:
+    """A request from another origin's page. A request without ``Origin`` (curl, the CLIs, a
+    same-origin GET of our own page) is not one."""
+    if origin is not None and not is_own_origin(origin, host):
+        return GroupXError("INVALID_ENVELOPE", "requests from another origin are refused", status=403)
+    return None
