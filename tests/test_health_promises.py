@@ -37,18 +37,19 @@ def database(server: GroupXServer) -> Path:
     return server.workdir / ".groupx" / "groupx.db"
 
 
-def damage_table_page(path: Path, table: str) -> None:
-    """Overwrite the root page of ``table`` with bytes no b-tree page can hold (the header, page 1,
-    is left alone). ``auth_group`` is a table the room itself never reads, so the room keeps
-    serving and only the check can tell."""
+def damage_table_pages(path: Path, table: str) -> None:
+    """Overwrite the root pages of ``table`` and its indexes with bytes no b-tree page can hold (the
+    header, page 1, is left alone)."""
     db = sqlite3.connect(path)
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
-    [root] = db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    roots = [row[0] for row in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = ? AND rootpage > 1",
+                                          (table,))]
     db.close()
-    assert root > 1
+    assert roots
     with open(path, "r+b") as file:
-        file.seek((root - 1) * page_size)
-        file.write(b"\xff" * page_size)
+        for root in roots:
+            file.seek((root - 1) * page_size)
+            file.write(b"\xff" * page_size)
 
 
 def test_health_says_starting_and_writes_are_refused_until_a_slow_agent_has_started(tmp_path):
@@ -96,7 +97,7 @@ def test_a_damaged_page_is_found_on_demand_and_by_the_check_at_start(make_server
     server = make_server()
     assert health(server)["store"]["integrityOk"] is True
 
-    damage_table_page(database(server), "auth_group")
+    damage_table_pages(database(server), "auth_group")  # a table the room never reads: only the check can tell
 
     assert health(server)["store"]["integrityOk"] is True  # the last check, from the start
     checked = health(server, "?integrity=check")
@@ -170,3 +171,18 @@ def test_readiness_stops_waiting_for_a_hanging_handshake_after_the_session_start
         assert agent(ready, "agent:sleeper")["status"] == "starting"  # still in its handshake, on its own
     finally:
         server.stop()
+
+
+def test_a_read_that_meets_a_damaged_page_turns_integrity_false_at_once(make_server):
+    server = make_server()
+    assert health(server)["store"]["integrityOk"] is True
+    # The memory table: the API reads it, and nothing of this room has read or written it yet,
+    # so no page cache or WAL frame of the server hides the damaged page.
+    damage_table_pages(database(server), "memory_memoryrecord")
+
+    failed = server.get("/api/memory")
+
+    assert failed.status_code == 500 and failed.json()["error"]["code"] == "INTERNAL_ERROR"
+    checked = health(server)
+    assert checked["status"] == "degraded" and checked["store"]["integrityOk"] is False
+    assert "a database call met a damaged page" in checked["store"]["integrityProblems"][0]

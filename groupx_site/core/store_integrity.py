@@ -3,8 +3,9 @@
 - **Integrity**: SQLite's ``PRAGMA quick_check`` (the page, b-tree and record checks, without the
   index-against-table cross-check of ``integrity_check``: linear in the file, seconds for
   gigabytes). It runs once at start, before the migrations touch the file, and on demand
-  (``GET /api/health?integrity=check``); health reports the last answer. It reads on a
-  connection of its own, in a transaction of its own, so nothing waits for it.
+  (``GET /api/health?integrity=check``); health reports the last answer, or that a database call
+  met a damaged page since. It reads on a connection of its own, in a transaction of its own, so
+  nothing waits for it.
 - **Schema version**: the protocol's storage schema version, recorded as a row of the
   ``schema_migrations`` table by the migration that made the schema (``groupx_site/migrations``).
   A database a newer GroupX wrote (a higher version) is refused at start.
@@ -57,6 +58,19 @@ def check() -> Integrity | None:
         if found is not None:
             _last = found
         return found
+
+
+def note_if_damaged(error: BaseException) -> None:
+    """A database call met a damaged page (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``): the file is not
+    sound whatever the last check found, so health says so now. The request still fails as it
+    did; the next check on demand replaces this answer."""
+    global _last
+    for candidate in (error, error.__cause__):
+        name = getattr(candidate, "sqlite_errorname", None) or ""
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(candidate):
+            _last = Integrity(False, timezone.now().isoformat(timespec="milliseconds"),
+                              (f"a database call met a damaged page: {candidate}",))
+            return
 
 
 def check_at_start() -> None:
