@@ -30,7 +30,7 @@ def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, A
     ``integrityOk`` is the last ``quick_check`` (at start, or now with ``check_integrity``; null
     before the first one ends) and ``schemaVersion`` the version the database records (D42)."""
     fault = store_probe.check(suspect=suspect)
-    integrity = store_integrity.check() if check_integrity else store_integrity.last()
+    integrity = (store_integrity.check() if check_integrity else None) or store_integrity.last()
     store: dict[str, Any] = {"available": fault is None, "integrityOk": None, "schemaVersion": None}
     if integrity is not None:
         store.update(integrity.as_json())

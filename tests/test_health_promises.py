@@ -91,6 +91,8 @@ def test_the_store_reports_its_integrity_and_the_schema_version_the_database_rec
     assert store["integrityOk"] is True and store["integrityCheckedAt"]
     assert store["schemaVersion"] == 9 and store["journalMode"] == "wal"
     assert "integrityProblems" not in store
+    unknown = server.get("/api/health?integrity=later")
+    assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "INVALID_ENVELOPE"
 
 
 def test_a_damaged_page_is_found_on_demand_and_by_the_check_at_start(make_server):
