@@ -121,16 +121,28 @@ class Lane:
         self.wake = asyncio.Event()
         self.active: ActiveTurn | None = None
         self.task: asyncio.Task | None = None
+        self.first_start: asyncio.Task | None = None
 
     def poke(self) -> None:
         self.wake.set()
+
+    def start_session(self) -> asyncio.Task:
+        """Start the session eagerly, so the room shows the agent ready (the runtime waits for it
+        before it says ready, D42); the lane's queue runs once ``start`` is called."""
+        if self.first_start is None:
+            self.first_start = asyncio.get_running_loop().create_task(
+                self._start_session(), name=f"session-start:{self.agent.actor_id}")
+        return self.first_start
+
+    async def _start_session(self) -> None:
+        with contextlib.suppress(DriverError, StoreUnavailable):
+            await self.sessions.ensure()
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"lane:{self.agent.actor_id}")
 
     async def _run(self) -> None:
-        with contextlib.suppress(DriverError, StoreUnavailable):
-            await self.sessions.ensure()  # start eagerly so the room shows the agent ready
+        await self.start_session()  # a session that failed to start is tried again by the first Turn
         self.wake.set()
         backoff = Backoff()
         while True:
@@ -314,7 +326,8 @@ class Lane:
         if active is not None and active.said.content:
             with contextlib.suppress(Exception):
                 await _db(lifecycle.checkpoint_partial_text)(active.turn_id, "".join(active.said.content))
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+        for task in (self.task, self.first_start):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

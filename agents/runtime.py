@@ -1,11 +1,19 @@
 """The agent runtime: restart recovery, one session and one FIFO lane per live agent, and the
 commit-time wake-ups from the turn actions (docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
+
+``start`` keeps FEATURES §7's order (docs/DECISIONS.md D42): close the stale launches of the last
+process, start every agent's session (in parallel; readiness waits for them, at most the
+handshake timeout), then Broker recovery of the Turns left in flight, then the lanes, then the
+dated-memory scheduler, which picks up the rollups left pending. The caller then says ready.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+
+from django.conf import settings
 
 from agents import health, instances
 from agents.drivers import secret_file
@@ -20,14 +28,35 @@ logger = logging.getLogger("groupx.runtime")
 
 _lanes: dict[str, Lane] = {}
 _loop: asyncio.AbstractEventLoop | None = None
+_stale_closed = False  # once per process: a start retried after a store fault keeps its new bindings
 
 
-def _recover() -> dict[str, int]:
+def _close_stale_launches() -> None:
+    global _stale_closed
+    if _stale_closed:
+        return
     closed = instances.close_stale_launches()
+    _stale_closed = True
+    if closed:
+        logger.info("restart recovery: %s stale bindings closed", closed)
+
+
+def _recover_turns() -> dict[str, int]:
     counts = lifecycle.recover_after_restart()
-    if closed or any(counts.values()):
-        logger.info("restart recovery: %s stale bindings closed, %s", closed, counts)
+    if any(counts.values()):
+        logger.info("restart recovery: %s", counts)
     return counts
+
+
+def session_start_wait_seconds() -> float:
+    """How long readiness waits for the agents' sessions: one handshake timeout by default, so a
+    CLI that hangs at start delays the room by one handshake at most and then fails its own
+    Turns only. ``GROUPX_SESSION_START_WAIT_MS`` overrides it (the test harness, whose agents
+    hang in their handshake on purpose, sets 0)."""
+    override = os.environ.get("GROUPX_SESSION_START_WAIT_MS")
+    if override is not None:
+        return int(override) / 1000
+    return settings.GROUPX_CONFIG.timeouts.handshakeMs / 1000
 
 
 def _on_new_work(actor_ids: list[str]) -> None:
@@ -56,7 +85,7 @@ async def start() -> None:
     _loop = asyncio.get_running_loop()
     if not _lanes:  # no session of this process holds a secret file yet: any there is a leftover
         secret_file.sweep(private_dir_path())
-    await db.write(_recover)()
+    await db.write(_close_stale_launches)()
     wakeups.clear()
     wakeups.on_new_work(_on_new_work)
     wakeups.on_cancel(_on_cancel)
@@ -66,8 +95,17 @@ async def start() -> None:
         health.update(agent.actor_id, status="starting")
         lane = Lane(AgentSessions(agent))
         _lanes[agent.actor_id] = lane
-        lane.start()
-    memory_scheduler.start()  # dated-memory rollups for due batches (issue 7)
+        lane.start_session()
+    starts = [lane.first_start for lane in _lanes.values() if lane.first_start is not None]
+    if starts:
+        # Each start is bounded by its own attempts and handshake timeout; past the wait, an agent
+        # still starting keeps its own "starting" and the room opens without it.
+        await asyncio.wait(starts, timeout=session_start_wait_seconds())
+    await db.write(_recover_turns)()
+    for lane in _lanes.values():
+        if lane.task is None:
+            lane.start()
+    memory_scheduler.start()  # dated-memory rollups for due batches, those left pending included
 
 
 async def stop() -> None:

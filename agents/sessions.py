@@ -91,6 +91,7 @@ class AgentSessions:
                 session = await self._launch(resume_id)
             except DriverError as error:
                 last_error = error
+                health.session_failed(agent.actor_id, code=error.code, message=error.message)
                 if resume_id and error.code in RESUME_FALLBACK_CODES:
                     # The native session could not be resumed: start a fresh one for future turns.
                     logger.info("%s: resume failed (%s); starting a fresh session", agent.actor_id, error.code)
@@ -110,20 +111,18 @@ class AgentSessions:
                 continue
             self.session = session
             kind = event_types.SESSION_RESUMED if session.resumed else event_types.SESSION_READY
-            health.update(agent.actor_id, status="ready", instanceId=self.instance_id, nativeSessionAvailable=True,
-                          mcpVerified=session.mcp_verified, lastError=None)
+            health.session_started(agent.actor_id, instanceId=self.instance_id, mcpVerified=session.mcp_verified,
+                                   lastError=None)
             await _db(_session_event)(kind, self.actor, {
                 "driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
                 "mcp": "verified" if session.mcp_verified else "unavailable",
             })
             return session
         assert last_error is not None
-        status = "native_policy_blocked" if last_error.code == "NATIVE_POLICY_BLOCKED" else "failed"
-        health.update(agent.actor_id, status=status, nativeSessionAvailable=False,
-                      lastError={"code": last_error.code, "message": last_error.message[:500]})
+        health.session_gave_up(agent.actor_id, code=last_error.code, retryable=last_error.retryable)
         await _db(_session_event)(event_types.SESSION_FAILED, self.actor, {
             "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
-            "attempts": attempt,
+            "attempts": attempt, "agentStatus": health.snapshot(agent.actor_id)["status"],
         })
         raise last_error
 

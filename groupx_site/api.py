@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
@@ -58,8 +59,9 @@ def on_unexpected(request: HttpRequest, error: Exception):
 
 
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
-async def get_health(request: HttpRequest):
-    status, body = await db.read(health_report)()
+async def get_health(request: HttpRequest, integrity: Literal["check"] | None = None):
+    """``?integrity=check`` runs SQLite's quick check now instead of reporting the last one (D42)."""
+    status, body = await db.read(health_report)(check_integrity=integrity == "check")
     response = JsonResponse(body, status=status)
     if status == 503:  # "closing" is the protocol's answer while a stop drains, not a server error
         response._has_been_logged = True  # Django's marker: skip the django.request error log

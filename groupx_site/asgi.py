@@ -71,7 +71,7 @@ async def application(scope, receive, send):
         # recognises this instance within its 500 ms probe instead of calling it a conflict.
         runtime.begin_start()
     else:
-        await runtime.wait_for_first_attempt()
+        await runtime.wait_for_store()
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
         if scope["path"].rstrip("/") == "/mcp":
             return await member_mcp.handle(scope, receive, send)

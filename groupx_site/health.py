@@ -9,12 +9,10 @@ from django.db import connection
 
 from agents import health
 from groupx_site import identity
-from groupx_site.core import lifecycle, store_probe
+from groupx_site.core import lifecycle, store_integrity, store_probe
 from setup_wizard import roster
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
-
-SCHEMA_VERSION = 9
 
 
 def identity_fields() -> dict[str, str]:
@@ -26,16 +24,22 @@ def identity_fields() -> dict[str, str]:
     }
 
 
-def store_status(*, suspect: bool) -> dict[str, Any]:
+def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, Any]:
     """``available`` means the store takes writes now: a full or read-only store still reads, so
-    the last write fault and a bounded write probe decide (``groupx_site/core/store_probe.py``)."""
+    the last write fault and a bounded write probe decide (``groupx_site/core/store_probe.py``).
+    ``integrityOk`` is the last ``quick_check`` (at start, or now with ``check_integrity``; null
+    before the first one ends) and ``schemaVersion`` the version the database records (D42)."""
     fault = store_probe.check(suspect=suspect)
+    integrity = (store_integrity.check() if check_integrity else None) or store_integrity.last()
+    store: dict[str, Any] = {"available": fault is None, "integrityOk": None, "schemaVersion": None}
+    if integrity is not None:
+        store.update(integrity.as_json())
     try:
         with connection.cursor() as cursor:
-            journal_mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
-        store = {"available": fault is None, "schemaVersion": SCHEMA_VERSION, "journalMode": journal_mode}
+            store["journalMode"] = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            store["schemaVersion"] = store_integrity.recorded_schema_version(cursor)
     except Exception:  # a broken store is reported, never raised at the health endpoint
-        store = {"available": False, "schemaVersion": SCHEMA_VERSION}
+        store["available"] = False
     if fault is not None:
         store.update(fault.as_json())
     return store
@@ -49,14 +53,16 @@ def agent_health() -> list[dict[str, Any]]:
     return entries
 
 
-def health_report() -> tuple[int, dict[str, Any]]:
+def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]]:
+    """The health body (its shape is documented in docs/DECISIONS.md D42). ``check_integrity``:
+    run the integrity check now instead of reporting the last one."""
     readiness = lifecycle.readiness()
     if readiness == "closing":
         return 503, {"status": "closing", "readiness": readiness, **identity_fields()}
-    store = store_status(suspect=readiness != "ready")
+    store = store_status(suspect=readiness != "ready", check_integrity=check_integrity)
     agents = agent_health()
     start_retry = lifecycle.start_retry()
-    degraded = (not store["available"] or start_retry is not None
+    degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None
                 or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
     counts = {"activeTurns": 0, "queuedTurns": 0}
     if readiness == "ready" and "journalMode" in store:  # while starting, the tables may still be migrating

@@ -95,8 +95,12 @@ def _end_streams_on_drain(request: HttpRequest, response: HttpResponse) -> HttpR
     return response
 
 
+STARTING_RETRY_AFTER_SECONDS = 1  # the start-up order takes about a second with CLIs that start at once
+
+
 def check_readiness() -> GroupXError | None:
-    """Writes wait for restart recovery (FEATURES §5) and stop while the runtime drains."""
+    """Writes wait for the start-up order (FEATURES §5, §7: recovery, the agents' sessions) and
+    stop while the runtime drains (docs/DECISIONS.md D42)."""
     state = lifecycle.readiness()
     if state == "ready":
         return None
@@ -105,7 +109,12 @@ def check_readiness() -> GroupXError | None:
     fault = store_faults.current()
     if fault is not None:  # the start waits for the store: say which fault, not just "starting"
         return store_faults.StoreUnavailable(fault.kind)
-    return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX is not ready yet ({state})")
+    if state == "failed":
+        return GroupXError("SESSION_NOT_AVAILABLE", "GroupX failed to start; /api/health says why")
+    error = GroupXError("SESSION_NOT_AVAILABLE", "GroupX is starting (recovering the room and starting the "
+                                                 "agents' sessions); nothing was written, try again shortly")
+    error.headers = {"Retry-After": str(STARTING_RETRY_AFTER_SECONDS)}
+    return error
 
 
 def _reshape_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:

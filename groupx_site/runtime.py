@@ -4,7 +4,10 @@
 bindings, and a second ``groupx start`` that loses the port race must not. Daphne runs its reactor
 (and so ``callWhenRunning``) only after a successful listen; a request proves the bind too.
 
-Startup order (FEATURES §7): stale-state recovery, then agent sessions and lanes, then readiness.
+Startup order (FEATURES §7, docs/DECISIONS.md D42), after the bind: the integrity check and the
+migrations; then requests are admitted (reads answer, writes get 503 ``SESSION_NOT_AVAILABLE``
+until readiness); then stale-state recovery, the agents' sessions, Broker (Turn) recovery, the
+lanes and dated-memory recovery (``agents/runtime.py``); then readiness.
 Nothing here may hold a database transaction across an ``await``: ORM work runs in
 ``sync_to_async`` functions.
 """
@@ -15,12 +18,12 @@ import asyncio
 import gc
 import logging
 
-from groupx_site.core import db, lifecycle, store_faults
+from groupx_site.core import db, lifecycle, store_faults, store_integrity
 
 logger = logging.getLogger("groupx.runtime")
 
 _started: asyncio.Future | None = None
-_first_attempt: asyncio.Event | None = None  # set once the first start attempt has ended
+_admitted: asyncio.Event | None = None  # set once requests may come in (see wait_for_store)
 _stopped: asyncio.Future | None = None
 _migrate_first = False
 
@@ -33,12 +36,16 @@ def migrate_before_start() -> None:
 
 
 def _prepare_store() -> None:
+    from django.db import connection
+
     from agents.roster import sync_actors
 
     if _migrate_first:
         from django.core.management import call_command
 
         call_command("migrate", interactive=False, verbosity=0)
+    with connection.cursor() as cursor:
+        store_integrity.refuse_newer_schema(cursor)  # a newer GroupX's database is never written to
     sync_actors()
 
 
@@ -49,7 +56,10 @@ async def _start() -> None:
     backoff = store_faults.Backoff()
     while True:
         try:
+            await asyncio.to_thread(store_integrity.check_at_start)  # the file as we found it
             await db.write(_prepare_store)()
+            await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
+            _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
             from agents import runtime as agent_runtime
 
             await agent_runtime.start()
@@ -57,17 +67,17 @@ async def _start() -> None:
         except store_faults.StoreUnavailable as fault:
             delay = backoff.next_delay()
             lifecycle.start_attempt_failed(fault.code, fault.message, delay)
-            _first_attempt.set()
+            _admitted.set()
             logger.warning("GroupX runtime could not start (%s); trying again in %.1f s", fault.message, delay)
             await asyncio.sleep(delay)
         except Exception as error:
             lifecycle.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
             lifecycle.set_readiness("failed")
-            _first_attempt.set()
+            _admitted.set()
             logger.exception("GroupX runtime failed to start")
             raise
-    lifecycle.set_readiness("ready")
-    _first_attempt.set()
+    if lifecycle.readiness() == "starting":  # a stop that began meanwhile stays "closing"
+        lifecycle.set_readiness("ready")
     _freeze_startup_objects()
     logger.info("GroupX runtime ready%s", f" after {backoff.failures + 1} attempts" if backoff.failures else "")
 
@@ -82,9 +92,9 @@ def _freeze_startup_objects() -> None:
 
 def begin_start() -> asyncio.Future:
     """Start once per process without waiting (health answers while the runtime starts)."""
-    global _started, _first_attempt
+    global _started, _admitted
     if _started is None:  # no await between the check and the assignment: one start per process
-        _first_attempt = asyncio.Event()
+        _admitted = asyncio.Event()
         _started = asyncio.ensure_future(_start())
         _started.add_done_callback(lambda f: f.cancelled() or f.exception())  # _start logs its failure
     return _started
@@ -96,15 +106,16 @@ async def ensure_started() -> None:
         await asyncio.shield(started)
 
 
-async def wait_for_first_attempt() -> None:
-    """For requests: wait for the start, but not through its retries. A start waiting for the
-    store (D24) lets requests through: health and reads answer, writes get 503 from the
-    readiness check, instead of every request hanging until the fault clears."""
+async def wait_for_store() -> None:
+    """For requests: wait until the store is migrated, not for the agents' sessions and not
+    through the start's retries. While the agents start (D42) or the start waits for the store
+    (D24), health and reads answer and writes get 503 from the readiness check, instead of every
+    request hanging until the start is over."""
     started = begin_start()
     if not started.done():
-        await _first_attempt.wait()
-    if started.done():
-        started.result()  # a final failure is raised, as before
+        await _admitted.wait()
+    # After a final failure requests still come in: health says why, writes get 503 from the
+    # readiness check (D42), rather than every request ending in a bare 500.
 
 
 def schedule_start() -> None:

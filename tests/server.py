@@ -50,6 +50,10 @@ class GroupXServer:
             "GROUPX_FAKE_LOG_DIR": str(self.fake_log_dir),
             "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"),
             "PYTHONUNBUFFERED": "1",
+            # Readiness would wait up to a handshake timeout for the agents' sessions (D42), and
+            # most tests' agents hang in their handshake on purpose (``hanging_agent``) so that
+            # their Turns stay queued. The tests of the start-up order pass their own value.
+            "GROUPX_SESSION_START_WAIT_MS": "0",
             **(env or {}),
         }
         self.proc: subprocess.Popen | None = None

@@ -96,6 +96,15 @@ def sleep_ms(ms: float, cancel: threading.Event | None = None) -> bool:
     return cancel.wait(secs) if secs > 0 else cancel.is_set()
 
 
+def wait_for_file(path: str | None, poll_s: float = 0.02) -> None:
+    """Block until ``path`` exists (no-op without one): a test holds a step of the fake until it
+    creates the file, instead of guessing a delay."""
+    if not path:
+        return
+    while not os.path.exists(path):
+        time.sleep(poll_s)
+
+
 # ---------------------------------------------------------------------------------------- wire log
 
 

@@ -225,6 +225,7 @@ class AcpAgent:
 
     def on_initialize(self, req_id: Any, params: dict[str, Any]) -> None:
         core.sleep_ms(float(self.scenario.get("initialize_delay_ms", 0)))
+        core.wait_for_file(self.scenario.get("initialize_wait_for_file"))
         version = params.get("protocolVersion")
         self.log.check("protocol_version", version == 1, got=version,
                        clientCapabilities=params.get("clientCapabilities"), clientInfo=params.get("clientInfo"))

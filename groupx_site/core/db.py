@@ -34,7 +34,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from groupx_site.core import store_faults
+from groupx_site.core import store_faults, store_integrity
 
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
@@ -71,6 +71,7 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
         except (DatabaseError, sqlite3.Error) as error:  # raw sqlite3 use is not wrapped by Django
             fault = store_faults.as_store_unavailable(error)
             if fault is None:
+                store_integrity.note_if_damaged(error)  # health says so at once (D42)
                 raise
             if not connection.in_atomic_block:
                 # A connection opened while the file system was read-only stays read-only after

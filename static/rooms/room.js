@@ -15,6 +15,7 @@ import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
+import { RoomHealth } from "./room_health.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
@@ -22,6 +23,7 @@ import { isHidden, setEventTypes, Timeline } from "./timeline.js";
 import { isTurnLifecycle, TurnStore } from "./turns.js";
 
 const HEALTH_POLL_MS = 60_000;
+const STARTING_POLL_MS = 1_000; // while GroupX starts, so the page says "ready" soon after it is
 const $ = (id) => document.getElementById(id);
 
 const agents = new Map(); // actorId → bootstrap agent card (live and pending)
@@ -236,12 +238,14 @@ async function bootOnce() {
 
 // ---- health: every 60 s, and whenever the stream comes back --------------------------------------
 
+const roomHealth = new RoomHealth($("room-health"));
 let healthInFlight = false;
 async function pollHealth() {
   if (healthInFlight) return;
   healthInFlight = true;
   try {
     const health = await getJson("/api/health");
+    if (roomHealth.show(health)) setTimeout(pollHealth, STARTING_POLL_MS);
     const ids = (health.agents || []).map((a) => a.actorId).sort().join();
     if (ids !== sidebar.ids().sort().join() && !booting) {
       boot(); // the roster changed (a restart with a new config): take a fresh snapshot

@@ -118,7 +118,9 @@ export class Sidebar {
     if (env.type === "session.retrying") {
       this.update(actorId, { status: "retrying", retry: `attempt ${body.attempt} of ${body.maxAttempts}` });
     } else if (env.type === "session.failed") {
-      this.update(actorId, { status: "failed", lastError: { code: body.errorCode, message: body.message } });
+      // agentStatus: "degraded" after repeated failures, else "failed" (docs/DECISIONS.md D42).
+      this.update(actorId, { status: body.agentStatus || "failed", retry: null,
+        lastError: { code: body.errorCode, message: body.message } });
     } else if (env.type in SESSION_STATUS) {
       const fields = { status: SESSION_STATUS[env.type], retry: null };
       if (env.type === "session.ready" || env.type === "session.resumed") fields.lastError = null;
@@ -149,7 +151,7 @@ export class Sidebar {
     el.dataset.busy = activity && activity.busy ? "true" : "false";
     parts.status.replaceChildren(h("span", { class: "dot", "aria-hidden": "true" }),
       STATUS_LABEL[status] || status, card.retry ? ` (${card.retry})` : "");
-    const down = ["failed", "native_policy_blocked", "stopped"].includes(status);
+    const down = ["failed", "degraded", "native_policy_blocked", "stopped"].includes(status);
     parts.activity.textContent = activity && activity.busy ? activity.text || "Working" : down ? "Not running" : "Idle";
     parts.activity.title = parts.activity.textContent;
     parts.queued.hidden = !(activity && activity.queued);

@@ -14,7 +14,7 @@ from turns.models import Turn, TurnAttempt
 
 def recover() -> dict[str, int]:
     # What the runtime runs on start, through the writer executor (inline in this tier).
-    return async_to_sync(db.write(runtime._recover))()
+    return async_to_sync(db.write(runtime._recover_turns))()
 
 
 def test_a_queued_turn_stays_queued_and_nothing_is_written():
