@@ -29,7 +29,7 @@ from rooms.models import Event
 from turns import supervision as pairing
 from turns.member_actions import bounded_int, resolve_caller
 from turns.models import SupervisionPair, SupervisionSteerCount, Turn, TurnAttempt
-from turns.states import CANCELLED, RUNNING, TERMINAL_STATUSES
+from turns.states import CANCELLED, DISPATCHING, RUNNING, TERMINAL_STATUSES
 
 UNTIL = ("next_milestone", "terminal")
 MAX_WATCH_MS = 3_600_000
@@ -159,6 +159,7 @@ def milestone_since(subject: Turn, after_seq: int) -> bool:
 @dataclass
 class _Watch:
     binding_id: str
+    watcher_turn_id: str  # the observer's own Turn: when it stops, so does its watch
     pair_id: str
     subject_turn_id: str
     status: str  # when the watch began
@@ -172,11 +173,14 @@ def _begin(binding_id: str, request: WatchRequest) -> _Watch:
     ready = subject.status in TERMINAL_STATUSES or (
         request.until == "next_milestone" and request.after_seq is not None
         and milestone_since(subject, request.after_seq))
-    return _Watch(binding_id, pair.pair_id, subject.turn_id, subject.status, ready)
+    return _Watch(binding_id, caller.turn.turn_id, pair.pair_id, subject.turn_id, subject.status, ready)
 
 
-def _status(turn_id: str) -> str:
-    return Turn.objects.filter(turn_id=turn_id).values_list("status", flat=True).first()
+def _statuses(watch: _Watch) -> tuple[str, str]:
+    """(the subject's status, the observer's own Turn's status)."""
+    found = dict(Turn.objects.filter(turn_id__in=[watch.subject_turn_id, watch.watcher_turn_id])
+                 .values_list("turn_id", "status"))
+    return found.get(watch.subject_turn_id), found.get(watch.watcher_turn_id)
 
 
 def _observe(watch: _Watch, request: WatchRequest, timed_out: bool) -> dict[str, Any]:
@@ -224,7 +228,7 @@ async def _wait(watch: _Watch, request: WatchRequest, listener: bus.Listener) ->
     """True when a milestone came before the timeout."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.timeout_ms / 1000
-    streamed, tools_moved, status = 0, False, watch.status
+    streamed, tools_moved, status, watching = 0, False, watch.status, RUNNING
     while True:
         for envelope in listener.take_transients():
             body = envelope.get("body") or {}
@@ -237,7 +241,9 @@ async def _wait(watch: _Watch, request: WatchRequest, listener: bus.Listener) ->
                 streamed += len(str(body.get("text", "")))
         if listener.durable_pending:
             listener.durable_pending = False
-            status = await db.read(_status)(watch.subject_turn_id)
+            status, watching = await db.read(_statuses)(watch)
+        if watching not in (RUNNING, DISPATCHING):
+            return False  # the Watch Turn was cancelled or ended: nobody waits for this answer
         if _reached(request, watch.status, status, streamed=streamed, tools_moved=tools_moved):
             return True
         remaining = deadline - loop.time()

@@ -10,6 +10,7 @@ from asgiref.sync import async_to_sync
 
 from groupx_site.core.errors import GroupXError
 from memory.context import build_context_packet
+from memory.dated_sources import OBSERVER_COMMAND_TYPES
 from memory.transcript import WATCH_BRIEF_KIND, context_events
 from rooms.actions import post_message
 from rooms.models import ClientCommand, Event
@@ -212,3 +213,10 @@ def test_a_snapshot_carries_tool_names_and_public_excerpts_only():
     assert accepted["watchEventId"] not in [m["eventId"] for m in shot["messages"]]
     text = repr(shot)
     assert "secret" not in text and "hunter2" not in text
+
+
+def test_an_observers_turn_is_the_command_type_dated_memory_leaves_out():
+    accepted = paired()
+    watch_turn = Turn.objects.get(turn_id=accepted["watchTurns"][0]["turnId"])
+    assert watch_turn.command_type in OBSERVER_COMMAND_TYPES
+    assert Turn.objects.get(turn_id=accepted["turns"][0]["turnId"]).command_type not in OBSERVER_COMMAND_TYPES
