@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Max, Q
 
 from groupx_site.core import db
@@ -99,10 +100,10 @@ def _excerpt(body: dict[str, Any] | None) -> str:
     return str((body or {}).get("content", ""))[:EXCERPT]
 
 
-def _tools(turn: Turn, live: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _tools(turn: Turn, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
     recorded = Event.objects.filter(event_type=event_types.TOOL_PROGRESS_RECORDED, causation_id=turn.turn_id)
     tools = [tool_entry(body) for body in recorded.order_by("seq").values_list("body", flat=True)[:MAX_TOOLS]]
-    return tools or list(live.values())[:MAX_TOOLS]
+    return tools or live[:MAX_TOOLS]
 
 
 def _last_steer_reason(subject_turn_id: str) -> str | None:
@@ -111,8 +112,10 @@ def _last_steer_reason(subject_turn_id: str) -> str | None:
     return body["reason"] if body else None
 
 
-def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None) -> dict[str, Any]:
-    """What the observer may see of ``subject`` now (PROTOCOL §6.7: may and may not)."""
+def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None,
+             live_tools: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """What the observer may see of ``subject`` now (PROTOCOL §6.7: may and may not). ``live_tools``:
+    the tools watches saw it use while it runs (taken on the event loop, which owns that table)."""
     turn_events = Event.objects.filter(Q(causation_id=subject.turn_id) | Q(event_id=subject.queued_event_id))
     task = Event.objects.filter(event_id=pair.source_event_id).values("event_id", "seq", "body").first() or {}
     floor = after_seq if after_seq is not None else task.get("seq", 0)
@@ -136,7 +139,7 @@ def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None) -> dic
         "task": {"eventId": pair.source_event_id, "excerpt": _excerpt(task.get("body"))},
         "messages": [{"eventId": m["event_id"], "seq": m["seq"], "actorId": m["actor_id"],
                       "excerpt": _excerpt(m["body"])} for m in reversed(messages)],
-        "tools": _tools(subject, _live_tools.get(subject.turn_id, {})),
+        "tools": _tools(subject, list(live_tools)),
         "steerCount": count,
     }
     if certainty:
@@ -183,12 +186,19 @@ def _statuses(watch: _Watch) -> tuple[str, str]:
     return found.get(watch.subject_turn_id), found.get(watch.watcher_turn_id)
 
 
-def _observe(watch: _Watch, request: WatchRequest, timed_out: bool) -> dict[str, Any]:
-    """The snapshot and its ``supervision.observed`` record, in one transaction."""
+def _observe(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list[dict[str, Any]]) -> dict:
+    """The snapshot and its ``supervision.observed`` record, in one transaction. A watch has no
+    clientCommandId (PROTOCOL §6.7): its record is appended in a transaction of its own, as
+    ``routing.loop_stopped`` is, not through a command receipt."""
+    with transaction.atomic():
+        return _observe_now(watch, request, timed_out, live_tools)
+
+
+def _observe_now(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list) -> dict[str, Any]:
     caller = resolve_caller(watch.binding_id)
     pair = SupervisionPair.objects.get(pair_id=watch.pair_id)
     subject = Turn.objects.get(turn_id=watch.subject_turn_id)
-    shot = snapshot(pair, subject, request.after_seq)
+    shot = snapshot(pair, subject, request.after_seq, live_tools)
     observed = events.append_event(
         event_type=event_types.SUPERVISION_OBSERVED, actor=caller.actor, to=[subject.target_actor_id],
         body={"pairId": pair.pair_id, "subjectTurnId": subject.turn_id, "status": subject.status,
@@ -219,7 +229,8 @@ async def member_watch(binding_id: str, payload: Any) -> dict[str, Any]:
         timed_out = False
         if not watch.ready:
             timed_out = not await _wait(watch, request, listener)
-        return await db.write(_observe)(watch, request, timed_out)
+        seen = list(_live_tools.get(watch.subject_turn_id, {}).values())
+        return await db.write(_observe)(watch, request, timed_out, seen)
     finally:
         bus.unsubscribe(listener)
 

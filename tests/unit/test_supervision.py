@@ -220,3 +220,34 @@ def test_an_observers_turn_is_the_command_type_dated_memory_leaves_out():
     watch_turn = Turn.objects.get(turn_id=accepted["watchTurns"][0]["turnId"])
     assert watch_turn.command_type in OBSERVER_COMMAND_TYPES
     assert Turn.objects.get(turn_id=accepted["turns"][0]["turnId"]).command_type not in OBSERVER_COMMAND_TYPES
+
+
+def test_a_watch_on_an_ended_worker_answers_at_once_and_records_that_it_looked():
+    accepted = paired()
+    subject = accepted["turns"][0]["turnId"]
+    finish(running(subject), subject, TurnOutcome(status="completed", content="done"), actor(ALPHA))
+    binding = observer_binding(accepted)
+
+    answer = async_to_sync(watch.member_watch)(binding, {"until": "terminal"})
+
+    assert (answer["timedOut"], answer["snapshot"]["turnId"], answer["snapshot"]["terminal"]) == (False, subject, True)
+    observed = Event.objects.get(event_type="supervision.observed")
+    assert (observed.actor_id, observed.seq) == (BETA, answer["snapshot"]["watchCursor"])
+
+
+def test_a_watch_with_no_milestone_before_its_timeout_answers_timed_out():
+    accepted = paired()
+    running(accepted["turns"][0]["turnId"])
+    binding = observer_binding(accepted)
+
+    answer = async_to_sync(watch.member_watch)(binding, {"timeoutMs": 1})
+
+    assert answer["timedOut"] and answer["snapshot"]["status"] == "running"
+
+
+@pytest.mark.parametrize("payload", [{"until": "forever"}, {"timeoutMs": 3_600_001}, {"afterSeq": -1},
+                                     {"subject": "turn_x"}, {"from": "agent:alpha"}])
+def test_a_malformed_watch_is_refused_before_it_waits(payload):
+    with pytest.raises(GroupXError) as error:
+        watch.check_watch(payload)
+    assert error.value.code in ("INVALID_ENVELOPE", "SENDER_FIELD_FORBIDDEN")
