@@ -1,7 +1,7 @@
 """The Context Packet (FEATURES §14): what an agent is told when it is woken.
 
 Sections, always in this order and the same for every driver (FEATURES §14): ``[groupx_protocol]``,
-``[configured_agent_identity]``, ``[self_identity]``, ``[user_authored_identity]``,
+``[supervision_watch]`` (an observer's Watch Turn only), ``[configured_agent_identity]``, ``[self_identity]``, ``[user_authored_identity]``,
 ``[observed_identity]``, ``[agent_core_memory]``, ``[agent_dated_memory]``, ``[public_memory]``,
 ``[room_checkpoint_summary]``, ``[room_delta_since_cursor]``, ``[reply_chain]`` and
 ``[current_message]`` last, followed by nothing but the message text (the CLIs' fakes and humans
@@ -28,7 +28,7 @@ from agents.models import Actor
 from groupx_site.core.text import repair
 from memory import sql as memory_sql
 from memory.models import IdentityRecord, MemoryRecord
-from memory.transcript import entry, summary_block
+from memory.transcript import WATCH_BRIEF_KIND, entry, summary_block
 from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
 
@@ -42,8 +42,16 @@ ROUTING_NOTE = (
     "answer, publish progress without waking anyone, or read what happened since this packet was "
     "built, use the GroupX MCP tools (send, ask, collect, publish, read) when they are available."
 )
-ORDER = ("groupx_protocol", "configured_agent_identity", "self_identity", "user_authored_identity",
-         "observed_identity", "agent_core_memory", "agent_dated_memory", "public_memory",
+# An observer's packet (FEATURES §12, §14): its current message is the watch brief, never the task.
+WATCH_NOTE = (
+    "You were woken to observe, not to do the task. Call watch to wait for a worker's next milestone "
+    "(or until=terminal); each answer is a snapshot: status, public message excerpts, tool names. Call "
+    "steer with a public reason to redirect a worker: nudge queues your guidance after its current Turn, "
+    "interrupt cancels its whole current Turn first. Sending or asking the worker you observe is refused; "
+    "read still works. Steering approves nothing and changes no worker setting."
+)
+ORDER = ("groupx_protocol", "supervision_watch", "configured_agent_identity", "self_identity",
+         "user_authored_identity", "observed_identity", "agent_core_memory", "agent_dated_memory", "public_memory",
          "room_checkpoint_summary", "room_delta_since_cursor", "reply_chain", "current_message")
 
 
@@ -95,6 +103,16 @@ def _reply_chain(source: dict, floor: int) -> list[dict]:
         parent = event["reply_to_event_id"]
     chain.reverse()
     return chain
+
+
+def _watch_section(source: dict) -> str | None:
+    """The pair an observer watches, read from its watch brief (the Turn's source)."""
+    body = source["body"] or {}
+    if body.get("kind") != WATCH_BRIEF_KIND:
+        return None
+    workers = "\n".join(f"- worker {w.get('actorId')} turn {w.get('turnId')}" for w in body.get("workers", []))
+    return (f"pair: {body.get('pairId')}\nmode: live_steer\ntask_event_id: {body.get('sourceEventId')}\n"
+            f"{workers}\nnote: {WATCH_NOTE}")
 
 
 def _names() -> dict[str, str]:
@@ -212,6 +230,8 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     if floor:
         protocol.append(f"reset_floor_seq: {floor}")
     sections.add("groupx_protocol", "\n".join([*protocol, f"routing: {ROUTING_NOTE}"]))
+    if watch := _watch_section(source):
+        sections.add("supervision_watch", watch)
     if agent.identity:
         sections.add("configured_agent_identity", agent.identity)
     if embedded is not None:

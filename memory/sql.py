@@ -86,10 +86,12 @@ _CONTEXT_RANGE = f"""
 _PACKET_UNREAD = f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} {_CONTEXT_RANGE} ORDER BY {E.seq} DESC"
 _PACKET_UNREAD_COUNT = f"SELECT COUNT(*) {_CONTEXT_RANGE}"
 
-# One step up a reply chain: the parent, if it is room context above the reset floor.
+# One step up a reply chain: the parent, if it is room context above the reset floor (a watch
+# brief is not: an observer's reply answers one, and it stays out of every other packet).
 _PACKET_PARENT = f"""
     SELECT {E.list(PACKET_ENTRY_COLUMNS)} FROM {E}
-    WHERE {E.event_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)}) AND {E.seq} > %s"""
+    WHERE {E.event_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)})
+        AND json_extract({E.body}, '$.kind') IS NOT %s AND {E.seq} > %s"""
 
 
 def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
@@ -164,6 +166,6 @@ def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, exclud
 def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
     """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
     with connection.cursor() as cursor:
-        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, floor])
+        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
         row = cursor.fetchone()
     return None if row is None else _entry(row)

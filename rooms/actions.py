@@ -1,7 +1,8 @@
 """Room actions: what the browser (REST) and, later, the agents (MCP) do to the room.
 
 ``post_message`` is PROTOCOL §10.2: one transaction writes the receipt, ``message.created`` and
-one ``turn.queued`` + Turn per target, or nothing at all (``rooms.commands.run_once``). The body
+one ``turn.queued`` + Turn per target (and, when ``supervision`` asks for it, the pair:
+``turns/supervision.py``), or nothing at all (``rooms.commands.run_once``). The body
 check and the target resolver here serve the agents' send and ask too (``turns.member_actions``).
 """
 
@@ -19,9 +20,10 @@ from rooms import commands, events, validation
 from rooms.models import Event
 from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
+from turns import supervision as pairing
 from turns.actions import check_queue_capacity, do_enqueue_turns
 
-POST_MESSAGE_FIELDS = {"clientCommandId", "to", "content", "replyToEventId", "forwardedEventId"}
+POST_MESSAGE_FIELDS = {"clientCommandId", "to", "content", "replyToEventId", "forwardedEventId", "supervision"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class PostMessage:
     content: str
     reply_to_event_id: str | None
     forwarded_event_id: str | None
+    supervision: pairing.Supervision | None = None
 
     def canonical(self) -> dict[str, Any]:
         return {
@@ -38,6 +41,8 @@ class PostMessage:
             "content": self.content,
             "replyToEventId": self.reply_to_event_id,
             "forwardedEventId": self.forwarded_event_id,
+            # Only a paired post hashes the key: the receipts stored before it still match.
+            **({"supervision": self.supervision.canonical()} if self.supervision else {}),
         }
 
 
@@ -45,15 +50,15 @@ def check_post_message(payload: Any, fields: set[str] = POST_MESSAGE_FIELDS) -> 
     """The one body check of a message that wakes agents: the web's post and an agent's send/ask
     (``fields``: the keys that caller may send; a key it may not send is an unknown field)."""
     payload = validation.reject_sender_fields(payload)
-    if "supervision" in payload:
-        raise invalid("supervision pairing is not available in this version of GroupX")
     validation.reject_unknown_keys(payload, fields)
+    to = validation.targets(payload)
     return PostMessage(
         client_command_id=validation.client_command_id(payload),
-        to=validation.targets(payload),
+        to=to,
         content=validation.content(payload),
         reply_to_event_id=validation.optional_reference(payload, "replyToEventId"),
         forwarded_event_id=validation.optional_reference(payload, "forwardedEventId"),
+        supervision=pairing.check_supervision(payload, to),
     )
 
 
@@ -94,16 +99,18 @@ def post_message(payload: Any) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         agents = resolve_targets(command.to)
+        observers = pairing.check_pair(command.supervision, agents) if command.supervision else []
         check_references_exist(command.reply_to_event_id, command.forwarded_event_id)
-        active_counts = check_queue_capacity(agents, settings.GROUPX_CONFIG.limits.queuePerAgent)
-        return do_post_message(command, agents, active_counts)
+        active_counts = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
+        return do_post_message(command, agents, active_counts, observers)
 
     return commands.run_once(binding_id=WEB_BINDING_ID, client_command_id=command.client_command_id,
                              command_type="web.message", canonical=command.canonical(), run=run)
 
 
 def do_post_message(command: PostMessage, agents: list[ResolvedAgent],
-                    active_counts: dict[str, int] | None = None) -> dict[str, Any]:
+                    active_counts: dict[str, int] | None = None,
+                    observers: list[ResolvedAgent] = ()) -> dict[str, Any]:
     correlation = new_correlation_id()
     message = events.message_created(
         actor=events.WEB_USER,
@@ -120,4 +127,6 @@ def do_post_message(command: PostMessage, agents: list[ResolvedAgent],
         "messageEventId": message.event_id,
         "correlationId": correlation,
         "turns": [turn.as_rest() for turn in queued],
+        **(pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active_counts)
+           if observers else {}),
     }

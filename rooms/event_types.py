@@ -94,6 +94,16 @@ TOOL_PROGRESS = _declare("tool.progress", TRANSIENT, UI, ("turnId", "nativeType"
 ROUTING_LOOP_STOPPED = _declare("routing.loop_stopped", DURABLE, UI, ("errorCode", "commandType", "parentTurnId"),
                                 "an agent's send or ask was refused by the chain limits")
 
+# ---- supervision pairing (turns/supervision.py, turns/watch.py; FEATURES §12) --------------------
+SUPERVISION_PAIRED = _declare("supervision.paired", DURABLE, UI,
+                              ("pairId", "mode", "sourceEventId", "watchEventId", "workers", "observers"),
+                              "a task's workers were paired with observers in one command")
+SUPERVISION_OBSERVED = _declare("supervision.observed", DURABLE, UI, ("pairId", "subjectTurnId", "status"),
+                                "an observer's watch returned a snapshot of its worker")
+SUPERVISION_STEERED = _declare("supervision.steered", DURABLE, UI,
+                               ("action", "reason", "subjectTurnId", "nextTurnId", "pairId"),
+                               "an observer nudged or interrupted its worker with public guidance")
+
 # The terminal event of each final status, for the code that writes ``turn.<status>``.
 TURN_TERMINALS = {"completed": TURN_COMPLETED, "failed": TURN_FAILED, "cancelled": TURN_CANCELLED,
                   "interrupted": TURN_INTERRUPTED}

@@ -21,6 +21,7 @@ from rooms.event_types import AUDIT_TYPES
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
 from turns import limits
+from turns import supervision as pairing
 from turns.actions import check_queue_capacity, do_enqueue_turns
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES
@@ -61,7 +62,7 @@ def resolve_caller(binding_id: str) -> Caller:
     return Caller(binding_id, actor, turn)
 
 
-WAKE_FIELDS = frozenset({"to", "content", "replyToEventId", "clientCommandId"})
+WAKE_FIELDS = frozenset({"to", "content", "replyToEventId", "clientCommandId", "supervision"})
 
 
 def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> PostMessage:
@@ -71,7 +72,8 @@ def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> Po
 
 def _wake_canonical(command: PostMessage) -> dict[str, Any]:
     # What identifies an agent's send or ask in its receipt (stored hashes depend on these keys).
-    return {"to": command.to, "content": command.content, "replyToEventId": command.reply_to_event_id}
+    return {"to": command.to, "content": command.content, "replyToEventId": command.reply_to_event_id,
+            **({"supervision": command.supervision.canonical()} if command.supervision else {})}
 
 
 def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) -> dict[str, Any]:
@@ -83,11 +85,14 @@ def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) 
     def run() -> dict[str, Any]:
         agents[:] = resolve_targets(command.to, sender_id=caller.actor.actor_id)
         target_ids = [a.actor_id for a in agents]
+        pairing.check_watch_turn_targets(caller.turn, target_ids)
+        observers = (pairing.check_pair(command.supervision, agents, sender_id=caller.actor.actor_id)
+                     if command.supervision else [])
         if command_type == "mcp.ask":
             limits.check_causal_cycle(caller.turn, target_ids)
-        hop = limits.check_chain_limits(caller.turn, target_ids, hop_limit=config.hopCount,
+        hop = limits.check_chain_limits(caller.turn, target_ids + [o.actor_id for o in observers], hop_limit=config.hopCount,
                                         root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
-        active_counts = check_queue_capacity(agents, config.queuePerAgent)
+        active_counts = check_queue_capacity(agents + observers, config.queuePerAgent)
         check_references_exist(command.reply_to_event_id)
         message = events.message_created(
             actor=caller.actor, content=command.content, to=target_ids,
@@ -105,6 +110,8 @@ def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) 
                  **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {})}
                 for t in queued
             ],
+            **(pairing.do_pair(source=message, workers=queued, observers=observers, hop_count=hop,
+                               parent_turn=caller.turn, active_counts=active_counts) if observers else {}),
         }
 
     try:
@@ -193,8 +200,3 @@ def member_read(binding_id: str, payload: Any) -> dict[str, Any]:
         result["nextAfterSeq"] = rows[-1]["seq"]
     return result
 
-
-def supervision_only(binding_id: str, tool: str) -> None:
-    """watch/steer exist only on an observer's Watch Turn; every business Turn gets this code."""
-    resolve_caller(binding_id)
-    raise GroupXError("SUPERVISION_WATCH_REQUIRED", f"{tool} works only in a supervision Watch Turn")

@@ -88,3 +88,43 @@ class TurnAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt_id} ({self.dispatch_phase}, {self.delivery_certainty})"
+
+
+# ---- supervision pairing (FEATURES §12, §18; docs/DECISIONS.md D40) --------------------------------
+# The tables keep the spec's names: a pair is one command's rows, its roles live only here.
+
+
+class SupervisionPair(models.Model):
+    pair_id = models.CharField(max_length=64, primary_key=True)
+    room_id = models.CharField(max_length=64)
+    correlation_id = models.CharField(max_length=64)
+    source_event_id = models.CharField(max_length=64)
+    watch_event_id = models.CharField(max_length=64)
+    pair_event_id = models.CharField(max_length=64)
+    mode = models.CharField(max_length=16, default="live_steer")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "supervision_pairs"
+
+
+class SupervisionPairTurn(models.Model):
+    ROLES = ["worker", "observer"]
+
+    turn_id = models.CharField(max_length=64, primary_key=True)
+    pair = models.ForeignKey(SupervisionPair, on_delete=models.CASCADE, related_name="turns")
+    role = models.CharField(max_length=8, choices=[(r, r) for r in ROLES])
+    actor_id = models.CharField(max_length=128)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "supervision_pair_turns"
+        indexes = [models.Index(fields=["pair", "role"], name="supervision_pair_role")]
+
+
+class SupervisionSteerCount(models.Model):
+    subject_turn_id = models.CharField(max_length=64, primary_key=True)
+    steer_count = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "supervision_steer_counts"

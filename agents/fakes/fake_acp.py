@@ -135,6 +135,7 @@ class AcpAgent:
         self.caps = core.deep_merge(caps or {}, scenario.get("agent_capabilities_patch") or {})
         self.strict = core.scenario_bool(scenario, "strict_replies", True)
         self.noise = core.scenario_bool(scenario, "noise")
+        self.prompts = 0  # prompts planned so far: the index into scenario.default_turns
 
     # ------------------------------------------------------------------------------ wire out
 
@@ -410,7 +411,12 @@ class AcpAgent:
             self.reply(req_id, refusal)
             return
         text = "\n".join(texts)
-        directives, message = core.turn_plan(text, self.scenario.get("default_turn"))
+        # default_turns: one default per prompt, in order (a worker that hangs once, then replies);
+        # past its end, default_turn.
+        planned = self.scenario.get("default_turns") or []
+        default = planned[self.prompts] if self.prompts < len(planned) else self.scenario.get("default_turn")
+        self.prompts += 1
+        directives, message = core.turn_plan(text, default)
         with self.lock:
             if session.turn is not None:
                 raise RpcError(-32000, "A prompt is already running for this session")

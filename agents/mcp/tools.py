@@ -25,7 +25,9 @@ from memory import inputs as memory_inputs
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
 from rooms import validation
 from setup_wizard.config import MESSAGE_CHARACTERS
-from turns import asks, member_actions
+from turns import asks, member_actions, supervision
+from turns import steer as steer_tool
+from turns import watch as watch_tool
 
 Handler = Callable[[str | None, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -86,11 +88,18 @@ _SCOPE_FILTER = {"type": "object", "properties": {"type": {"enum": list(SCOPE_TY
 _READ_LIMIT = {"type": "integer", "minimum": 1, "maximum": member_actions.READ_MAX_LIMIT}
 _LIST_LIMIT = {"type": "integer", "minimum": 1, "maximum": memory_inputs.LIST_MAX}
 _CURSOR = {"type": "integer", "minimum": 0}
+_SUPERVISION = {"type": "object", "additionalProperties": False, "required": ["observers", "mode"],
+                "properties": {"observers": {"type": "array", "minItems": 1, "maxItems": supervision.MAX_OBSERVERS,
+                                             "items": {"type": "string"}},
+                               "mode": {"enum": [supervision.MODE]}},
+                "description": ("Optional: agents (not in to, not you) that watch the workers live and may steer "
+                                "them; each gets its own Watch Turn.")}
 
 
 # ---- the room ------------------------------------------------------------------------------------
 @member_tool("send", "Post a public message and queue a Turn for each target; returns at once.",
-             {"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID},
+             {"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID,
+              "supervision": _SUPERVISION},
              ("to", "content", "clientCommandId"))
 def send(binding_id, payload):
     return member_actions.member_send(binding_id, payload)
@@ -106,7 +115,7 @@ def publish(binding_id, payload):
 @member_tool("ask", (f"Post a public question to agents and wait (at most {WAIT_SECONDS} s) for their answers. "
                      "Returns state=pending at once if a target is busy; then call collect with the messageEventId."),
              {"to": _TO, "content": _CONTENT, "replyToEventId": _REPLY_TO, "clientCommandId": _COMMAND_ID,
-              "timeoutMs": _TIMEOUT, "cancelOnTimeout": {"type": "boolean"}},
+              "timeoutMs": _TIMEOUT, "cancelOnTimeout": {"type": "boolean"}, "supervision": _SUPERVISION},
              ("to", "content", "clientCommandId"))
 async def ask(binding_id, payload):
     return await asks.member_ask(binding_id, payload)
@@ -125,20 +134,25 @@ def read(binding_id, payload):
     return member_actions.member_read(binding_id, payload)
 
 
-# ---- supervision (FEATURES §12): declared so a CLI sees them; not built yet -------------------------
-@member_tool("watch", "Supervision only: observe the worker Turn you were paired with.",
-             {"subjectTurnId": {"type": "string"}, "afterSeq": {"type": "integer"},
-              "until": {"enum": ["next_milestone", "terminal"]}, "timeoutMs": _TIMEOUT})
-def watch(binding_id, _payload):
-    return member_actions.supervision_only(binding_id, "watch")
+# ---- supervision (FEATURES §12): listed in every session (a CLI reads the list once); outside an
+# observer's Watch Turn both answer SUPERVISION_WATCH_REQUIRED ------------------------------------
+@member_tool("watch", ("Supervision only (your Watch Turn): wait for the next milestone of the worker you observe "
+                       "(started, a tool, more reply, ended), or until=terminal for its end; returns a snapshot."),
+             {"subjectTurnId": {"type": "string"}, "afterSeq": _CURSOR, "until": {"enum": list(watch_tool.UNTIL)},
+              "timeoutMs": {"type": "integer", "minimum": 1, "maximum": watch_tool.MAX_WATCH_MS}})
+async def watch(binding_id, payload):
+    return await watch_tool.member_watch(binding_id, payload)
 
 
-@member_tool("steer", "Supervision only: nudge or interrupt the worker Turn you were paired with.",
-             {"subjectTurnId": {"type": "string"}, "action": {"enum": ["nudge", "interrupt"]},
-              "reason": {"type": "string"}, "content": _CONTENT, "clientCommandId": _COMMAND_ID},
+@member_tool("steer", ("Supervision only (your Watch Turn): redirect the worker with public guidance. nudge queues "
+                       "it after the worker's current Turn; interrupt cancels that whole Turn first. A public reason "
+                       "is required; each worker Turn can be steered a limited number of times."),
+             {"subjectTurnId": {"type": "string"}, "action": {"enum": list(steer_tool.ACTIONS)},
+              "reason": {"type": "string", "minLength": 1, "maxLength": steer_tool.MAX_REASON}, "content": _CONTENT,
+              "clientCommandId": _COMMAND_ID},
              ("action", "reason", "content", "clientCommandId"))
-def steer(binding_id, _payload):
-    return member_actions.supervision_only(binding_id, "steer")
+def steer(binding_id, payload):
+    return steer_tool.member_steer(binding_id, payload)
 
 
 # ---- memory and identity (issue 7, FEATURES §11) ---------------------------------------------------

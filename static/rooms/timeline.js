@@ -8,6 +8,7 @@
 
 import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
 import { messageElement, TurnBubble } from "./bubble.js";
+import { PairGroups } from "./supervision.js";
 import { CANCELLABLE, TERMINAL } from "./turns.js";
 
 const MAX_ITEMS = 500; // FEATURES §17: at most 500 items, trimmed 100 at a time
@@ -74,6 +75,7 @@ export class Timeline {
     this.chipRows = new Map(); // source eventId → chips container
     this.chips = new Map(); // turnId → chip element
     this.bubbles = new Map(); // turnId → TurnBubble
+    this.pairs = new PairGroups(this); // supervision pairs, each one group (supervision.js)
     this.durable.replaceChildren();
     this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
       "aria-label": "Turns of earlier messages" });
@@ -120,6 +122,7 @@ export class Timeline {
     else if (type === "turn.queued" || type === "turn.dispatched") return; // shown by the chips
     else if (type.startsWith("session.")) this.session(env);
     else if (type.startsWith("memory.") && body.record) this.memoryLine(env);
+    else if (type.startsWith("supervision.")) this.pairs.apply(env);
     else this.generic(env);
     this.changed();
   }
@@ -179,6 +182,7 @@ export class Timeline {
       this.ctx.onActivity(env.actor.actorId);
       return;
     }
+    if (this.pairs.message(env)) return; // a watch brief or a steer's guidance: inside its pair
     const { el, chips } = messageElement(env, this.bubbleCtx);
     this.chipRows.set(env.eventId, chips);
     this.add(el);
@@ -335,7 +339,7 @@ export class Timeline {
     if (turn) bubble.setStatus(turn.status);
     this.bubbles.set(turnId, bubble);
     if (this.prepending) this.prepending.created.add(turnId);
-    this.live.append(bubble.el);
+    (this.pairs.home(turnId) || this.live).append(bubble.el);
     this.ctx.onActivity(actor.actorId);
     this.changed();
     return bubble;
@@ -351,7 +355,7 @@ export class Timeline {
   settle(bubble) {
     // An older page never pulls a newer, already placed bubble up to its own position.
     if (this.prepending && bubble.el.parentElement === this.prepending.home) return;
-    if (bubble.el.parentElement !== this.durable) this.add(bubble.el);
+    if (bubble.el.parentElement !== this.durable && !this.pairs.home(bubble.turnId)) this.add(bubble.el);
   }
 
   /** After bootstrap: live bubbles for Turns that are running now. */
@@ -369,6 +373,7 @@ export class Timeline {
     if (bubble && !TERMINAL.has(turn.status)) bubble.setStatus(turn.status);
     this.refreshChips(turn.target);
     this.chip(turn);
+    this.pairs.turnChanged(turn.turnId);
   }
 
   refreshChips(actorId) {
@@ -474,7 +479,6 @@ export class Timeline {
     this.pausedAt = 0;
     this.jump.hidden = true;
     this.trim(); // back at the newest end: what was read back goes again
-
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 

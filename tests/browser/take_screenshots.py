@@ -156,15 +156,20 @@ def take(out: Path) -> None:
         server.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run(take_into, doc: str, argv: list[str] | None = None) -> int:
+    """The command line of a screenshot script: ``--out``, then ``take_into(out)``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing: apt-get install chromium", file=sys.stderr)
         return 2
-    take(args.out)
+    take_into(args.out)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(take, __doc__, argv)
 
 
 if __name__ == "__main__":

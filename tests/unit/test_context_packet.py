@@ -63,8 +63,8 @@ def packet(source: dict, **kwargs):
 
 def test_every_group_lands_in_its_own_section_in_the_fixed_order(source):
     text = packet(source).text
-    expected = [name for name in ORDER if name not in ("configured_agent_identity", "room_checkpoint_summary",
-                                                          "reply_chain")]
+    expected = [name for name in ORDER if name not in ("supervision_watch", "configured_agent_identity",
+                                                          "room_checkpoint_summary", "reply_chain")]
     assert sections(text) == expected
     assert text.endswith("[current_message]\nwhat do we know?")
 

@@ -309,8 +309,8 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
         room_id=ROOM_ID, after_seq=0, before_seq=top + 1, excluded=[])]
     for event in Event.objects.all():
         for floor in (0, event.seq - 1, event.seq):
-            # (As the ORM read it replaced: types and floor only, no watch-brief filter.)
-            orm = entries(Event.objects.filter(event_id=event.event_id, event_type__in=CONTEXT_TYPES, seq__gt=floor))
+            # Room context above the floor, watch briefs excluded (as context_events() reads it).
+            orm = entries(context_events().filter(event_id=event.event_id, seq__gt=floor))
             assert memory_sql.packet_parent(event.event_id, floor) == (orm[0] if orm else None)
 
 
@@ -318,7 +318,7 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
 
 
 def test_in_lists_get_one_placeholder_per_constant():
-    assert memory_sql._PACKET_PARENT.count("%s") == 2 + len(CONTEXT_TYPES)
+    assert memory_sql._PACKET_PARENT.count("%s") == 3 + len(CONTEXT_TYPES)
     assert memory_sql._PACKET_MEMORY.count("%s") == 5 + len(AGENT_MEMORY_TYPES)
     assert turn_sql._ACTIVE_COUNTS.count("%s") == 1 + len(ACTIVE_STATUSES)
     assert turn_sql._IN_FLIGHT_AHEAD.count("%s") == 2 + len(IN_FLIGHT_STATUSES)
