@@ -6,7 +6,10 @@ events (SSE), the fakes' wire logs and, read-only, the database.
 
 from __future__ import annotations
 
+import re
 import uuid
+
+import httpx
 
 from tests.agents import db_rows, fake_agents, send, turn_events, wait_terminal, wire
 from tests.server import wait_until
@@ -112,3 +115,29 @@ def test_a_restart_of_an_unknown_or_disabled_agent_or_with_a_bad_body_is_refused
         (400, "INVALID_ENVELOPE"), (400, "SENDER_FIELD_FORBIDDEN"), (400, "INVALID_ENVELOPE")]
     assert room.events(before) == []
     assert db_rows(room, "SELECT * FROM rooms_clientcommand WHERE client_command_id = ?", reused) == []
+
+
+def test_the_admin_restarts_an_agent_through_the_same_command(make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, "hermes"))
+    ready(room, "agent:hermes")
+    before = room.events()[-1]["seq"]
+    room.env["DJANGO_SUPERUSER_PASSWORD"] = "groupx-test-pass"  # createsuperuser --noinput reads it
+    room.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
+
+    def csrf(html: str) -> str:
+        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+    with httpx.Client(base_url=room.base_url, timeout=10, follow_redirects=True) as browser:
+        login = browser.get("/admin/login/")
+        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
+                                                          "username": "op", "password": "groupx-test-pass"})
+        listing = browser.get("/admin/agents/actor/")
+        done = browser.post("/admin/agents/actor/", data={
+            "csrfmiddlewaretoken": csrf(listing.text), "action": "restart_agents",
+            "_selected_action": ["agent:hermes", "agent:codex"], "index": "0"})
+
+    assert "Restarting agent:hermes" in done.text and "UNKNOWN_TARGET agent:codex is not running" in done.text
+    lineage = wait_until(lambda: (found := session_events(room, "agent:hermes", before))
+                         and found[-1]["type"] in ("session.ready", "session.resumed") and found, timeout=20,
+                         message="hermes on a new instance")
+    assert lineage[0]["type"] == "session.stopped" and lineage[0]["body"]["reason"] == "restart"
