@@ -60,7 +60,7 @@ def _on_native_reset() -> None:
 def request_restart(actor_id: str) -> None:
     """Restart one agent's CLI on the runtime's loop (thread-safe; agents/restart.py calls it after
     its command commits). Nothing to do when the runtime does not run that agent."""
-    if _loop is None:
+    if _loop is None or _loop.is_closed():
         return
 
     def begin() -> None:
