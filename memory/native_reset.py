@@ -19,6 +19,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from memory import sql as memory_sql
 from memory.models import ContextReset
 from rooms.models import ROOM_ID
 
@@ -35,8 +36,9 @@ def latest() -> tuple[int, datetime | None]:
 
 
 def mark() -> int:
-    """The floor of the latest native reset, 0 when there was none."""
-    return latest()[0]
+    """The floor of the latest native reset, 0 when there was none (a fixed statement: every lane
+    reads it before every Turn)."""
+    return memory_sql.native_reset_mark(ROOM_ID)
 
 
 def on_reset(receiver: Callable[[], None]) -> None:
