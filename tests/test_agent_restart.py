@@ -10,6 +10,7 @@ import re
 import uuid
 
 import httpx
+import pytest
 
 from tests.agents import db_rows, fake_agents, send, turn_events, wait_terminal, wire
 from tests.server import wait_until
@@ -78,6 +79,27 @@ def test_a_restart_interrupts_the_running_turn_keeps_its_partial_text_and_runs_t
     assert wait_terminal(room, after)["type"] == "turn.completed"
     assert [e["type"] for e in session_events(room, "agent:kimi", before)].count("session.stopped") == 1
     assert len(wire(room, "kimi", kind="start")) == 2
+
+
+@pytest.mark.parametrize("flavor", ["codex", "claude"])
+def test_a_restart_mid_turn_works_the_same_on_the_codex_and_claude_wires(make_server, tmp_path, flavor):
+    room = make_server(fake_agents(tmp_path, flavor))
+    actor_id = f"agent:{flavor}"
+    ready(room, actor_id)
+    with SseClient(room.base_url, after_seq=room.events()[-1]["seq"]) as stream:
+        running = send(room, actor_id, "[[fake: reply text=half-way; hang emit_first=0]]")["turns"][0]["turnId"]
+        stream.wait_for(lambda e: e["type"] == "turn.content.delta" and e["body"]["turnId"] == running,
+                        message="the running Turn's first words")
+    queued = send(room, actor_id, "[[fake: reply text=next-one]] next")["turns"][0]["turnId"]
+
+    response = room.post(f"/api/agents/{actor_id}/restart", {"clientCommandId": command_id()})
+
+    assert response.status_code == 202, response.text
+    assert wait_terminal(room, running)["body"]["errorCode"] == "TURN_INTERRUPTED"
+    assert db_rows(room, "SELECT partial_text FROM turns_turn WHERE turn_id = ?", running)[0]["partial_text"] == "half-way"
+    assert wait_terminal(room, queued)["type"] == "turn.completed"
+    started = next(e for e in turn_events(room, queued) if e["type"] == "turn.started")
+    assert started["actor"]["instanceId"] != response.json()["previousInstanceId"]
 
 
 def test_restarting_an_idle_agent_starts_its_new_instance_at_once(make_server, tmp_path):
