@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory import native_reset
 from memory.context import ContextPacket
 from memory.engine import packet_if_it_fits
 from setup_wizard.config import ResolvedAgent
 from turns import lifecycle
 from turns.lifecycle import Claim
+from turns.models import Turn
 
 
 @dataclass
@@ -37,3 +39,15 @@ def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *
     if claim is None:
         return ReadyTurn()
     return ReadyTurn(claim=claim, packet=packet, invoked=lifecycle.mark_prompt_invoked(claim))
+
+
+@dataclass
+class LaneHead:
+    turn: Turn | None  # the oldest queued Turn of the lane, if any
+    native_reset_mark: int  # memory.native_reset.mark(): newer than the session's, it is renewed first
+
+
+def lane_head(actor_id: str) -> LaneHead:
+    """What a lane reads before each Turn, in one call on the writer thread: its next Turn, and
+    whether a native reset (perhaps written by another process) came after its session started."""
+    return LaneHead(lifecycle.next_queued_turn(actor_id), native_reset.mark())

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agents.drivers.table import protocol_label
 from agents.models import AgentInstance, SessionBinding
+from memory import native_reset
 
 
 def create_launch(actor_id: str, driver: str, cwd: str) -> tuple[str, str]:
@@ -46,16 +47,29 @@ def mark_closed(instance_id: str, binding_id: str, status: str = "stopped") -> N
         SessionBinding.objects.filter(binding_id=binding_id, status="active").update(status="closed", closed_at=now)
 
 
-def last_native_session_id(actor_id: str, driver: str, cwd: str) -> str | None:
-    """The native session to resume: the newest one this actor had with the same driver and cwd."""
-    return (
-        SessionBinding.objects.filter(
-            actor_id=actor_id, protocol=protocol_label(driver), cwd=cwd, native_session_id__isnull=False
-        )
-        .order_by("-last_ready_at")
-        .values_list("native_session_id", flat=True)
-        .first()
+def resume_candidate(actor_id: str, driver: str, cwd: str) -> tuple[str | None, int]:
+    """(the native session to resume, the native-reset mark it was chosen under), in one read.
+
+    The candidate is the newest native session this actor had with the same driver and cwd,
+    unless it was born before the latest native reset (docs/DECISIONS.md D41): a native id that
+    any binding created before that reset carried is never resumed again, though it stays recorded."""
+    candidates = SessionBinding.objects.filter(
+        actor_id=actor_id, protocol=protocol_label(driver), cwd=cwd, native_session_id__isnull=False
     )
+    with transaction.atomic():  # one snapshot: the mark and the candidate agree
+        mark, reset_at = native_reset.latest()
+        if reset_at is not None:
+            born_before = SessionBinding.objects.filter(
+                actor_id=actor_id, created_at__lte=reset_at, native_session_id__isnull=False
+            ).values("native_session_id")
+            candidates = candidates.exclude(native_session_id__in=born_before)
+        return candidates.order_by("-last_ready_at").values_list("native_session_id", flat=True).first(), mark
+
+
+def current_instance_id(actor_id: str) -> str | None:
+    """The instance of the agent's open binding (running or starting), if it has one."""
+    return (SessionBinding.objects.filter(actor_id=actor_id, status="active", transport="structured")
+            .order_by("-created_at").values_list("instance_id", flat=True).first())
 
 
 def close_stale_launches() -> int:

@@ -122,6 +122,7 @@ class Lane:
         self.active: ActiveTurn | None = None
         self.task: asyncio.Task | None = None
         self.first_start: asyncio.Task | None = None
+        self._restarting = asyncio.Lock()  # two restarts of one agent run one after the other
 
     def poke(self) -> None:
         self.wake.set()
@@ -159,7 +160,15 @@ class Lane:
                 self.wake.set()
 
     async def _run_queue(self) -> None:
-        while (turn := await _db(lifecycle.next_queued_turn)(self.agent.actor_id)) is not None:
+        while True:
+            head = await _db(dispatch.lane_head)(self.agent.actor_id)
+            if head.native_reset_mark > self.sessions.reset_mark:
+                # A context reset asked every agent to forget its native history: this session
+                # is closed between Turns and the next one starts fresh (D41).
+                await self.sessions.renew("context_reset")
+            turn = head.turn
+            if turn is None:
+                return
             try:
                 await self._run_turn(turn.turn_id, turn.source_event_id)
             except asyncio.CancelledError:
@@ -288,8 +297,9 @@ class Lane:
         if active is None:
             return
         # The agent's answer exists only here until it is written: through a store fault, wait.
+        # Shielded: a restart stopping this lane now must not drop an outcome already on its way.
         await store_probe.until_available(
-            lambda: _db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor),
+            lambda: asyncio.shield(_db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor)),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 
     # ---- cancel -----------------------------------------------------------------------------------
@@ -318,6 +328,20 @@ class Lane:
             logger.info("%s: native cancel failed: %s", self.agent.actor_id, error)
         except TimeoutError:
             logger.warning("%s: the native cancel could not be written within cancelMs", self.agent.actor_id)
+
+    async def restart(self, reason: str) -> None:
+        """Replace this agent's CLI now (docs/DECISIONS.md D41): the lane stops where it is, the CLI
+        is closed (durable ``session.stopped``), a Turn it was running is interrupted with its
+        partial text kept (one that never reached the CLI is queued again), and a new lane task
+        starts a new instance at once; the queued Turns run on it in their order."""
+        async with self._restarting:
+            await self.stop()
+            await self.sessions.retire(reason)
+            await store_probe.until_available(
+                lambda: _db(lifecycle.recover_agent_turns)(self.agent.actor_id, reason=reason),
+                what=f"{self.agent.actor_id}: ending the Turn cut off by the {reason}", logger=logger)
+            self.active = None
+            self.start()
 
     async def stop(self) -> None:
         """GroupX is stopping: keep what the running Turn said so far (restart recovery will mark it

@@ -20,6 +20,7 @@ from agents.drivers import secret_file
 from agents.lanes import Lane
 from agents.sessions import AgentSessions, private_dir_path
 from groupx_site.core import db
+from memory import native_reset
 from memory import scheduler as memory_scheduler
 from setup_wizard import roster
 from turns import lifecycle, wakeups
@@ -29,6 +30,7 @@ logger = logging.getLogger("groupx.runtime")
 _lanes: dict[str, Lane] = {}
 _loop: asyncio.AbstractEventLoop | None = None
 _stale_closed = False  # once per process: a start retried after a store fault keeps its new bindings
+_restarts: set[asyncio.Task] = set()
 
 
 def _close_stale_launches() -> None:
@@ -80,6 +82,34 @@ def _on_cancel(turn_id: str) -> None:
     _loop.call_soon_threadsafe(deliver)
 
 
+def _on_native_reset() -> None:
+    # Every lane looks at the native-reset mark when it wakes and renews its session between Turns.
+    _on_new_work(list(_lanes))
+
+
+def request_restart(actor_id: str) -> None:
+    """Restart one agent's CLI on the runtime's loop (thread-safe; agents/restart.py calls it after
+    its command commits). Nothing to do when the runtime does not run that agent."""
+    if _loop is None or _loop.is_closed():
+        return
+
+    def begin() -> None:
+        lane = _lanes.get(actor_id)
+        if lane is None:
+            return
+        task = _loop.create_task(lane.restart("restart"), name=f"restart:{actor_id}")
+        _restarts.add(task)
+        task.add_done_callback(_restart_done)
+
+    _loop.call_soon_threadsafe(begin)
+
+
+def _restart_done(task: asyncio.Task) -> None:
+    _restarts.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("agent restart failed", exc_info=task.exception())
+
+
 async def start() -> None:
     global _loop
     _loop = asyncio.get_running_loop()
@@ -89,6 +119,8 @@ async def start() -> None:
     wakeups.clear()
     wakeups.on_new_work(_on_new_work)
     wakeups.on_cancel(_on_cancel)
+    native_reset.clear()
+    native_reset.on_reset(_on_native_reset)
     for agent in roster.live_agents():
         if agent.actor_id in _lanes:  # a start retried after a store fault (D24) keeps its lanes
             continue
@@ -111,6 +143,9 @@ async def start() -> None:
 async def stop() -> None:
     """Close lanes and sessions; write no event (a Turn cut off here is interrupted on restart)."""
     await memory_scheduler.stop()  # before the sessions: a rollup in flight closes its own CLI
+    for task in list(_restarts):  # a restart cut off here is finished by the next start's recovery
+        task.cancel()
+    await asyncio.gather(*_restarts, return_exceptions=True)
     lanes = list(_lanes.values())
     _lanes.clear()
     for lane in lanes:

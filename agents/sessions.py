@@ -10,6 +10,7 @@ failed | stopped`` and transient ``session.retrying``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class AgentSessions:
         self.session: NativeSession | None = None
         self.instance_id: str | None = None
         self.binding_id: str | None = None
+        # The native-reset mark this session was started under (memory.native_reset): a newer
+        # one means its native history must be forgotten before the next Turn.
+        self.reset_mark = 0
         self._lock = asyncio.Lock()
 
     @property
@@ -79,7 +83,7 @@ class AgentSessions:
     async def _start(self) -> NativeSession:
         agent = self.agent
         health.update(agent.actor_id, status="starting", nativeSessionAvailable=False)
-        resume_id = await _db(instances.last_native_session_id)(agent.actor_id, agent.driver, agent.cwd)
+        resume_id, self.reset_mark = await _db(instances.resume_candidate)(agent.actor_id, agent.driver, agent.cwd)
         await _db(_session_event)(event_types.SESSION_STARTING, ActorRef(agent.actor_id, "agent", agent.display_name),
                                   {"driver": agent.driver, "resume": resume_id is not None})
         continuity = "resumed" if resume_id else "new_session"
@@ -124,6 +128,7 @@ class AgentSessions:
             "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
             "attempts": attempt, "agentStatus": health.snapshot(agent.actor_id)["status"],
         })
+        self.instance_id = self.binding_id = None  # closed as failed: nothing left to stop
         raise last_error
 
     async def _launch(self, resume_id: str | None) -> NativeSession:
@@ -152,11 +157,17 @@ class AgentSessions:
         # MCP fails at initialize), and Codex and Claude take it by their launch contract; their own
         # "server ready" report arrives only during the first turn (docs/DECISIONS.md D11).
         session.mcp_verified = session.mcp_verified or profile.mcp is not None
-        await _db(instances.mark_ready)(self.instance_id, self.binding_id, native_session_id=session.native_session_id,
-                                        mcp_verified=session.mcp_verified, resumed=session.resumed)
+        try:
+            await _db(instances.mark_ready)(self.instance_id, self.binding_id,
+                                            native_session_id=session.native_session_id,
+                                            mcp_verified=session.mcp_verified, resumed=session.resumed)
+        except BaseException:  # a store fault or a restart (a cancel): never leave the CLI running
+            await session.close()
+            raise
         return session
 
     async def _retire(self, *, reason: str) -> None:
+        """Close the session (or the launch in progress) and say so: durable ``session.stopped``."""
         session, instance_id, binding_id = self.session, self.instance_id, self.binding_id
         self.session = None
         if session is not None:
@@ -164,6 +175,20 @@ class AgentSessions:
         if instance_id and binding_id:
             await _db(instances.mark_closed)(instance_id, binding_id)
             await _db(_session_event)(event_types.SESSION_STOPPED, self.actor, {"reason": reason})
+            self.instance_id = self.binding_id = None
+        health.update(self.agent.actor_id, status="stopped", nativeSessionAvailable=False)
+
+    async def retire(self, reason: str) -> None:
+        """Close this agent's CLI now (a restart, a native reset); the next ``ensure`` starts another."""
+        async with self._lock:
+            await self._retire(reason=reason)
+
+    async def renew(self, reason: str) -> None:
+        """Replace the session now: close it, then start the next one at once so the room sees the
+        agent ready (a start that fails is tried again by the next Turn, D13)."""
+        await self.retire(reason)
+        with contextlib.suppress(DriverError):
+            await self.ensure()
 
     async def rebuild(self) -> None:
         """Replace a poisoned session now, so later turns find a fresh one (never replays a turn)."""

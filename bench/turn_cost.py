@@ -74,6 +74,7 @@ class Turns:
         self.returned: list[dict] = []  # what the functions returned, for --dump
 
     def run_one(self, step) -> None:
+        from agents import dispatch
         from memory.context import build_context_packet
         from rooms.actions import post_message
         from turns import lifecycle
@@ -85,7 +86,8 @@ class Turns:
         payload = {"clientCommandId": f"bench-{self.count}", "to": [agent.actor_id],
                    "content": f"message {self.count}: what is the state of the build?"}
         accepted = step("post_message", post_message, payload)
-        turn = step("next_queued_turn", lifecycle.next_queued_turn, agent.actor_id)
+        # What the lane reads before each Turn: its head and the native-reset mark (D41).
+        turn = step("next_queued_turn", dispatch.lane_head, agent.actor_id).turn
         packet = step("build_context_packet", build_context_packet, agent, turn.source_event_id,
                       budget=self.budget)
         claim = step("claim", lifecycle.claim, turn.turn_id, binding_id=f"binding_{agent.actor_id}",

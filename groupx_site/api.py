@@ -9,6 +9,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from agents.api import router as agents_router
 from groupx_site.bootstrap import router as bootstrap_router
 from groupx_site.core import db, store_faults
 from groupx_site.core.errors import GroupXError
@@ -29,6 +30,7 @@ api.add_router("/", turns_router)
 api.add_router("/", setup_router)  # /api/setup (issue 8)
 api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)
 api.add_router("/", memory_router)  # /api/memory, /api/identity, /api/context (issue 7)
+api.add_router("/", agents_router)  # /api/agents/{actorId}/restart (issue 18)
 
 
 @api.exception_handler(GroupXError)

@@ -1,4 +1,5 @@
-"""The ``groupx`` command (FEATURES §2.2): start, stop, restart, init, doctor, version, help.
+"""The ``groupx`` command (FEATURES §2.2): start, stop, restart, init, doctor, version, help, and
+``restart-agent`` (one agent's CLI, ``groupx_site/agent_cli.py``).
 
 ``start`` is idempotent. Before anything is opened it asks ``GET /api/health`` on the configured
 port who is there (PROTOCOL §10.6): the same config's runtime means "already running"; any other
@@ -46,6 +47,9 @@ commands:
             else the bundled demo agents)
   stop      stop the running GroupX of this config
   restart   stop it, then start again with the latest config
+  restart-agent NAME
+            restart one agent's CLI in the running GroupX (its running Turn is
+            interrupted; queued Turns run on the new instance)
   init      like start, then open the Agent Settings page (/setup)
   doctor    check this machine: OS, Python, Django, agent CLIs and the config
   version   print the version (also --version, -v)
@@ -62,6 +66,7 @@ OPTIONS = {
     "restart": {"--config", "--no-open"},
     "init": {"--config", "--port", "--no-open"},
     "stop": {"--config"},
+    "restart-agent": {"--config"},
     "doctor": {"--config"},
 }
 
@@ -76,6 +81,7 @@ class Invocation:
     config: str | None = None
     port: int | None = None
     open_browser: bool = True
+    agent: str | None = None  # restart-agent's NAME
 
 
 def parse_args(argv: list[str]) -> Invocation:
@@ -94,6 +100,9 @@ def parse_args(argv: list[str]) -> Invocation:
     while i < len(argv):
         arg = argv[i]
         name, _, inline = arg.partition("=")
+        if command == "restart-agent" and invocation.agent is None and not arg.startswith("-"):
+            invocation.agent, i = arg, i + 1
+            continue
         if name not in allowed:
             raise UsageError(f"unknown option for {command}: {arg}")
         if name in {"--config", "--port"}:
@@ -471,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_stop(path)
     if invocation.command == "restart":
         return cmd_restart(path, invocation.open_browser)
+    if invocation.command == "restart-agent":
+        from groupx_site.agent_cli import cmd_restart_agent
+
+        return cmd_restart_agent(path, invocation.agent)
     if invocation.command == "init":
         return cmd_init(path, invocation.open_browser, invocation.port)
     return cmd_start(path, invocation.open_browser, invocation.port)

@@ -7,7 +7,8 @@
   nothing: history is never trimmed silently.
 - ``compact_command``: ``POST /api/context/compact`` (and ``manage.py compact_context``): keep the
   last 12 messages verbatim, roll up the rest; single flight per (binding, clientCommandId).
-- ``reset_context``: move the context floor to the current high-water mark.
+- ``reset_context``: move the context floor to the current high-water mark (and, asked to, close
+  every agent's native session: ``memory.native_reset``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.utils import timezone
 from groupx_site.core import db
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.ids import new_id
+from memory import native_reset
 from memory.actions import run_as
 from memory.compaction import CompactionFailed, compact_once
 from memory.context import ContextBudgetExceeded, ContextPacket, build_context_packet, soft_target
@@ -125,21 +127,24 @@ async def compact_command(binding_id: str, payload: Any, *, require_healthy: boo
 
 def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, Any]:
     """Move the floor to the high-water mark and retire the summaries under it. No-op
-    (``reset: false``) when no room context message arrived since the last reset."""
+    (``reset: false``) when no room context message arrived since the last reset (and, for a
+    native reset, the last reset already was one).
+
+    ``resetNativeSessions: true`` also closes every agent's native session: after the commit the
+    runtime is woken (``memory.native_reset``), each idle agent starts a fresh native session at
+    once, a busy one after its running Turn, and no native session born before this reset is ever
+    resumed (docs/DECISIONS.md D41)."""
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"clientCommandId", "resetNativeSessions"})
     client_command_id = validation.client_command_id(payload)
     native = payload.get("resetNativeSessions", False)
     if type(native) is not bool:
         raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions must be true or false")
-    if native:
-        # Refused rather than recorded and ignored: fresh native sessions on reset need the
-        # session manager to restart every agent without resuming, which is not built yet.
-        raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions is not available yet; reset the context only")
 
     def run() -> dict[str, Any]:
         floor = reset_floor()
-        if not context_events().filter(seq__gt=floor).exists():
+        nothing_new = not context_events().filter(seq__gt=floor).exists()
+        if nothing_new and (not native or native_reset.mark() == floor):
             return {"reset": False, "throughSeq": floor, "resetNativeSessions": native, "usage": usage()}
         top = high_water()
         ContextReset.objects.create(reset_id=new_id("rst"), room_id=ROOM_ID, through_seq=top,
@@ -151,6 +156,8 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
             correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
             provenance={"sourceKind": source_kind},
         )
+        if native:
+            native_reset.notify_on_commit()
         return {"reset": True, "throughSeq": top, "resetNativeSessions": native, "usage": usage()}
 
     writer = Writer(binding_id, events.SYSTEM, source_kind)

@@ -1,5 +1,6 @@
-"""The raw SQL of the memory app: the Context Packet's reads (memory/context.py) and the dated
-rollup's bump (memory/dated_sources.py).
+"""The raw SQL of the memory app: the Context Packet's reads (memory/context.py), the dated
+rollup's bump (memory/dated_sources.py) and the native-reset mark a lane reads before each Turn
+(memory/native_reset.py).
 
 The rules are rooms/sql.py's (docs/DECISIONS.md D20, D32): names from the models' ``_meta``,
 IN-lists sized from their constant tuples, every value a parameter adapted as the field stores it,
@@ -73,6 +74,10 @@ _PACKET_PRELUDE = f"""
     FROM {_e}
     LEFT JOIN {_s} ON {_s.room_id} = %s AND {_s.status} = 'active'
     WHERE {_e.event_id} = %s"""
+
+# The floor of the room's latest native reset (memory/native_reset.py:mark), read by every lane
+# before every Turn (D41): the ORM's aggregate costs ~250 µs of CPU, this ~10 µs.
+_NATIVE_RESET_MARK = f"SELECT MAX({X.through_seq}) FROM {X} WHERE {X.room_id} = %s AND {X.reset_native_sessions} = %s"
 
 # Room context (memory/transcript.py:context_events) strictly between two seqs, minus the events
 # of a JSON list of ids (the reply chain: a fixed statement whatever its length). ``IS NOT`` keeps
@@ -169,3 +174,10 @@ def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
         cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
         row = cursor.fetchone()
     return None if row is None else _entry(row)
+
+
+def native_reset_mark(room_id: str) -> int:
+    """The floor of the room's latest native reset, 0 when there was none."""
+    with connection.cursor() as cursor:
+        cursor.execute(_NATIVE_RESET_MARK, [room_id, True])
+        return cursor.fetchone()[0] or 0

@@ -252,6 +252,36 @@ def test_restart_applies_a_changed_roster(tmp_path, foreground):
     wait_until(both_agents_ready, timeout=60, interval=0.1, message="kimi and hermes ready after the restart")
 
 
+def test_restart_agent_replaces_one_agents_cli_in_the_running_instance(tmp_path, foreground):
+    port = free_port()
+    config = write_config(tmp_path, port)
+    foreground(tmp_path, "start", "--config", str(config), "--no-open").wait_ready(port)
+
+    def kimi():
+        return next((a for a in (health(port) or {}).get("agents", []) if a["actorId"] == "agent:kimi"), {})
+
+    before = wait_until(lambda: kimi().get("status") == "ready" and kimi(), timeout=30, message="kimi ready")
+
+    result = groupx("restart-agent", "kimi", "--config", str(config), workdir=tmp_path)
+    refused = groupx("restart-agent", "nobody", "--config", str(config), workdir=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Restarting agent:kimi (replacing {before['instanceId']})")
+    wait_until(lambda: kimi().get("status") == "ready" and kimi()["instanceId"] != before["instanceId"],
+               timeout=30, message="kimi ready on a new instance")
+    assert refused.returncode == 1 and "UNKNOWN_ACTOR" in refused.stderr
+
+
+def test_restart_agent_needs_a_name_and_a_running_instance(tmp_path):
+    config = write_config(tmp_path, free_port())
+
+    nameless = groupx("restart-agent", "--config", str(config), workdir=tmp_path)
+    nothing_running = groupx("restart-agent", "kimi", "--config", str(config), workdir=tmp_path)
+
+    assert nameless.returncode == 1 and "needs the agent's name" in nameless.stderr
+    assert nothing_running.returncode == 1 and "no GroupX instance is running" in nothing_running.stderr
+
+
 def test_restart_with_nothing_running_suggests_start(tmp_path):
     port = free_port()
     config = write_config(tmp_path, port)

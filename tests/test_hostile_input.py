@@ -60,6 +60,7 @@ def write_routes(server) -> dict[str, str]:
         "/api/context/compact": '{"clientCommandId":{text}}',
         "/api/context/reset": '{"clientCommandId":{text}}',
         f"/api/turns/{turn_id}/cancel": '{"clientCommandId":{text}}',
+        "/api/agents/agent:kimi/restart": '{"clientCommandId":{text}}',
         "/api/setup": '{"agents":{text}}',
         "/api/memory/mem_nope/supersede": '{"clientCommandId":"s-%s","content":{text}}',
     }

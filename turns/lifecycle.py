@@ -314,9 +314,20 @@ def recover_after_restart() -> dict[str, int]:
     """PROTOCOL §5 on start: only ``prepared + not_delivered`` goes back to the queue; a
     ``cancelling`` one that never reached the CLI is cancelled; anything that may have been
     delivered is ``interrupted`` with its partial text kept. Nothing is ever re-sent."""
+    return _recover(Turn.objects.filter(status__in=[DISPATCHING, RUNNING, CANCELLING]))
+
+
+def recover_agent_turns(actor_id: str, **facts: Any) -> dict[str, int]:
+    """One agent's CLI was replaced while GroupX runs (an agent restart, docs/DECISIONS.md D41): its
+    in-flight Turn meets the rules of a restart of the room; ``facts`` join an interrupted Turn's
+    terminal body (``reason``). Its queued Turns are left as they are."""
+    return _recover(Turn.objects.filter(target_actor_id=actor_id, status__in=[DISPATCHING, RUNNING, CANCELLING]),
+                    facts)
+
+
+def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, int]:
     counts = {"requeued": 0, "cancelled": 0, "interrupted": 0}
-    in_flight = list(Turn.objects.filter(status__in=[DISPATCHING, RUNNING, CANCELLING]).order_by("enqueue_seq"))
-    for turn in in_flight:
+    for turn in list(in_flight_turns.order_by("enqueue_seq")):
         attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()
         never_sent = attempt is None or (
             attempt.dispatch_phase == "prepared" and attempt.delivery_certainty == "not_delivered"
@@ -338,7 +349,8 @@ def recover_after_restart() -> dict[str, int]:
             counts["cancelled"] += 1
         else:
             finish(claim_, turn.turn_id, TurnOutcome(status=INTERRUPTED, content=turn.partial_text,
-                                                      error_code=TURN_INTERRUPTED), events.SYSTEM)
+                                                      error_code=TURN_INTERRUPTED, terminal_facts=dict(facts or {})),
+                   events.SYSTEM)
             counts["interrupted"] += 1
     return counts
 

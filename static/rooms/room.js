@@ -5,11 +5,13 @@
 // the two calls are read by the stream's own tail, so nothing is missed and nothing is doubled.
 
 import { AgentMemory } from "./agent_memory.js";
+import { restartAgent } from "./agent_restart.js";
 import { getJson, postJson } from "./api.js";
 import { Attention } from "./attention.js";
 import { setRoster } from "./avatars.js";
 import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
+import { ContextReset } from "./context_reset.js";
 import { newCommandId } from "./dom.js";
 import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
@@ -71,8 +73,10 @@ const agentMemory = new AgentMemory(
   actorName,
 );
 
-const sidebar = new Sidebar({ list: $("agent-list"), count: $("agent-count") },
-  { onMemory: (actorId, button) => agentMemory.open(actorId, button) });
+const sidebar = new Sidebar({ list: $("agent-list"), count: $("agent-count") }, {
+  onMemory: (actorId, button) => agentMemory.open(actorId, button),
+  onRestart: (actorId, name, button) => restartAgent(sidebar, actorId, name, button),
+});
 
 const memoryPanel = new MemoryPanel({ details: $("memory-panel"), body: $("memory-body"), count: $("memory-count") }, actorName);
 
@@ -82,6 +86,7 @@ const contextMeter = new ContextMeter({
   fill: meterRoot.querySelector(".meter-fill"), percent: meterRoot.querySelector(".meter-percent"),
   compact: meterRoot.querySelector(".meter-compact"), status: $("compaction-status"),
 });
+new ContextReset(meterRoot.querySelector(".meter-reset"), contextMeter);
 
 const composer = new Composer(
   {

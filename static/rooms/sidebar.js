@@ -12,6 +12,7 @@ import { h, tintFor } from "./dom.js";
 const STATUS_LABEL = {
   ready: "ready",
   starting: "starting",
+  restarting: "restarting",
   retrying: "retrying",
   degraded: "degraded",
   failed: "failed",
@@ -36,11 +37,13 @@ function shortPath(path) {
 }
 
 export class Sidebar {
-  /** @param onMemory(actorId, button) opens the agent's memory drawer */
-  constructor({ list, count }, { onMemory } = {}) {
+  /** @param onMemory(actorId, button) opens the agent's memory drawer;
+   *  @param onRestart(actorId, displayName, button) restarts the agent's CLI (agent_restart.js) */
+  constructor({ list, count }, { onMemory, onRestart } = {}) {
     this.list = list;
     this.count = count;
     this.onMemory = onMemory;
+    this.onRestart = onRestart;
     this.agents = new Map(); // actorId → {card, el, parts}
     this.pending = [];
   }
@@ -61,6 +64,9 @@ export class Sidebar {
       const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: "Memory",
         "aria-label": `${card.displayName}'s memory`, "aria-controls": "agent-memory" }) : null;
       if (memory) memory.addEventListener("click", () => this.onMemory(card.actorId, memory));
+      const restart = this.onRestart ? h("button", { type: "button", class: "agent-restart-btn", text: "Restart",
+        "aria-label": `Restart ${card.displayName}'s CLI` }) : null;
+      if (restart) restart.addEventListener("click", () => this.onRestart(card.actorId, card.displayName, restart));
       const el = tintFor(h("li", { class: "agent-card", dataset: { actorId: card.actorId } },
         h("div", { class: "agent-row" },
           h("span", { class: "avatar", "aria-hidden": "true", text: avatarInitials(card.actorId, card.displayName) }),
@@ -70,7 +76,8 @@ export class Sidebar {
         h("p", { class: "agent-meta" },
           h("span", { class: "agent-cwd", title: card.cwd || "", text: shortPath(card.cwd) }),
           h("span", { class: "agent-driver-row" },
-            h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }), memory)),
+            h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }),
+            h("span", { class: "agent-buttons" }, memory, restart))),
         parts.error), card.actorId);
       this.agents.set(card.actorId, { card: { ...card }, el, parts, activity: null, queued: 0 });
       this.list.append(el);

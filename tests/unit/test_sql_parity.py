@@ -317,6 +317,17 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
 # ---- the rules -------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("resets", [(), (False,), (True,), (True, False), (False, True, False)])
+def test_native_reset_mark_reads_what_the_orm_reads(resets):
+    for seq, native in enumerate(resets, start=1):
+        ContextReset.objects.create(reset_id=f"rst_{seq}", room_id=ROOM_ID, through_seq=seq * 10,
+                                    reset_native_sessions=native, created_at=NOW)
+    ContextReset.objects.create(reset_id="rst_other", room_id="room:other", through_seq=99,
+                                reset_native_sessions=True, created_at=NOW)
+    orm = ContextReset.objects.filter(room_id=ROOM_ID, reset_native_sessions=True).aggregate(top=Max("through_seq"))
+    assert memory_sql.native_reset_mark(ROOM_ID) == (orm["top"] or 0)
+
+
 def test_in_lists_get_one_placeholder_per_constant():
     assert memory_sql._PACKET_PARENT.count("%s") == 3 + len(CONTEXT_TYPES)
     assert memory_sql._PACKET_MEMORY.count("%s") == 5 + len(AGENT_MEMORY_TYPES)
