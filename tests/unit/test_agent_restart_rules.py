@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from agents import instances
-from agents.models import SessionBinding
+from agents.models import Actor, SessionBinding
 from agents.restart import restart_agent
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.ids import WEB_BINDING_ID
@@ -65,8 +65,11 @@ def test_a_restart_answers_with_the_instance_it_replaces_and_a_retry_replays_tha
 
 
 @pytest.mark.parametrize(("actor_id", "code"), [("agent:nobody", "UNKNOWN_ACTOR"), ("user:web", "UNKNOWN_ACTOR"),
-                                                ("agent:codex", "UNKNOWN_TARGET")])
+                                                ("agent:retired", "UNKNOWN_TARGET")])
 def test_only_a_live_agent_can_be_restarted(actor_id, code):
+    # An agent the room knew (its Actor row stays) but no longer runs. Made here, not taken from the
+    # migration's built-in rows: a transactional test elsewhere flushes those.
+    Actor.objects.create(actor_id="agent:retired", kind="agent", display_name="Retired", enabled=False)
     body = {"clientCommandId": command_id()}
     with pytest.raises(GroupXError) as refused:
         restart_agent(WEB_BINDING_ID, actor_id, body)
