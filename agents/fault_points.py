@@ -4,9 +4,9 @@ server exactly there (the fault tier, ``make test-faults``; docs/DECISIONS.md D3
 Inert unless the server starts with ``GROUPX_FAULT_PAUSE_AT`` naming one of ``PHASES``; then the
 environment is read once, here, and every other call is one comparison. Armed, the
 ``GROUPX_FAULT_PAUSE_AFTER`` first arrivals at that phase (default 0) pass, so a test lets real work
-through before the fault; every later arrival stops there for good. The first one to stop writes
-``<GROUPX_FAULT_DIR>/paused`` (JSON: phase, turnId, pid) as it stops, and its Turn takes no further
-step: the marker is what the test waits for before it kills the process. Nothing else changes: the lanes, the commits and the
+through before the fault; every later arrival stops there for good. Each one that stops appends a
+line to ``<GROUPX_FAULT_DIR>/paused`` (JSON: phase, turnId, pid) and its Turn takes no further
+step: the first line is what the test waits for before it kills the process. Nothing else changes: the lanes, the commits and the
 recovery after the restart are the production code.
 
 The phases, in a Turn's order (docs/ARCHITECTURE.md "The dispatch path"):
@@ -40,7 +40,6 @@ if _ARMED is not None and _ARMED not in PHASES:
 _PASS_FIRST = int(os.environ.get("GROUPX_FAULT_PAUSE_AFTER") or 0)
 _MARKER_DIR = Path(os.environ.get("GROUPX_FAULT_DIR") or ".")
 _arrivals = itertools.count()  # next() is atomic under the GIL: lanes and the writer thread share it
-_marker_lock = threading.Lock()
 
 
 async def reached(phase: str, turn_id: str) -> None:
@@ -64,10 +63,11 @@ def _stops_here() -> bool:
 
 
 def _write_marker(phase: str, turn_id: str) -> None:
-    with _marker_lock:
-        marker = _MARKER_DIR / "paused"
-        if marker.exists():
-            return
-        partial = marker.with_suffix(".partial")
-        partial.write_text(json.dumps({"phase": phase, "turnId": turn_id, "pid": os.getpid()}))
-        partial.replace(marker)  # the test never reads half a marker
+    # One line per stopped Turn, in one append: the test waits for the first line, and once the
+    # process is dead every Turn it caught at the phase is listed.
+    line = json.dumps({"phase": phase, "turnId": turn_id, "pid": os.getpid()}) + "\n"
+    fd = os.open(_MARKER_DIR / "paused", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
