@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.agents import db_rows, fake_agents, wire
 from tests.server import GroupXServer, peak_resident_bytes, wait_until
@@ -157,7 +158,7 @@ class Soak:
         self.marker.unlink(missing_ok=True)
         self.server.env.update({"GROUPX_FAULT_PAUSE_AT": phase or "", "GROUPX_FAULT_PAUSE_AFTER": str(pass_first),
                                 "GROUPX_FAULT_DIR": str(self.fault_dir)})
-        self.server.start(port=self.port, migrate=self.port == 0)
+        self.server.start(port=self.port, migrate=self.port == 0, timeout=120)
         self.port = self.server.port
 
     def kill_when_stopped_at(self, phase: str) -> None:
@@ -248,6 +249,7 @@ def run_cycles(soak: Soak, restarts: list[int], rng: random.Random) -> None:
     restarts.append(CYCLES)
 
 
+@pytest.mark.timeout(1200)  # twenty restarts: ~3 minutes alone on 2 cores, far more on a shared machine
 def test_sigkill_at_every_dispatch_phase_under_load_loses_no_message_resends_no_prompt_and_ends_every_turn_once(
         tmp_path, record_property):
     rng = random.Random(17)
