@@ -278,7 +278,7 @@ def test_sigkill_at_every_dispatch_phase_under_load_loses_no_message_resends_no_
     figures = {
         "cycles": CYCLES, "killsPerPhase": dict(Counter(soak.kills)), "turnsCaughtAtTheirPhase": len(soak.stops),
         "acceptedMessages": len(accepted), "turns": len(log.turns), "events": len(log.events),
-        "lost": len(lost), "replayedPrompts": sum(count - 1 for count in prompts.values() if count > 1),
+        "lost": len(lost), "prompts": sum(prompts.values()), "replayedPrompts": sum(count - 1 for count in prompts.values() if count > 1),
         "completed": ends["turn.completed"], "interrupted": ends["turn.interrupted"],
         "otherEnds": sum(ends.values()) - ends["turn.completed"] - ends["turn.interrupted"],
         "clientRetries": sum(p.retries for p in posters), "queueFullAnswers": sum(p.queue_full for p in posters), "resentAfterRestart": sum(len(p.replays) for p in posters),
