@@ -71,6 +71,7 @@ class Poster:
     restarts: list[int]  # shared: its length is how many times the server came back
     rng: random.Random
     accepted: dict[str, dict] = field(default_factory=dict)  # token → the 202's body
+    sent: dict[str, dict] = field(default_factory=dict)  # token → the request's body
     replays: list[tuple[dict, dict]] = field(default_factory=list)  # (first 202, the re-sent one's 202)
     refused: list[str] = field(default_factory=list)  # any answer but 202 or one to retry later
     retries: int = 0  # no answer (the server was down or killed) or a 503
@@ -90,14 +91,12 @@ class Poster:
                         "content": f"{token} from {self.name}"}
                 answer = self._post_until_answered(client, body)
                 if answer is not None:
-                    self.accepted[token] = answer
+                    self.accepted[token], self.sent[token] = answer, body
 
     def _resend_last(self, client: httpx.Client) -> None:
         token = next(reversed(self.accepted))
         first = self.accepted[token]
-        body = {"clientCommandId": f"cid-{token}", "to": [t["target"] for t in first["turns"]],
-                "content": f"{token} from {self.name}"}
-        again = self._post_until_answered(client, body)
+        again = self._post_until_answered(client, self.sent[token])
         if again is not None:
             self.replays.append((first, again))
 
