@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-real bench lint install browser-deps
+.PHONY: run test test-fast test-faults test-real bench lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,10 +31,17 @@ browser-deps:
 
 # Tests are mostly waiting on real servers and CLI subprocesses, so four workers fit 2 cores.
 # `lint-imports` checks the layers' import contracts (pyproject.toml [tool.importlinter], docs/DECISIONS.md D31).
+# The fault tier (tests/faults) is its own command, below.
 test: install browser-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n 4 --dist loadfile
+	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults
+
+# The fault tier (docs/DECISIONS.md D36, docs/RELIABILITY.md): SIGKILLs at every dispatch phase
+# under load, a full, read-only or locked store, hostile input and hostile CLIs. Its store faults
+# mount a tmpfs (root; they skip elsewhere). It prints the figures RELIABILITY.md quotes.
+test-faults: install
+	$(PY) -m pytest -q -n 4 --dist loadfile tests/faults
 
 # The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
 # models on a SQLite test database, no server and no CLI; well under a minute. `make test` runs it too.

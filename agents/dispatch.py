@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents import fault_points
 from memory import native_reset
 from memory.context import ContextPacket
 from memory.engine import packet_if_it_fits
@@ -38,6 +39,7 @@ def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *
                             context_through_seq=packet.through_seq)
     if claim is None:
         return ReadyTurn()
+    fault_points.reached_on_writer(fault_points.BEFORE_WRITE_AHEAD, turn_id)  # test-only, inert (D36)
     return ReadyTurn(claim=claim, packet=packet, invoked=lifecycle.mark_prompt_invoked(claim))
 
 

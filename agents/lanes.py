@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch, turn_collector
+from agents import dispatch, fault_points, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
@@ -74,6 +74,7 @@ class _LaneHooks(TurnHooks):
         active = self.active
         native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
         await _db(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+        await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert (D36)
 
     async def content(self, text: str) -> None:
         active, claim = self.active, self.active.claim
@@ -214,6 +215,7 @@ class Lane:
         # From here a cancel of this Turn is remembered (``request_cancel``), even one that
         # arrives while the claim below is being written.
         active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
+        await fault_points.reached(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
         ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
         if ready.needs_compaction:
@@ -230,6 +232,7 @@ class Lane:
         if not ready.invoked or active.cancel_requested:
             await self._finish(active, TurnOutcome(status=CANCELLED))  # cancelled before the prompt: never sent
             return
+        await fault_points.reached(fault_points.AFTER_WRITE_AHEAD, turn_id)  # test-only, inert (D36)
         repaired_before = session.text_repaired
         outcome = await self._prompt(session, active, ready.packet.text)
         repaired = session.text_repaired - repaired_before
@@ -296,6 +299,7 @@ class Lane:
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
         if active is None:
             return
+        await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
         # The agent's answer exists only here until it is written: through a store fault, wait.
         # Shielded: a restart stopping this lane now must not drop an outcome already on its way.
         await store_probe.until_available(

@@ -35,6 +35,14 @@ def wait_until(predicate, *, timeout: float = 10.0, interval: float = 0.02, mess
         time.sleep(interval)
 
 
+def peak_resident_bytes(pid: int) -> int:
+    """The process's high-water resident set (VmHWM), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
 class GroupXServer:
     def __init__(self, workdir: Path, config: dict, *, env: dict | None = None):
         self.workdir = workdir

@@ -33,6 +33,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.backends.signals import connection_created
 
 from groupx_site.core import store_faults, store_integrity
 
@@ -61,8 +62,28 @@ def _total_changes() -> int:
     return raw.total_changes if raw is not None else 0
 
 
+def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
+    # SQLite maps one WAL index (the -shm file) per database for all the connections of a process.
+    # Mapped first while the folder is read-only, it stays read-only for every connection, a new
+    # writer's too, until the last connection holding it closes: a reader kept open from then on
+    # would keep the store "read-only" after the folder is writable again. Such a connection is
+    # closed after the call that opened it (``_faults_as_codes``).
+    connection.groupx_opened_read_only = store_faults.store_folder_is_read_only()
+
+
+connection_created.connect(_note_if_opened_read_only)
+
+
 def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return _call(*args, **kwargs)
+        finally:
+            if getattr(connection, "groupx_opened_read_only", False) and not connection.in_atomic_block:
+                with contextlib.suppress(DatabaseError):
+                    connection.close()
+
+    def _call(*args: Any, **kwargs: Any) -> Any:
         # Rows changed by a call that returned normally were committed: the store takes writes
         # again. A call that only read proves nothing about a full or read-only disk.
         before = _total_changes() if clears else 0

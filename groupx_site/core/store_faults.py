@@ -88,13 +88,13 @@ def as_store_unavailable(error: BaseException) -> StoreUnavailable | None:
     kind = classify(error)
     if kind is None:
         return None
-    if kind == "cannot_open" and _store_folder_is_read_only():
+    if kind == "cannot_open" and store_folder_is_read_only():
         kind = "read_only"  # SQLite could not create the WAL's -shm/-wal files next to the database
     record(kind)
     return StoreUnavailable(kind)
 
 
-def _store_folder_is_read_only() -> bool:
+def store_folder_is_read_only() -> bool:
     from django.conf import settings
 
     try:

@@ -9,12 +9,10 @@ never because a timer ran out.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.agents import db_rows, fake_agents, response_of, send, turn_events, wait_terminal
-from tests.server import wait_until
+from tests.server import peak_resident_bytes, wait_until
 
 REPLY_LIMIT_CHARACTERS = 1_048_576  # docs/DECISIONS.md D23
 # The server's own peak resident memory may grow by at most this much while one CLI floods it
@@ -40,14 +38,6 @@ def everyone_answers(server) -> None:
 
 def started_instance(server, turn_id: str) -> str:
     return next(e["actor"]["instanceId"] for e in turn_events(server, turn_id) if e["type"] == "turn.started")
-
-
-def peak_resident_bytes(pid: int) -> int:
-    """The process's high-water resident set (VmHWM), from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
 
 
 @pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])

@@ -1,10 +1,14 @@
 """Store faults are codes, not crashes (issue 14, docs/DECISIONS.md D24).
 
-A real server over a real SQLite file meets a full disk, a lock another process holds, and a
-read-only file system at start; each answers 503 STORE_UNAVAILABLE naming the fault, health says
-degraded while it lasts, and everything goes on by itself once it clears: no restart.
+A real server over a real SQLite file meets a full disk (a 16 MiB tmpfs), a write lock another
+process holds for 10 s, and a read-only database folder (a tmpfs remounted read-only: as root,
+file modes do not stop writes); each answers 503 STORE_UNAVAILABLE naming the fault with
+``Retry-After``, writes nothing (no receipt, the log's head unchanged), health says degraded while
+it lasts, and everything goes on by itself once it clears, no restart, the log still gap-free.
 
-The disk faults need a small tmpfs of their own (``mount``, as root); without that they skip.
+The disk faults need a small tmpfs of their own (``mount``, as root); without that they skip. A
+tmpfs with the database open cannot be remounted read-only (the kernel answers "busy"), so the
+read-only case is a server that starts, or starts again after a SIGKILL, on a read-only folder.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from tests.agents import (
     call_tool,
     db_rows,
     fake_agents,
+    prompts_sent,
     send,
     turn_events,
     wait_terminal,
@@ -33,13 +38,21 @@ from tests.agents import (
 from tests.server import GroupXServer, wait_until
 from tests.sse import SseClient
 
+DISK_MIB = 16
+LOCK_SECONDS = 10
+# Another process takes SQLite's write lock and keeps it until the test says so, and for at least
+# LOCK_SECONDS in all: the fault lasts that long by the locker's own clock, while the test waits on
+# answers, never on time.
 LOCKER = """
-import sqlite3, sys
+import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
+taken = time.monotonic()
 print("locked", flush=True)
-sys.stdin.readline()  # hold the write lock until the test says so
+sys.stdin.readline()
+time.sleep(max(0.0, float(sys.argv[2]) - (time.monotonic() - taken)))
 db.execute("ROLLBACK")
+print("released", flush=True)
 """
 
 
@@ -59,7 +72,7 @@ class Room:
         self.streams.append(stream)
         return stream
 
-    def mount_tmpfs(self, size_mib: int = 24) -> None:
+    def mount_tmpfs(self, size_mib: int = DISK_MIB) -> None:
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(self.store_dir)],
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -102,6 +115,27 @@ def post_message(server: GroupXServer, content: str):
 
 def health(server: GroupXServer) -> dict:
     return server.get("/api/health").json()
+
+
+def head(server: GroupXServer) -> int:
+    return server.get("/api/bootstrap").json()["room"]["throughSeq"]
+
+
+def assert_refused_and_nothing_written(server: GroupXServer, command_id: str, refused, fault: str,
+                                       head_before: int) -> None:
+    """503 STORE_UNAVAILABLE naming ``fault`` with Retry-After; no receipt, and no event past the head."""
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
+    assert fault in refused.json()["error"]["message"]
+    assert refused.headers["Retry-After"].isdigit()
+    assert db_rows(server, "SELECT 1 FROM rooms_clientcommand WHERE client_command_id = ?", command_id) == []
+    assert head(server) == head_before
+
+
+def assert_log_gap_free(server: GroupXServer) -> list[dict]:
+    log = server.events()
+    assert [e["seq"] for e in log] == list(range(1, len(log) + 1))
+    return log
 
 
 def fill_disk(folder: Path) -> Path:
@@ -164,13 +198,10 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
 
     truncate_wal(server)
     filler = fill_disk(room.store_dir)
+    head_before = head(server)
     command_id, refused = post_message(server, "while the disk is full")
 
-    assert refused.status_code == 503
-    assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
-    assert "disk is full" in refused.json()["error"]["message"]
-    assert refused.headers["Retry-After"].isdigit()
-    assert db_rows(server, "SELECT 1 FROM rooms_clientcommand WHERE client_command_id = ?", command_id) == []
+    assert_refused_and_nothing_written(server, command_id, refused, "disk is full", head_before)
     degraded = health(server)
     assert degraded["status"] == "degraded"
     assert degraded["store"]["available"] is False and degraded["store"]["fault"] == "disk_full"
@@ -186,24 +217,28 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
     wait_until(lambda: health(server)["status"] == "ok", message="health ok again")
     # A stream opened before the fault lived through it and carries what was written after.
     stream.wait_for(lambda e: e["type"] == "turn.completed" and e["body"]["turnId"] == after)
+    log = assert_log_gap_free(server)
+    assert not any("while the disk is full" in str(e["body"]) for e in log)
+    # The same command, sent again now, is accepted: the refusal stored nothing under its id.
+    body = {"clientCommandId": command_id, "to": ["agent:kimi"], "content": "while the disk is full"}
+    assert server.post("/api/messages", body).status_code == 202
 
 
-def test_a_lock_held_by_another_process_answers_store_unavailable_and_turns_run_once_it_is_released(room):
-    server = room.server(GROUPX_BUSY_TIMEOUT_MS="1000").start()
+def test_a_lock_held_by_another_process_for_ten_seconds_answers_store_unavailable_and_turns_run_once_it_is_released(
+        room):
+    server = room.server().start()  # the default busy timeout (5 s): the lock outlasts it
     assert wait_terminal(server, send(server, "agent:kimi", "before")["turns"][0]["turnId"])["type"] == "turn.completed"
     running = send(server, "agent:kimi", "slow [[fake: sleep ms=3000; echo]]")["turns"][0]["turnId"]
     wait_until(lambda: turn_started(server, running), message="the slow Turn to start")
 
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(room.store_dir / "groupx.db")],
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(room.store_dir / "groupx.db"), str(LOCK_SECONDS)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert locker.stdout.readline().strip() == "locked"
+        head_before = head(server)
         command_id, refused = post_message(server, "while another process holds the lock")
 
-        assert refused.status_code == 503
-        assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
-        assert "locked by another process" in refused.json()["error"]["message"]
-        assert refused.headers["Retry-After"].isdigit()
+        assert_refused_and_nothing_written(server, command_id, refused, "locked by another process", head_before)
         degraded = health(server)
         assert degraded["status"] == "degraded" and degraded["store"]["fault"] == "locked"
         wait_until(lambda: prompts_answered(server) == 2, message="the CLI to answer the slow prompt")
@@ -215,12 +250,16 @@ def test_a_lock_held_by_another_process_answers_store_unavailable_and_turns_run_
         assert tool["result"]["isError"] is True
         assert json.loads(tool["result"]["content"][0]["text"])["code"] == "STORE_UNAVAILABLE"
     finally:
-        locker.communicate("release\n", timeout=10)
+        released = locker.communicate("release\n", timeout=LOCK_SECONDS + 30)[0]
+    assert released.strip() == "released"
 
     assert db_rows(server, "SELECT 1 FROM rooms_clientcommand WHERE client_command_id = ?", command_id) == []
     after = send(server, "agent:kimi", "after the lock")["turns"][0]["turnId"]
     for turn_id in (running, after):
         assert wait_terminal(server, turn_id)["type"] == "turn.completed"
+    wait_until(lambda: health(server)["status"] == "ok", message="health ok again")
+    log = assert_log_gap_free(server)
+    assert not any("while another process holds the lock" in str(e["body"]) for e in log)
 
 
 def test_a_start_on_a_read_only_disk_keeps_retrying_and_becomes_ready_when_it_is_writable(room):
@@ -245,3 +284,34 @@ def test_a_start_on_a_read_only_disk_keeps_retrying_and_becomes_ready_when_it_is
     ready = health(server)
     assert ready["status"] == "ok" and "startAttempts" not in ready
     assert wait_terminal(server, send(server, "agent:kimi", "hello")["turns"][0]["turnId"])["type"] == "turn.completed"
+
+
+def test_a_restart_after_a_sigkill_on_a_read_only_folder_writes_nothing_and_recovers_when_it_is_writable(room):
+    room.mount_tmpfs()
+    server = room.server().start()
+    assert wait_terminal(server, send(server, "agent:kimi", "before")["turns"][0]["turnId"])["type"] == "turn.completed"
+    running = send(server, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    wait_until(lambda: turn_started(server, running), message="the hanging Turn to start")
+    history = server.events()
+
+    server.kill()
+    room.remount("ro")
+    server.start(migrate=False, wait_ready=False)
+
+    wait_until(lambda: health(server).get("store", {}).get("fault") == "read_only", message="the read-only fault")
+    command_id, refused = post_message(server, "while the folder is read-only")
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
+    assert "read-only" in refused.json()["error"]["message"] and refused.headers["Retry-After"].isdigit()
+    assert not is_terminal(server, running)  # restart recovery waits for the store like everything else
+
+    room.remount("rw")
+
+    wait_until(lambda: server.readiness() == "ready", timeout=30, message="the runtime to start by itself")
+    terminal = wait_terminal(server, running)
+    assert terminal["type"] == "turn.interrupted" and terminal["body"]["errorCode"] == "TURN_INTERRUPTED"
+    log = assert_log_gap_free(server)
+    assert log[:len(history)] == history  # what was there before the fault is untouched
+    assert not any("while the folder is read-only" in str(e["body"]) for e in log)
+    assert db_rows(server, "SELECT 1 FROM rooms_clientcommand WHERE client_command_id = ?", command_id) == []
+    assert wait_terminal(server, send(server, "agent:kimi", "after")["turns"][0]["turnId"])["type"] == "turn.completed"
+    assert len([p for p in prompts_sent(server, "kimi") if "[[fake: hang]]" in str(p)]) == 1  # never re-sent
