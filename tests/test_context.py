@@ -203,3 +203,18 @@ def test_a_reply_chain_is_shown_once_and_the_unread_delta_holds_the_rest_in_orde
     assert all(text in delta for text in ("grok-one", "unrelated", "grok-two"))
     seqs = [int(seq) for seq in re.findall(r"^- id=\S+ seq=(\d+) ", delta, re.MULTILINE)]
     assert len(seqs) >= 3 and seqs == sorted(seqs)
+
+
+def test_a_message_larger_than_the_whole_context_budget_fails_its_turn_with_context_budget_exceeded(
+        make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, "kimi"), limits={"contextCharacters": 1_024})
+    ready(room, "agent:kimi")
+
+    turn_id = send(room, "agent:kimi", "x" * 2_000)["turns"][0]["turnId"]
+    terminal = wait_terminal(room, turn_id)
+
+    assert terminal["type"] == "turn.failed"
+    assert terminal["body"]["errorCode"] == "CONTEXT_BUDGET_EXCEEDED"
+    assert "1024" in terminal["body"]["message"]  # says what the budget is
+    assert not any("x" * 2_000 in str(p) for p in prompts_sent(room, "kimi"))  # never sent
+    assert wait_terminal(room, send(room, "agent:kimi", "small")["turns"][0]["turnId"])["type"] == "turn.completed"

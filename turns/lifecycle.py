@@ -40,6 +40,9 @@ from turns.states import (
 from turns.transitions import move_turn
 
 TURN_INTERRUPTED = "TURN_INTERRUPTED"
+# A failure's ``message`` in its terminal event is for people reading the room; bounded like a
+# session failure's (agents/sessions.py).
+MESSAGE_CHARACTERS = 500
 
 
 @dataclass
@@ -61,6 +64,7 @@ class TurnOutcome:
     status: str  # completed | failed | cancelled | interrupted
     content: str = ""
     error_code: str | None = None
+    message: str = ""  # what went wrong, in words, for a failed or interrupted Turn
     reasoning: str = ""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
     # Facts about the Turn added to its terminal event's body, e.g. ``textRepaired`` (issue 14).
@@ -211,6 +215,8 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             )
         if outcome.error_code and status != COMPLETED:
             terminal_body["errorCode"] = outcome.error_code
+            if outcome.message:
+                terminal_body["message"] = outcome.message[:MESSAGE_CHARACTERS]
         terminal_body.update(outcome.terminal_facts)
         terminal = events.turn_event(
             event_type=event_types.TURN_TERMINALS[status],
@@ -360,21 +366,24 @@ def requeue_if_never_sent(turn_id: str) -> bool:
     return True
 
 
-def fail_queued_head(turn_id: str, error_code: str) -> bool:
-    """A queued Turn whose agent could not start: it fails visibly instead of waiting forever."""
+def fail_queued_head(turn_id: str, error_code: str, message: str = "") -> bool:
+    """A queued Turn that cannot be sent (its agent could not start, its context does not fit):
+    it fails visibly instead of waiting forever."""
     with transaction.atomic():
         turn = Turn.objects.filter(turn_id=turn_id, status=QUEUED).first()
         if turn is None:
             return False
-        _finish_undispatched(turn, FAILED, error_code)
+        _finish_undispatched(turn, FAILED, error_code, message)
     return True
 
 
-def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None) -> None:
+def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None, message: str = "") -> None:
     """A Turn that never reached a CLI ends here; caller holds the write lock, status is queued."""
     body: dict[str, Any] = {"status": status, "dispatched": False}
     if error_code:
         body["errorCode"] = error_code
+        if message:
+            body["message"] = message[:MESSAGE_CHARACTERS]
     terminal = events.turn_event(
         event_type=event_types.TURN_TERMINALS[status],
         actor=events.SYSTEM,
