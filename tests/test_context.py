@@ -135,8 +135,8 @@ def test_a_failing_summariser_leaves_the_active_summary_untouched(make_server, t
         failed = room.post("/api/context/compact", {"clientCommandId": command_id()}, timeout=60)
         event = stream.wait_for(lambda e: e["type"] == "context.compaction.failed", message="compaction failed")
 
-    assert failed.status_code == 503 and failed.json()["error"]["code"] == "PROTOCOL_INVALID_MESSAGE"
-    assert event["seq"] is None and event["body"]["errorCode"] == "PROTOCOL_INVALID_MESSAGE"
+    assert failed.status_code == 503 and failed.json()["error"]["code"] == "TURN_INTERRUPTED"
+    assert event["seq"] is None and event["body"]["errorCode"] == "TURN_INTERRUPTED"
     assert active_summaries(room) == before and before[0]["content"] == "FIRST-SUM"
     assert room.get("/api/context").json()["uncompactedMessageCount"] == 16
 

@@ -1,0 +1,44 @@
+"""How a Turn fails is the same on every driver (issue 17, docs/DECISIONS.md D38), end to end
+through a real server whose fake CLIs speak the real wires: one native event, one error code,
+whichever CLI produced it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agents import fake_agents, send, wait_terminal, wire
+
+DRIVERS = ["kimi", "codex", "claude"]  # one of each wire: ACP, Codex App Server, Claude stream-json
+
+
+@pytest.fixture
+def room(make_server, tmp_path):
+    return make_server(fake_agents(tmp_path, *DRIVERS))
+
+
+def fails(room, driver: str, content: str) -> dict:
+    terminal = wait_terminal(room, send(room, f"agent:{driver}", content)["turns"][0]["turnId"])
+    assert terminal["type"] == "turn.failed", terminal
+    return terminal["body"]
+
+
+def test_a_cli_that_exits_mid_turn_fails_it_with_protocol_invalid_message_on_every_driver(room):
+    codes = {driver: fails(room, driver, "[[fake: crash code=7 after=delta]]")["errorCode"] for driver in DRIVERS}
+
+    assert codes == dict.fromkeys(DRIVERS, "PROTOCOL_INVALID_MESSAGE")
+    for driver in DRIVERS:  # the session is replaced (PROTOCOL §5) and the next Turn runs on it
+        following = send(room, f"agent:{driver}", "back?")["turns"][0]["turnId"]
+        assert wait_terminal(room, following)["type"] == "turn.completed"
+        assert len(wire(room, driver, kind="start")) == 2
+
+
+def test_a_model_error_fails_the_turn_with_turn_interrupted_on_every_driver_and_the_cli_lives_on(room):
+    bodies = {driver: fails(room, driver, "[[fake: fail message=overloaded]]") for driver in DRIVERS}
+
+    assert {driver: body["errorCode"] for driver, body in bodies.items()} == dict.fromkeys(DRIVERS, "TURN_INTERRUPTED")
+    assert all("overloaded" in body["message"] for body in bodies.values())
+    for driver in DRIVERS:  # the CLI answered in step: the same process takes the next Turn
+        following = send(room, f"agent:{driver}", "again")["turns"][0]["turnId"]
+        assert wait_terminal(room, following)["type"] == "turn.completed"
+        assert len(wire(room, driver, kind="start")) == 1
