@@ -107,7 +107,7 @@ class _LaneHooks(TurnHooks):
             body={"turnId": claim.turn_id, **record},
         )
 
-    async def timed_out(self, started: bool) -> None:
+    async def timed_out(self, heard: bool) -> None:
         # The native session can no longer be trusted to be in step with us: rebuild it.
         self.sessions.session.needs_rebuild = True
         self.interrupted = self.active.cancel_requested

@@ -42,3 +42,13 @@ def test_a_model_error_fails_the_turn_with_turn_interrupted_on_every_driver_and_
         following = send(room, f"agent:{driver}", "again")["turns"][0]["turnId"]
         assert wait_terminal(room, following)["type"] == "turn.completed"
         assert len(wire(room, driver, kind="start")) == 1
+
+
+def test_a_cli_silent_after_taking_the_prompt_fails_with_the_first_event_timeout_on_every_driver(
+        make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, *DRIVERS),
+                       timeouts={"handshakeMs": 600_000, "closeMs": 300, "firstEventMs": 1_000, "idleMs": 3_000})
+
+    codes = {driver: fails(room, driver, "[[fake: silent]]")["errorCode"] for driver in DRIVERS}
+
+    assert codes == dict.fromkeys(DRIVERS, "TURN_FIRST_EVENT_TIMEOUT")
