@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.agents import fake_agents, send, wait_terminal, wire
+from tests.server import wait_until
 
 DRIVERS = ["kimi", "codex", "claude"]  # one of each wire: ACP, Codex App Server, Claude stream-json
 
@@ -52,3 +53,16 @@ def test_a_cli_silent_after_taking_the_prompt_fails_with_the_first_event_timeout
     codes = {driver: fails(room, driver, "[[fake: silent]]")["errorCode"] for driver in DRIVERS}
 
     assert codes == dict.fromkeys(DRIVERS, "TURN_FIRST_EVENT_TIMEOUT")
+
+
+def test_an_acp_cli_that_names_another_agent_fails_the_queued_turn_without_retrying_it(make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, "hermes", scenarios={"hermes": {"agent_info": {"name": "kimi-cli"}}}))
+    failed = wait_until(lambda: [a for a in room.get("/api/health").json()["agents"] if a["status"] == "failed"],
+                        timeout=30, message="hermes failed to start")[0]
+    assert failed["lastError"]["code"] == "ADAPTER_START_FAILED"
+    assert "kimi-cli" in failed["lastError"]["message"] and "hermes-agent" in failed["lastError"]["message"]
+
+    body = fails(room, "hermes", "are you hermes?")
+
+    assert body["errorCode"] == "ADAPTER_START_FAILED" and "kimi-cli" in body["message"]
+    assert len(wire(room, "hermes", kind="start")) == 2  # one launch at start, one for the Turn: never retried

@@ -100,7 +100,8 @@ async def test_hermes_starts_with_mcp_although_it_advertises_no_capability(rig):
 
 async def test_hermes_must_identify_itself_as_hermes_agent(rig):
     error = await rig.start_fails("hermes", {"agent_info": {"name": "impostor", "version": "1"}})
-    assert error.code == PROTOCOL_INVALID_MESSAGE
+    assert error.code == ADAPTER_START_FAILED and not error.retryable  # the same CLI answers the same (D38)
+    assert "'impostor'" in error.message and "'hermes-agent'" in error.message
 
 
 async def test_an_unsupported_protocol_version_is_rejected(rig):
