@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch, turn_collector
+from agents import dispatch, health, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
@@ -223,7 +223,13 @@ class Lane:
             outcome.terminal_facts["textRepaired"] = repaired
         await self._finish(active, outcome)
         if not self.sessions.usable():
+            if outcome.error_code:
+                # The Turn cost the session (a crash, a protocol fault, a CLI out of step): health
+                # shows it failed until the rebuild, and keeps the error after (D38).
+                health.record_failure(self.agent.actor_id, outcome.error_code, outcome.message or outcome.error_code)
             await self.sessions.rebuild()
+        elif outcome.status == COMPLETED:
+            health.turn_completed(self.agent.actor_id)
 
     async def _prompt(self, session: NativeSession, active: ActiveTurn, text: str) -> TurnOutcome:
         try:

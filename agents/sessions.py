@@ -103,8 +103,10 @@ class AgentSessions:
                 continue
             self.session = session
             kind = event_types.SESSION_RESUMED if session.resumed else event_types.SESSION_READY
+            # A last error stays until a Turn completes (agents/health.py): a rebuilt session
+            # after a crash is ready, and the crash is still worth showing.
             health.update(agent.actor_id, status="ready", instanceId=self.instance_id, nativeSessionAvailable=True,
-                          mcpVerified=session.mcp_verified, lastError=None)
+                          mcpVerified=session.mcp_verified)
             await _db(_session_event)(kind, self.actor, {
                 "driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
                 "mcp": "verified" if session.mcp_verified else "unavailable",
@@ -112,8 +114,7 @@ class AgentSessions:
             return session
         assert last_error is not None
         status = "native_policy_blocked" if last_error.code == "NATIVE_POLICY_BLOCKED" else "failed"
-        health.update(agent.actor_id, status=status, nativeSessionAvailable=False,
-                      lastError={"code": last_error.code, "message": last_error.message[:500]})
+        health.record_failure(agent.actor_id, last_error.code, last_error.message, status=status)
         await _db(_session_event)(event_types.SESSION_FAILED, self.actor, {
             "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
             "attempts": attempt,

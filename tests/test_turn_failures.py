@@ -66,3 +66,23 @@ def test_an_acp_cli_that_names_another_agent_fails_the_queued_turn_without_retry
 
     assert body["errorCode"] == "ADAPTER_START_FAILED" and "kimi-cli" in body["message"]
     assert len(wire(room, "hermes", kind="start")) == 2  # one launch at start, one for the Turn: never retried
+
+
+def agent_health(room, actor_id: str) -> dict:
+    return next(a for a in room.get("/api/health").json()["agents"] if a["actorId"] == actor_id)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_crash_mid_turn_stays_in_health_as_the_last_error_until_a_turn_completes(make_server, tmp_path, driver):
+    room = make_server(fake_agents(tmp_path, driver))
+    actor_id = f"agent:{driver}"
+    fails(room, driver, "[[fake: crash code=7 after=delta]]")
+
+    rebuilt = wait_until(lambda: (h := agent_health(room, actor_id))["status"] == "ready" and h.get("lastError") and h,
+                         timeout=30, message="the rebuilt session, with the crash as its last error")
+    assert rebuilt["lastError"]["code"] == "PROTOCOL_INVALID_MESSAGE"
+    assert "exit code 7" in rebuilt["lastError"]["message"] and rebuilt["lastError"]["at"]
+    assert room.get("/api/bootstrap").json()["agents"][0]["lastError"] == rebuilt["lastError"]
+
+    assert wait_terminal(room, send(room, actor_id, "back?")["turns"][0]["turnId"])["type"] == "turn.completed"
+    assert agent_health(room, actor_id).get("lastError") is None
