@@ -78,9 +78,11 @@ def next_queued_turn(actor_id: str) -> Turn | None:
     return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, turn_sql.LANE_HEAD_COLUMNS, head)
 
 
-def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
+def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int,
+          summary_through_seq: int | None = None) -> Claim | None:
     """CAS queued → dispatching, open a ``prepared + not_delivered`` attempt and append
-    ``turn.dispatched``. None when someone else moved the Turn first (a cancel)."""
+    ``turn.dispatched``. None when someone else moved the Turn first (a cancel).
+    ``summary_through_seq``: the room checkpoint the packet embeds (FEATURES §14), or None."""
     with transaction.atomic():
         # The CAS and the read of what the Claim carries are one UPDATE … RETURNING.
         moved = turn_sql.claim_turn(turn_id, binding_id)
@@ -93,6 +95,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
             binding_id=binding_id,
             instance_id=instance_id,
             context_through_seq=context_through_seq,
+            summary_through_seq=summary_through_seq,
             claimed_at=timezone.now(),
         )
         events.turn_event(
@@ -245,7 +248,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         if turn.attempt_id is not None:
             TurnAttempt.objects.filter(attempt_id=turn.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
             if delivered:
-                advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq)
+                advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq, turn.summary_through_seq)
     return status
 
 
@@ -264,7 +267,11 @@ def _turn_record(turn_id: str, turn: TerminalRead, agent: ActorRef, event_type: 
     )
 
 
-def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
+def advance_delivery_cursor(actor_id: str, through_seq: int, summary_seq: int | None = None) -> None:
+    if summary_seq is not None:
+        # The delivered packet carried a room checkpoint: the cursor remembers the newest one the
+        # agent has seen (FEATURES §7 step 7). Rare (once per compaction per agent): its own UPDATE.
+        advance_summary_mark(actor_id, summary_seq)
     # The usual case, a row behind through_seq, is this one conditional UPDATE; only when it
     # matches nothing (no row yet, or the row is already at or past through_seq) is the row read
     # or created as before. Callers hold the write lock, so nothing moves in between.
@@ -277,6 +284,11 @@ def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
         DeliveryCursor.objects.filter(pk=cursor.pk, last_delivered_seq__lt=through_seq).update(
             last_delivered_seq=through_seq
         )
+
+
+def advance_summary_mark(actor_id: str, summary_seq: int) -> None:
+    cursor, _ = DeliveryCursor.objects.get_or_create(actor_id=actor_id, room_id=ROOM_ID)
+    DeliveryCursor.objects.filter(pk=cursor.pk, last_summary_seq__lt=summary_seq).update(last_summary_seq=summary_seq)
 
 
 def delivery_cursor(actor_id: str) -> int:
