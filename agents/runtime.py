@@ -24,6 +24,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 def _recover() -> dict[str, int]:
     closed = instances.close_stale_launches()
     counts = lifecycle.recover_after_restart()
+    counts["failed"] = lifecycle.fail_queued_for_absent_agents({agent.actor_id for agent in roster.live_agents()})
     if closed or any(counts.values()):
         logger.info("restart recovery: %s stale bindings closed, %s", closed, counts)
     return counts

@@ -5,9 +5,11 @@ whichever CLI produced it.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.agents import fake_agents, send, wait_terminal, wire
+from tests.agents import fake_agents, send, turn_events, wait_terminal, wire
 from tests.server import wait_until
 
 DRIVERS = ["kimi", "codex", "claude"]  # one of each wire: ACP, Codex App Server, Claude stream-json
@@ -86,3 +88,29 @@ def test_a_crash_mid_turn_stays_in_health_as_the_last_error_until_a_turn_complet
 
     assert wait_terminal(room, send(room, actor_id, "back?")["turns"][0]["turnId"])["type"] == "turn.completed"
     assert agent_health(room, actor_id).get("lastError") is None
+
+
+@pytest.mark.parametrize("change", ["disabled", "removed"])
+def test_turns_queued_for_an_agent_gone_from_the_config_fail_visibly_when_groupx_restarts(make_server, tmp_path, change):
+    room = make_server(fake_agents(tmp_path, "kimi", "grok"))
+    running = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    waiting = send(room, "agent:kimi", "still queued")["turns"][0]["turnId"]
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)), timeout=20,
+               message="the first Turn running")
+    room.stop()
+    config = json.loads(room.config_path.read_text())
+    if change == "disabled":
+        config["agents"]["kimi"]["enabled"] = False
+    else:
+        del config["agents"]["kimi"]
+    room.write_config(config)
+    room.start()
+
+    terminal = wait_terminal(room, waiting)
+
+    assert terminal["type"] == "turn.failed" and terminal["body"]["errorCode"] == "UNKNOWN_TARGET"
+    assert "agent:kimi" in terminal["body"]["message"]
+    assert wait_terminal(room, running)["type"] == "turn.interrupted"
+    assert room.get("/api/health").json()["queuedTurns"] == 0
+    assert room.get("/api/bootstrap").json()["activeTurns"] == []
+    assert wait_terminal(room, send(room, "agent:grok", "still here?")["turns"][0]["turnId"])["type"] == "turn.completed"

@@ -40,6 +40,7 @@ from turns.states import (
 from turns.transitions import move_turn
 
 TURN_INTERRUPTED = "TURN_INTERRUPTED"
+UNKNOWN_TARGET = "UNKNOWN_TARGET"
 # A failure's ``message`` in its terminal event is for people reading the room; bounded like a
 # session failure's (agents/sessions.py).
 MESSAGE_CHARACTERS = 500
@@ -359,6 +360,22 @@ def recover_after_restart() -> dict[str, int]:
                                                       error_code=TURN_INTERRUPTED), events.SYSTEM)
             counts["interrupted"] += 1
     return counts
+
+
+def fail_queued_for_absent_agents(live_actor_ids: set[str]) -> int:
+    """On start, after the recovery above: a Turn queued for an agent that the config no longer runs
+    (disabled, or removed from groupx.json) would wait for a lane that never comes, and would count
+    in health and bootstrap for ever. It fails visibly with the code a new message to that agent
+    gets (FEATURES §21.14; docs/DECISIONS.md D38). Returns how many."""
+    failed = 0
+    orphans = Turn.objects.filter(status=QUEUED).exclude(target_actor_id__in=live_actor_ids).order_by("enqueue_seq")
+    for turn in orphans:
+        with transaction.atomic():
+            _finish_undispatched(turn, FAILED, UNKNOWN_TARGET,
+                                 f"{turn.target_actor_id} is not running: it was disabled or removed from "
+                                 "groupx.json before this Turn could start")
+        failed += 1
+    return failed
 
 
 def requeue_if_never_sent(turn_id: str) -> bool:
