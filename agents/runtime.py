@@ -24,9 +24,10 @@ _loop: asyncio.AbstractEventLoop | None = None
 def _recover() -> dict[str, int]:
     closed = instances.close_stale_launches()
     counts = lifecycle.recover_after_restart()
-    counts["failed"] = lifecycle.fail_queued_for_absent_agents({agent.actor_id for agent in roster.live_agents()})
-    if closed or any(counts.values()):
-        logger.info("restart recovery: %s stale bindings closed, %s", closed, counts)
+    absent = lifecycle.fail_queued_for_absent_agents({agent.actor_id for agent in roster.live_agents()})
+    if closed or absent or any(counts.values()):
+        logger.info("restart recovery: %s stale bindings closed, %s; %s queued Turns of agents no longer "
+                    "configured failed", closed, counts, absent)
     return counts
 
 
