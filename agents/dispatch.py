@@ -36,7 +36,8 @@ def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *
         if packet is None:
             return ReadyTurn(needs_compaction=True)
     claim = lifecycle.claim(turn_id, binding_id=binding_id, instance_id=instance_id,
-                            context_through_seq=packet.through_seq)
+                            context_through_seq=packet.through_seq,
+                            summary_through_seq=packet.summary_through_seq)
     if claim is None:
         return ReadyTurn()
     fault_points.reached_on_writer(fault_points.BEFORE_WRITE_AHEAD, turn_id)  # test-only, inert (D36)

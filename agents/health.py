@@ -8,6 +8,12 @@ The runtime updates it; readers get a copy.
 anew). ``failed``: the last failure was one no retry can fix (a command
 that is not there, a refused argv) and fewer failures came before. A session that starts resets
 the count, so the agent is ``ready`` again.
+
+``lastError`` is the agent's last failure: a start that failed, or a session lost with its Turn
+(a crash, a protocol fault, a timeout that left the CLI out of step). It outlives the rebuilt
+session, whose status says ``ready`` again, and is cleared by the next Turn the agent completes
+(docs/DECISIONS.md D38). A failed start is counted by ``session_failed``; a session lost under a Turn is
+``record_failure``.
 """
 
 from __future__ import annotations
@@ -24,13 +30,34 @@ DEGRADED_AFTER_FAILURES = 3
 _state: dict[str, dict[str, Any]] = {}
 _failures: dict[str, int] = {}  # consecutive session failures per agent
 _lock = threading.Lock()
+ERROR_MESSAGE_CHARACTERS = 500
+
+
+def _now() -> str:
+    return timezone.now().isoformat(timespec="milliseconds")
 
 
 def update(actor_id: str, **fields: Any) -> None:
     with _lock:
         entry = _state.setdefault(actor_id, {"status": "stopped"})
         entry.update(fields)
-        entry["updatedAt"] = timezone.now().isoformat(timespec="milliseconds")
+        entry["updatedAt"] = _now()
+
+
+def record_failure(actor_id: str, code: str, message: str, *, status: str = "failed") -> None:
+    """The agent's session failed (to start, or under a Turn): ``status`` now, ``lastError`` until
+    a Turn completes."""
+    update(actor_id, status=status, nativeSessionAvailable=False,
+           lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
+
+
+def turn_completed(actor_id: str) -> None:
+    """A completed Turn shows the agent works again: its last error is history."""
+    with _lock:
+        entry = _state.get(actor_id)
+        if entry is None or entry.get("lastError") is None:
+            return  # the usual case: nothing to change, no lock held longer
+    update(actor_id, lastError=None)
 
 
 def session_failed(actor_id: str, *, code: str, message: str) -> int:
@@ -38,7 +65,8 @@ def session_failed(actor_id: str, *, code: str, message: str) -> int:
     with _lock:
         _failures[actor_id] = _failures.get(actor_id, 0) + 1
         count = _failures[actor_id]
-    update(actor_id, consecutiveFailures=count, lastError={"code": code, "message": message[:500]})
+    update(actor_id, consecutiveFailures=count,
+           lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
     return count
 
 
@@ -56,7 +84,8 @@ def session_gave_up(actor_id: str, *, code: str, retryable: bool) -> None:
 
 
 def session_started(actor_id: str, **fields: Any) -> None:
-    """A session is up: the failure count starts again (``ready``)."""
+    """A session is up: the failure count starts again (``ready``). ``lastError`` stays until a Turn
+    completes (``turn_completed``)."""
     with _lock:
         _failures.pop(actor_id, None)
     update(actor_id, status="ready", nativeSessionAvailable=True, consecutiveFailures=0, **fields)

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch, fault_points, turn_collector
+from agents import dispatch, fault_points, health, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
 from groupx_site.core import db, store_probe
+from groupx_site.core.errors import ErrorCode
 from groupx_site.core.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
@@ -107,7 +108,7 @@ class _LaneHooks(TurnHooks):
             body={"turnId": claim.turn_id, **record},
         )
 
-    async def timed_out(self, started: bool) -> None:
+    async def timed_out(self, heard: bool) -> None:
         # The native session can no longer be trusted to be in step with us: rebuild it.
         self.sessions.session.needs_rebuild = True
         self.interrupted = self.active.cancel_requested
@@ -210,22 +211,25 @@ class Lane:
         try:
             session = await self.sessions.ensure()
         except DriverError as error:
-            await _db(lifecycle.fail_queued_head)(turn_id, error.code)
+            await _db(lifecycle.fail_queued_head)(turn_id, error.code, error.message)
             return
         # From here a cancel of this Turn is remembered (``request_cancel``), even one that
         # arrives while the claim below is being written.
         active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
         await fault_points.reached(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
-        ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
-        if ready.needs_compaction:
-            try:
+        try:
+            ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+            if ready.needs_compaction:
                 # Compacts older room history first (FEATURES §14); a failed compaction raises.
                 packet = await prepare_packet(self.agent, source_event_id)
-            except ContextBudgetExceeded:
-                await _db(lifecycle.fail_queued_head)(turn_id, "CONTEXT_BUDGET_EXCEEDED")
-                return
-            ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, packet=packet, **ids)
+                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, packet=packet,
+                                                             **ids)
+        except ContextBudgetExceeded as error:
+            # The mandatory context alone is over the budget, or the compaction that would make
+            # room failed (FEATURES §7, §14): nothing was claimed, nothing is sent.
+            await _db(lifecycle.fail_queued_head)(turn_id, ErrorCode.CONTEXT_BUDGET_EXCEEDED.value, str(error))
+            return
         if ready.claim is None:
             return  # cancelled while we prepared it
         active.claim = ready.claim
@@ -241,8 +245,15 @@ class Lane:
             logger.warning("%s: turn %s: %s lone surrogate(s) from the CLI replaced with U+FFFD",
                            self.agent.actor_id, turn_id, repaired)
             outcome.terminal_facts["textRepaired"] = repaired
+        if outcome.status == COMPLETED and self.sessions.usable():
+            # Before the terminal is published: whoever sees the Turn completed sees health agree.
+            health.turn_completed(self.agent.actor_id)
         await self._finish(active, outcome)
         if not self.sessions.usable():
+            if outcome.error_code:
+                # The Turn cost the session (a crash, a protocol fault, a CLI out of step): health
+                # shows it failed until the rebuild, and keeps the error after (D38).
+                health.record_failure(self.agent.actor_id, outcome.error_code, outcome.message or outcome.error_code)
             await self.sessions.rebuild()
 
     async def _prompt(self, session: NativeSession, active: ActiveTurn, text: str) -> TurnOutcome:
@@ -250,7 +261,7 @@ class Lane:
             active.native = await session.start_turn(active.turn_id, text)
         except DriverError as error:
             session.needs_rebuild = True
-            return TurnOutcome(status=FAILED, error_code=error.code)
+            return TurnOutcome(status=FAILED, error_code=error.code, message=error.message)
         if active.cancel_requested:
             await self._send_cancel(active)
         return await self._consume(active)
@@ -264,10 +275,10 @@ class Lane:
         if ending.kind == turn_collector.TIMED_OUT:
             if hooks.interrupted:
                 return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
-            return self._outcome(active, FAILED, ending.code)
+            return self._outcome(active, FAILED, ending.code, ending.message)
         if ending.kind == turn_collector.ENDED:
             self.sessions.session.needs_rebuild = True
-            return self._outcome(active, FAILED, ending.code)
+            return self._outcome(active, FAILED, ending.code, ending.message)
         if ending.kind == turn_collector.OVER_CAP:
             return self._over_cap(active, ending.what, content=ending.content, rebuild=ending.out_of_step)
         if ending.kind == turn_collector.COMPLETED:
@@ -275,7 +286,7 @@ class Lane:
                                tool_records=active.said.tools)
         if ending.kind == turn_collector.CANCELLED:
             return self._outcome(active, CANCELLED, None)
-        return self._outcome(active, FAILED, ending.code)
+        return self._outcome(active, FAILED, ending.code, ending.message)
 
     def _over_cap(self, active: ActiveTurn, what: str, *, content: str | None = None,
                   rebuild: bool = True) -> TurnOutcome:
@@ -291,9 +302,9 @@ class Lane:
         return outcome
 
     @staticmethod
-    def _outcome(active: ActiveTurn, status: str, code: str | None) -> TurnOutcome:
+    def _outcome(active: ActiveTurn, status: str, code: str | None, message: str = "") -> TurnOutcome:
         said = active.said
-        return TurnOutcome(status=status, content="".join(said.content), error_code=code,
+        return TurnOutcome(status=status, content="".join(said.content), error_code=code, message=message,
                            reasoning="".join(said.reasoning), tool_records=said.tools)
 
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:

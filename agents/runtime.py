@@ -45,8 +45,9 @@ def _close_stale_launches() -> None:
 
 def _recover_turns() -> dict[str, int]:
     counts = lifecycle.recover_after_restart()
-    if any(counts.values()):
-        logger.info("restart recovery: %s", counts)
+    absent = lifecycle.fail_queued_for_absent_agents({agent.actor_id for agent in roster.live_agents()})
+    if absent or any(counts.values()):
+        logger.info("restart recovery: %s; %s queued Turns of agents no longer configured failed", counts, absent)
     return counts
 
 

@@ -115,8 +115,9 @@ class AgentSessions:
                 continue
             self.session = session
             kind = event_types.SESSION_RESUMED if session.resumed else event_types.SESSION_READY
-            health.session_started(agent.actor_id, instanceId=self.instance_id, mcpVerified=session.mcp_verified,
-                                   lastError=None)
+            # A last error stays until a Turn completes (agents/health.py): a rebuilt session
+            # after a crash is ready, and the crash is still worth showing.
+            health.session_started(agent.actor_id, instanceId=self.instance_id, mcpVerified=session.mcp_verified)
             await _db(_session_event)(kind, self.actor, {
                 "driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
                 "mcp": "verified" if session.mcp_verified else "unavailable",

@@ -30,7 +30,7 @@ class _OneShotHooks(TurnHooks):
     def __init__(self, turn):
         self.turn = turn
 
-    async def timed_out(self, started: bool) -> None:
+    async def timed_out(self, heard: bool) -> None:
         await self.turn.cancel()
 
 

@@ -3,7 +3,7 @@ summariser share (docs/DECISIONS.md D23, D33).
 
 ``collect`` reads the driver's events through a one-slot queue (a full queue leaves them in the
 driver's bounded backlog, whose fullness stops the reading of a CLI that outruns us), waits at most
-``firstEventMs`` for the first event and ``idleMs`` between the next ones, keeps the reply, the
+``firstEventMs`` for the CLI's first answer and ``idleMs`` between the next ones, keeps the reply, the
 reasoning and the tool progress within their caps, and returns how the turn ended. Whatever ended
 it, the native turn is abandoned: nobody reads its events any more, so the driver must not hold the
 CLI's output back for us.
@@ -26,6 +26,7 @@ from agents.drivers.base import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnStarted,
 )
 from groupx_site.core.errors import ErrorCode
 
@@ -94,7 +95,7 @@ class TurnHooks:
     async def tool(self, record: dict) -> None:
         """``record`` was appended to ``Collected.tools``."""
 
-    async def timed_out(self, started: bool) -> None:
+    async def timed_out(self, heard: bool) -> None:
         """No event came in time; runs before the turn is abandoned (a lane sends the cancel)."""
 
     def deadline(self) -> float | None:
@@ -127,24 +128,29 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
         await queue.put(_END)
 
     pump_task = loop.create_task(pump())
-    started = False
+    started = False  # the driver's first event arrived (the prompt reached the CLI)
+    # The CLI itself has answered: content, reasoning, a tool or a terminal. A driver's own
+    # TurnStarted (written when the prompt goes out or is acknowledged) is not an answer, so a
+    # CLI silent after it still meets the first-event timeout, not the idle one (D38).
+    heard = False
     try:
         while True:
-            wait = idle_s if started else first_event_s
+            wait = idle_s if heard else first_event_s
             deadline = hooks.deadline()
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - loop.time()))
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=wait)
             except TimeoutError:
-                await hooks.timed_out(started)
-                code = "TURN_IDLE_TIMEOUT" if started else "TURN_FIRST_EVENT_TIMEOUT"
+                await hooks.timed_out(heard)
+                code = "TURN_IDLE_TIMEOUT" if heard else "TURN_FIRST_EVENT_TIMEOUT"
                 return Ending(TIMED_OUT, code, f"no answer within {wait:g} s")
             if event is _END:
                 return Ending(ENDED, ENDED_CODE, "the turn ended without a terminal event")
             if not started:
                 started = True
                 await hooks.started(event)
+            heard = heard or not isinstance(event, TurnStarted)
             ending = await _take(event, collected, hooks, caps)
             if ending is not None:
                 return ending

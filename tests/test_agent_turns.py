@@ -71,7 +71,7 @@ def test_at_all_runs_three_agents_in_parallel_and_one_failure_spares_the_others(
     assert terminals["agent:kimi"]["type"] == "turn.completed"
     assert terminals["agent:grok"]["type"] == "turn.completed"
     assert terminals["agent:hermes"]["type"] == "turn.failed"
-    assert terminals["agent:hermes"]["body"]["errorCode"] == "PROTOCOL_INVALID_MESSAGE"
+    assert terminals["agent:hermes"]["body"]["errorCode"] == "TURN_INTERRUPTED"  # a model error (D38)
     replies = {response_of(room, t)["actor"]["actorId"]: response_of(room, t)["body"]["content"]
                for t in terminals.values() if t["type"] == "turn.completed"}
     assert replies == {"agent:kimi": "echo: everyone, report in", "agent:grok": "echo: everyone, report in"}

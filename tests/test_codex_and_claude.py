@@ -88,7 +88,7 @@ def test_a_crash_fails_the_turn_and_the_session_is_rebuilt(room, driver):
     terminal = wait_terminal(room, turn_id)
 
     assert terminal["type"] == "turn.failed"
-    assert terminal["body"]["errorCode"] == "TURN_INTERRUPTED"
+    assert terminal["body"]["errorCode"] == "PROTOCOL_INVALID_MESSAGE"  # an exit, as on every driver (D38)
     after = send(room, f"agent:{driver}", "back?")["turns"][0]["turnId"]
     assert wait_terminal(room, after)["type"] == "turn.completed"
     assert len(wire(room, driver, kind="start")) == 2

@@ -67,7 +67,8 @@ def test_usage_counts_the_room_messages_by_the_protocol_formula(make_server, tmp
     assert usage["throughSeq"] == room.events()[-1]["seq"] and usage["roomId"] == "room:main"
 
 
-def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_summary(make_server, tmp_path):
+def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_summary_its_attempt_records(
+        make_server, tmp_path):
     scenarios = {"kimi": {"default_turn": ["reply text=SUMMARY-OK"]}}
     room = make_server(fake_agents(tmp_path, "kimi", "hermes", "grok", scenarios=scenarios),
                        limits={"contextCharacters": 4_000})
@@ -83,6 +84,15 @@ def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_
     assert summary[0]["generator_actor_id"] == "agent:kimi"  # the first healthy agent in config order
     packet = packets(room, "hermes")[-1]
     assert "[room_checkpoint_summary]" in packet and "SUMMARY-OK" in packet
+    # The attempt records the checkpoint it carried, and its delivery moves the cursor's summary
+    # mark with the cursor (FEATURES §7 step 7, §14, §18).
+    attempt = db_rows(room, "SELECT summary_through_seq FROM turns_turnattempt WHERE turn_id = ?", turn)[0]
+    assert attempt["summary_through_seq"] == summary[0]["through_seq"]
+    cursor = db_rows(room, "SELECT last_summary_seq FROM agents_deliverycursor WHERE actor_id = 'agent:hermes'")[0]
+    assert cursor["last_summary_seq"] == summary[0]["through_seq"]
+    assert {row["summary_through_seq"] for row in db_rows(
+        room, "SELECT a.summary_through_seq FROM turns_turnattempt a JOIN turns_turn t USING (turn_id)"
+              " WHERE t.target_actor_id = 'agent:grok'")} == {None}  # grok's packets carried no summary
     assert "history-0" not in packet and "history-7" in packet  # the oldest went into the summary
     assert packet.endswith("[current_message]\n[[fake: reply text=done]] what did we settle?")
     assert len(packet) <= 4_000
@@ -135,8 +145,8 @@ def test_a_failing_summariser_leaves_the_active_summary_untouched(make_server, t
         failed = room.post("/api/context/compact", {"clientCommandId": command_id()}, timeout=60)
         event = stream.wait_for(lambda e: e["type"] == "context.compaction.failed", message="compaction failed")
 
-    assert failed.status_code == 503 and failed.json()["error"]["code"] == "PROTOCOL_INVALID_MESSAGE"
-    assert event["seq"] is None and event["body"]["errorCode"] == "PROTOCOL_INVALID_MESSAGE"
+    assert failed.status_code == 503 and failed.json()["error"]["code"] == "TURN_INTERRUPTED"
+    assert event["seq"] is None and event["body"]["errorCode"] == "TURN_INTERRUPTED"
     assert active_summaries(room) == before and before[0]["content"] == "FIRST-SUM"
     assert room.get("/api/context").json()["uncompactedMessageCount"] == 16
 
@@ -203,3 +213,18 @@ def test_a_reply_chain_is_shown_once_and_the_unread_delta_holds_the_rest_in_orde
     assert all(text in delta for text in ("grok-one", "unrelated", "grok-two"))
     seqs = [int(seq) for seq in re.findall(r"^- id=\S+ seq=(\d+) ", delta, re.MULTILINE)]
     assert len(seqs) >= 3 and seqs == sorted(seqs)
+
+
+def test_a_message_larger_than_the_whole_context_budget_fails_its_turn_with_context_budget_exceeded(
+        make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, "kimi"), limits={"contextCharacters": 1_024})
+    ready(room, "agent:kimi")
+
+    turn_id = send(room, "agent:kimi", "x" * 2_000)["turns"][0]["turnId"]
+    terminal = wait_terminal(room, turn_id)
+
+    assert terminal["type"] == "turn.failed"
+    assert terminal["body"]["errorCode"] == "CONTEXT_BUDGET_EXCEEDED"
+    assert "1024" in terminal["body"]["message"]  # says what the budget is
+    assert not any("x" * 2_000 in str(p) for p in prompts_sent(room, "kimi"))  # never sent
+    assert wait_terminal(room, send(room, "agent:kimi", "small")["turns"][0]["turnId"])["type"] == "turn.completed"

@@ -230,3 +230,21 @@ def test_the_demo_shorthand_asks_another_agent_and_every_step_is_public(make_ser
     assert messages[1] == (f"agent:{asker}", "ready-to-ship?")
     assert messages[2] == ("agent:hermes", "echo: ready-to-ship?")
     assert messages[3][0] == f"agent:{asker}" and "mcp:ask:ok:" in messages[3][1]
+
+
+def test_a_collect_with_an_out_of_range_timeout_is_refused_for_its_body_before_its_id_is_looked_up(
+        make_server, tmp_path):
+    room = room_with(make_server, tmp_path)
+    working = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, working)), timeout=15)
+    binding = active_binding(room, "agent:kimi")
+
+    def refused(arguments: dict) -> dict:
+        answer = call_tool(room, binding, "collect", arguments).json()["result"]
+        assert answer["isError"] is True
+        return json.loads(answer["content"][0]["text"])
+
+    both_wrong = refused({"messageEventId": "evt_no_such_ask", "timeoutMs": 600_000})
+    assert both_wrong["code"] == "INVALID_ENVELOPE" and "timeoutMs" in both_wrong["message"]
+    assert refused({"messageEventId": "evt_no_such_ask", "timeoutMs": 1_000})["code"] == "UNKNOWN_TARGET"
+    cancel(room, working)

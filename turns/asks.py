@@ -115,13 +115,20 @@ async def member_ask(binding_id: str, payload: Any) -> dict[str, Any]:
     return result
 
 
-def check_collect(binding_id: str, payload: Any) -> tuple[str, int]:
-    caller = resolve_caller(binding_id)
+def check_collect(payload: Any) -> tuple[str, int]:
+    """The body alone (no database): a bad body is refused for what it says, before its
+    messageEventId is looked up (docs/ARCHITECTURE.md "The write path", docs/DECISIONS.md D38)."""
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"messageEventId", "timeoutMs"})
     message_id = validation.optional_reference(payload, "messageEventId")
     if message_id is None:
         raise invalid("messageEventId is required")
+    return message_id, _wait_ms(payload)
+
+
+def find_ask(binding_id: str, message_id: str) -> None:
+    """The ask ``message_id`` names is in the caller's chain, or UNKNOWN_TARGET."""
+    caller = resolve_caller(binding_id)
     source = Event.objects.filter(event_id=message_id).values("root_correlation_id").first()
     if (
         source is None
@@ -130,10 +137,10 @@ def check_collect(binding_id: str, payload: Any) -> tuple[str, int]:
     ):
         raise GroupXError("UNKNOWN_TARGET", "no ask with this messageEventId in your chain",
                           details={"unknownTargets": [message_id]})
-    return message_id, _wait_ms(payload)
 
 
 async def member_collect(binding_id: str, payload: Any) -> dict[str, Any]:
-    message_id, wait_ms = await db.write(check_collect)(binding_id, payload)
+    message_id, wait_ms = check_collect(payload)  # validation only: no thread
+    await db.write(find_ask)(binding_id, message_id)
     return await wait_for_children(message_id, wait_ms)
 

@@ -40,6 +40,10 @@ from turns.states import (
 from turns.transitions import move_turn
 
 TURN_INTERRUPTED = "TURN_INTERRUPTED"
+UNKNOWN_TARGET = "UNKNOWN_TARGET"
+# A failure's ``message`` in its terminal event is for people reading the room; bounded like a
+# session failure's (agents/sessions.py).
+MESSAGE_CHARACTERS = 500
 
 
 @dataclass
@@ -61,6 +65,7 @@ class TurnOutcome:
     status: str  # completed | failed | cancelled | interrupted
     content: str = ""
     error_code: str | None = None
+    message: str = ""  # what went wrong, in words, for a failed or interrupted Turn
     reasoning: str = ""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
     # Facts about the Turn added to its terminal event's body, e.g. ``textRepaired`` (issue 14).
@@ -74,9 +79,11 @@ def next_queued_turn(actor_id: str) -> Turn | None:
     return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, turn_sql.LANE_HEAD_COLUMNS, head)
 
 
-def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int) -> Claim | None:
+def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int,
+          summary_through_seq: int | None = None) -> Claim | None:
     """CAS queued → dispatching, open a ``prepared + not_delivered`` attempt and append
-    ``turn.dispatched``. None when someone else moved the Turn first (a cancel)."""
+    ``turn.dispatched``. None when someone else moved the Turn first (a cancel).
+    ``summary_through_seq``: the room checkpoint the packet embeds (FEATURES §14), or None."""
     with transaction.atomic():
         # The CAS and the read of what the Claim carries are one UPDATE … RETURNING.
         moved = turn_sql.claim_turn(turn_id, binding_id)
@@ -89,6 +96,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
             binding_id=binding_id,
             instance_id=instance_id,
             context_through_seq=context_through_seq,
+            summary_through_seq=summary_through_seq,
             claimed_at=timezone.now(),
         )
         events.turn_event(
@@ -211,6 +219,8 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             )
         if outcome.error_code and status != COMPLETED:
             terminal_body["errorCode"] = outcome.error_code
+            if outcome.message:
+                terminal_body["message"] = outcome.message[:MESSAGE_CHARACTERS]
         terminal_body.update(outcome.terminal_facts)
         terminal = events.turn_event(
             event_type=event_types.TURN_TERMINALS[status],
@@ -239,7 +249,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         if turn.attempt_id is not None:
             TurnAttempt.objects.filter(attempt_id=turn.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
             if delivered:
-                advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq)
+                advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq, turn.summary_through_seq)
     return status
 
 
@@ -258,7 +268,11 @@ def _turn_record(turn_id: str, turn: TerminalRead, agent: ActorRef, event_type: 
     )
 
 
-def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
+def advance_delivery_cursor(actor_id: str, through_seq: int, summary_seq: int | None = None) -> None:
+    if summary_seq is not None:
+        # The delivered packet carried a room checkpoint: the cursor remembers the newest one the
+        # agent has seen (FEATURES §7 step 7). Rare (once per compaction per agent): its own UPDATE.
+        advance_summary_mark(actor_id, summary_seq)
     # The usual case, a row behind through_seq, is this one conditional UPDATE; only when it
     # matches nothing (no row yet, or the row is already at or past through_seq) is the row read
     # or created as before. Callers hold the write lock, so nothing moves in between.
@@ -271,6 +285,11 @@ def advance_delivery_cursor(actor_id: str, through_seq: int) -> None:
         DeliveryCursor.objects.filter(pk=cursor.pk, last_delivered_seq__lt=through_seq).update(
             last_delivered_seq=through_seq
         )
+
+
+def advance_summary_mark(actor_id: str, summary_seq: int) -> None:
+    cursor, _ = DeliveryCursor.objects.get_or_create(actor_id=actor_id, room_id=ROOM_ID)
+    DeliveryCursor.objects.filter(pk=cursor.pk, last_summary_seq__lt=summary_seq).update(last_summary_seq=summary_seq)
 
 
 def delivery_cursor(actor_id: str) -> int:
@@ -355,6 +374,22 @@ def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, 
     return counts
 
 
+def fail_queued_for_absent_agents(live_actor_ids: set[str]) -> int:
+    """On start, after the recovery above: a Turn queued for an agent that the config no longer runs
+    (disabled, or removed from groupx.json) would wait for a lane that never comes, and would count
+    in health and bootstrap for ever. It fails visibly with the code a new message to that agent
+    gets (FEATURES §21.14; docs/DECISIONS.md D38). Returns how many."""
+    failed = 0
+    orphans = Turn.objects.filter(status=QUEUED).exclude(target_actor_id__in=live_actor_ids).order_by("enqueue_seq")
+    for turn in orphans:
+        with transaction.atomic():
+            _finish_undispatched(turn, FAILED, UNKNOWN_TARGET,
+                                 f"{turn.target_actor_id} is not running: it was disabled or removed from "
+                                 "groupx.json before this Turn could start")
+        failed += 1
+    return failed
+
+
 def requeue_if_never_sent(turn_id: str) -> bool:
     """A Turn claimed (``dispatching + prepared + not_delivered``) whose write-ahead a store fault
     stopped goes back to the queue, as restart recovery would put it (docs/DECISIONS.md D24)."""
@@ -372,21 +407,24 @@ def requeue_if_never_sent(turn_id: str) -> bool:
     return True
 
 
-def fail_queued_head(turn_id: str, error_code: str) -> bool:
-    """A queued Turn whose agent could not start: it fails visibly instead of waiting forever."""
+def fail_queued_head(turn_id: str, error_code: str, message: str = "") -> bool:
+    """A queued Turn that cannot be sent (its agent could not start, its context does not fit):
+    it fails visibly instead of waiting forever."""
     with transaction.atomic():
         turn = Turn.objects.filter(turn_id=turn_id, status=QUEUED).first()
         if turn is None:
             return False
-        _finish_undispatched(turn, FAILED, error_code)
+        _finish_undispatched(turn, FAILED, error_code, message)
     return True
 
 
-def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None) -> None:
+def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None, message: str = "") -> None:
     """A Turn that never reached a CLI ends here; caller holds the write lock, status is queued."""
     body: dict[str, Any] = {"status": status, "dispatched": False}
     if error_code:
         body["errorCode"] = error_code
+        if message:
+            body["message"] = message[:MESSAGE_CHARACTERS]
     terminal = events.turn_event(
         event_type=event_types.TURN_TERMINALS[status],
         actor=events.SYSTEM,

@@ -50,7 +50,8 @@ _START_TURN = f"""
 _t, _a, _e = Names(Turn, "t"), Names(TurnAttempt, "a"), Names(Event, "e")
 _TERMINAL_READ = f"""
     SELECT {_t.status}, {_t.target_actor_id}, {_t.source_event_id}, {_t.correlation_id}, {_t.root_correlation_id},
-        {_t.command_type}, {_a.attempt_id}, {_a.delivery_certainty}, {_a.context_through_seq}, {_e.seq}, {_e.body}
+        {_t.command_type}, {_a.attempt_id}, {_a.delivery_certainty}, {_a.context_through_seq},
+        {_a.summary_through_seq}, {_e.seq}, {_e.body}
     FROM {_t}
     LEFT JOIN {_a} ON {_a.attempt_id} = %s
     LEFT JOIN {_e} ON {_e.event_id} = {_t.source_event_id}
@@ -95,6 +96,7 @@ class TerminalRead:
     attempt_id: str | None
     delivery_certainty: str | None
     context_through_seq: int | None
+    summary_through_seq: int | None  # the room checkpoint the attempt's packet carried, if any
     source_seq: int | None
     source_body: dict[str, Any] | None
 

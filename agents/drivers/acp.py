@@ -120,8 +120,12 @@ class _Handshake(RpcHandshake):
         session.agent_info = info if isinstance(info, dict) else {}
         spec = FLAVORS[session.flavor]
         if spec.agent_name is not None and session.agent_info.get("name") != spec.agent_name:
-            raise DriverError(PROTOCOL_INVALID_MESSAGE,
-                              f"expected agentInfo.name {spec.agent_name!r}, got {session.agent_info.get('name')!r}")
+            # Another CLI behind the configured command: it answers the same at every attempt, so
+            # the start fails at once and says so (docs/DECISIONS.md D38), never retried.
+            raise DriverError(ADAPTER_START_FAILED,
+                              f"the {session.flavor} driver needs agentInfo.name {spec.agent_name!r}, but the "
+                              f"command answered initialize as {session.agent_info.get('name')!r}",
+                              retryable=False)
         if self.profile.mcp is not None and spec.advertises_mcp_http:
             # Hermes omits mcpCapabilities but reads HTTP descriptors, so it is forced on (§3.8).
             mcp_caps = caps.get("mcpCapabilities")

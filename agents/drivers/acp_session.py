@@ -161,11 +161,14 @@ class AcpTurn(QueuedTurn):
             self._interrupt()
         elif lost:
             self._finish(TurnFailed(PROTOCOL_INVALID_MESSAGE, f"connection lost: {exc}"))
+        elif isinstance(exc, JsonRpcError):
+            # A9: rate limits and model errors arrive as a JSON-RPC error answering the prompt. The
+            # agent answered in step, so its session stays; the code is the one Codex and Claude
+            # give a model error (docs/DECISIONS.md D38), not the reference's PROTOCOL_INVALID_MESSAGE.
+            self._finish(TurnFailed(TURN_INTERRUPTED, f"session/prompt failed: {exc.message}"))
         elif exc is not None:
-            # A9: rate limits and model errors arrive as JSON-RPC errors; GroupX restarts the agent.
             self._session.needs_rebuild = True
-            reason = exc.message if isinstance(exc, JsonRpcError) else str(exc)
-            self._finish(TurnFailed(PROTOCOL_INVALID_MESSAGE, f"session/prompt failed: {reason}"))
+            self._finish(TurnFailed(PROTOCOL_INVALID_MESSAGE, f"session/prompt failed: {exc}"))
         else:
             self._finish(self._terminal_for(future.result()))
 

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from .base import PROTOCOL_INVALID_MESSAGE, TURN_INTERRUPTED
+from .base import PROTOCOL_INVALID_MESSAGE
 from .process import FrameError, JsonLineProcess, ProcessClosedError
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,12 @@ class ProtocolViolation(ConnectionLost):
 
 
 class ProcessExited(ConnectionLost):
-    """stdout reached EOF or the child exited. ``expected`` is True after ``mark_closing``."""
+    """stdout reached EOF or the child exited. ``expected`` is True after ``mark_closing``.
 
-    code = TURN_INTERRUPTED
+    An unexpected exit is the code every driver reports for it (PROTOCOL §5, docs/DECISIONS.md
+    D38): the process is gone, so the session is replaced before the next turn."""
+
+    code = PROTOCOL_INVALID_MESSAGE
 
     def __init__(self, message: str, *, returncode: int | None, expected: bool = False):
         super().__init__(message)

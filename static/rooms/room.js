@@ -160,6 +160,7 @@ function onDurable(env) {
   if (isHidden(env.type)) return;
   if (isTurnLifecycle(env.type)) turns.apply(env); // statuses first, so chips render correctly
   if (env.type.startsWith("session.")) sidebar.session(env);
+  if (env.type === "turn.completed") sidebar.turnCompleted(env.actor.actorId);
   if (env.type.startsWith("memory.")) {
     memoryPanel.event(env);
     agentMemory.event(env);

@@ -2,7 +2,8 @@
 //
 // Status comes from bootstrap, then from durable session.* events as they happen, the transient
 // session.retrying, and a /api/health poll every 60 s (the only source of lastError updates
-// between restarts). "Busy" and the activity line come from the Turn store and the live bubbles.
+// between restarts besides session.failed; the agent's next completed Turn clears it). "Busy"
+// and the activity line come from the Turn store and the live bubbles.
 // Agents saved through /setup after this process started (bootstrap pendingAgents) get a card
 // marked "pending restart": they count toward the room, but nothing can be sent to them yet.
 
@@ -129,10 +130,15 @@ export class Sidebar {
       this.update(actorId, { status: body.agentStatus || "failed", retry: null,
         lastError: { code: body.errorCode, message: body.message } });
     } else if (env.type in SESSION_STATUS) {
-      const fields = { status: SESSION_STATUS[env.type], retry: null };
-      if (env.type === "session.ready" || env.type === "session.resumed") fields.lastError = null;
-      this.update(actorId, fields);
+      // A rebuilt session keeps the last error on show, as health does, until a Turn completes.
+      this.update(actorId, { status: SESSION_STATUS[env.type], retry: null });
     }
+  }
+
+  /** A completed Turn: the agent works again, so its last error is history (health does the same). */
+  turnCompleted(actorId) {
+    const agent = this.agents.get(actorId);
+    if (agent && agent.card.lastError) this.update(actorId, { lastError: null });
   }
 
   /** /api/health agents: {actorId, status, lastError?}. */

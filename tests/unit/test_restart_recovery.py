@@ -88,3 +88,12 @@ def test_recovery_twice_changes_nothing_the_second_time():
     before = event_types()
     assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0}
     assert event_types() == before
+
+
+def test_a_turn_queued_for_an_agent_the_config_no_longer_runs_fails_with_unknown_target():
+    kept, orphan = queued_turn("agent:alpha"), queued_turn("agent:beta")
+    assert lifecycle.fail_queued_for_absent_agents({"agent:alpha"}) == 1
+    assert status(kept) == "queued"
+    turn = Turn.objects.get(turn_id=orphan)
+    assert (turn.status, turn.error_code) == ("failed", "UNKNOWN_TARGET")
+    assert event_types(body__turnId=orphan) == ["turn.queued", "turn.failed"]

@@ -211,13 +211,14 @@ def test_terminal_read_reads_what_the_orm_reads():
     source = Event.objects.get(event_id=turn.source_event_id)
     expected = turn_sql.TerminalRead(turn.status, turn.target_actor_id, turn.source_event_id, turn.correlation_id,
                                      turn.root_correlation_id, turn.command_type, attempt.attempt_id,
-                                     attempt.delivery_certainty, attempt.context_through_seq, source.seq, source.body)
+                                     attempt.delivery_certainty, attempt.context_through_seq,
+                                     attempt.summary_through_seq, source.seq, source.body)
     assert turn_sql.terminal_read(turn_id, claimed.attempt_id) == expected
     # No attempt, no source row, no Turn.
     Event.objects.filter(seq=source.seq).delete()
     assert turn_sql.terminal_read(turn_id, None) == turn_sql.TerminalRead(
         *[getattr(turn, f) for f in ("status", "target_actor_id", "source_event_id", "correlation_id",
-                                     "root_correlation_id", "command_type")], None, None, None, None, None)
+                                     "root_correlation_id", "command_type")], None, None, None, None, None, None)
     assert turn_sql.terminal_read("turn_none", None) is None
 
 

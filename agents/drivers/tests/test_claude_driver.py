@@ -453,11 +453,11 @@ async def test_other_control_requests_get_an_error_and_the_turn_carries_on(rig, 
 # ---- crashes and garbage --------------------------------------------------------------------
 
 
-async def test_a_crash_mid_turn_fails_the_turn_as_interrupted_and_needs_a_rebuild(rig):
+async def test_a_crash_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_rebuild(rig):
     session = await rig.start()
     _, events = await run_turn(session, "[[fake: crash code=7 after=delta]]")
     assert events[1] == ContentDelta("partial ")
-    assert events[-1].error_code == TURN_INTERRUPTED and "exit code 7" in events[-1].message
+    assert events[-1].error_code == PROTOCOL_INVALID_MESSAGE and "exit code 7" in events[-1].message
     assert session.needs_rebuild and not session.alive
     with pytest.raises(DriverError) as caught:
         await session.start_turn("t2", "hello")

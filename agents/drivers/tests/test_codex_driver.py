@@ -288,11 +288,11 @@ async def test_an_interaction_whose_interrupt_never_settles_needs_a_rebuild(rig)
 # ---- crashes and garbage --------------------------------------------------------------------
 
 
-async def test_a_crash_mid_turn_fails_the_turn_as_interrupted_and_needs_a_rebuild(rig):
+async def test_a_crash_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_rebuild(rig):
     session = await rig.start()
     _, events = await run_turn(session, "[[fake: crash code=7 after=delta]]")
     assert events[1] == ContentDelta("partial ")
-    assert events[-1].error_code == TURN_INTERRUPTED
+    assert events[-1].error_code == PROTOCOL_INVALID_MESSAGE
     assert "exit code 7" in events[-1].message
     assert session.needs_rebuild and not session.alive
     with pytest.raises(DriverError) as caught:
