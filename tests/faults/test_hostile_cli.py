@@ -95,15 +95,14 @@ def test_a_reply_of_exactly_the_cap_completes_whole(room):
     assert response_of(room, terminal)["body"]["content"] == "x" * REPLY_LIMIT_CHARACTERS
 
 
-@pytest.mark.parametrize(("driver", "code"), [("kimi", "PROTOCOL_INVALID_MESSAGE"), ("codex", "TURN_INTERRUPTED"),
-                                              ("claude", "TURN_INTERRUPTED")])
-def test_a_cli_that_closes_its_stdin_fails_its_turn_at_once_and_the_next_turn_runs(room, driver, code):
+@pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])
+def test_a_cli_that_closes_its_stdin_fails_its_turn_at_once_and_the_next_turn_runs(room, driver):
     turn_id = turn_of(room, f"agent:{driver}", "[[fake: close-stdin]]")
 
     terminal = wait_terminal(room, turn_id)
 
     assert terminal["type"] == "turn.failed", terminal
-    assert terminal["body"]["errorCode"] == code
+    assert terminal["body"]["errorCode"] == "PROTOCOL_INVALID_MESSAGE"  # a process gone, on every driver (D38)
     assert wait_terminal(room, turn_of(room, f"agent:{driver}", "back?"))["type"] == "turn.completed"
     everyone_answers(room)
 

@@ -35,13 +35,12 @@ MISBEHAVIOURS = {
     "exit-mid-turn": "[[fake: crash code=7 after=delta]]",
     "ignores-cancel": "[[fake: hang ignore_cancel=1]]",
 }
-# The terminal each one ends in (PROTOCOL §5 and D23): a frame the wire cannot carry is
-# PROTOCOL_INVALID_MESSAGE; a dead Codex or Claude process interrupts its Turn, as each driver
-# reports an exit mid-turn; a cancel the CLI never confirms within ``cancelMs`` is
-# TURN_CANCEL_TIMEOUT (NATIVE_PROTOCOLS §1.6, PROTOCOL's cancelling -> failed).
+# The terminal each one ends in (PROTOCOL §5, D23 and D38): a frame the wire cannot carry and a
+# process gone (an exit, a closed stdin) are PROTOCOL_INVALID_MESSAGE on every driver; a cancel the
+# CLI never confirms within ``cancelMs`` is TURN_CANCEL_TIMEOUT (NATIVE_PROTOCOLS §1.6, PROTOCOL's
+# cancelling -> failed).
 PROTOCOL_FAULT = ("turn.failed", "PROTOCOL_INVALID_MESSAGE")
-PROCESS_GONE = {"kimi": PROTOCOL_FAULT, "codex": ("turn.failed", "TURN_INTERRUPTED"),
-                "claude": ("turn.failed", "TURN_INTERRUPTED")}
+PROCESS_GONE = dict.fromkeys(DRIVERS, PROTOCOL_FAULT)
 EXPECTED = {
     "garbage": dict.fromkeys(DRIVERS, PROTOCOL_FAULT),
     "invalid-utf8": dict.fromkeys(DRIVERS, PROTOCOL_FAULT),
