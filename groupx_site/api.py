@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
@@ -12,12 +13,14 @@ from ninja.parser import Parser
 from groupx_site.bootstrap import router as bootstrap_router
 from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import parse_json_body
+from groupx_site.core.contract import route
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import error_response
 from groupx_site.health import health_report
 from groupx_site.shutdown import router as shutdown_router
 from memory.api import router as memory_router
 from rooms.api import router as rooms_router
+from rooms.schemas import Response
 from setup_wizard.api import router as setup_router
 from turns.api import router as turns_router
 
@@ -74,7 +77,21 @@ def on_unexpected(request: HttpRequest, error: Exception):
     return error_response(GroupXError("INTERNAL_ERROR", "internal error"))
 
 
-@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
+class HealthReport(Response):
+    """While a stop drains, the answer is 503 with ``status: closing`` and the identity only."""
+
+    status: Literal["ok", "degraded", "closing"]
+    readiness: str
+    service: str
+    protocol: str
+    runtimeKey: str
+    runtimeScopeKey: str
+    store: dict[str, Any] | None = None
+    agents: list[dict[str, Any]] | None = None
+
+
+@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",
+         **route({200: HealthReport, 503: HealthReport}))
 async def get_health(request: HttpRequest):
     status, body = await db.read(health_report)()
     response = JsonResponse(body, status=status)

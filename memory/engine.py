@@ -69,7 +69,7 @@ async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextP
 # ---- manual compaction ---------------------------------------------------------------------------
 
 
-def _check_compact(payload: Any) -> str:
+def check_compact(payload: Any) -> str:
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"clientCommandId"})
     return validation.client_command_id(payload)
@@ -89,9 +89,12 @@ def _store(binding_id: str, client_command_id: str, compacted: bool) -> dict[str
 
 
 async def compact_command(binding_id: str, payload: Any, *, require_healthy: bool = True) -> dict[str, Any]:
+    return await accept_compact(binding_id, check_compact(payload), require_healthy=require_healthy)
+
+
+async def accept_compact(binding_id: str, client_command_id: str, *, require_healthy: bool = True) -> dict[str, Any]:
     """``{compacted, usage}``; no summary text. A failure stores no receipt, so the same command
     can be tried again, and leaves the active summary as it was."""
-    client_command_id = _check_compact(payload)
     key = (binding_id, client_command_id)
     if key in _inflight:  # the same command is running: join it instead of compacting twice
         return await asyncio.shield(_inflight[key])
@@ -123,9 +126,8 @@ async def compact_command(binding_id: str, payload: Any, *, require_healthy: boo
 # ---- reset ---------------------------------------------------------------------------------------
 
 
-def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, Any]:
-    """Move the floor to the high-water mark and retire the summaries under it. No-op
-    (``reset: false``) when no room context message arrived since the last reset."""
+def check_reset(payload: Any) -> tuple[str, bool]:
+    """(clientCommandId, resetNativeSessions) of a well-formed reset body."""
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"clientCommandId", "resetNativeSessions"})
     client_command_id = validation.client_command_id(payload)
@@ -136,6 +138,17 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
         # Refused rather than recorded and ignored: fresh native sessions on reset need the
         # session manager to restart every agent without resuming, which is not built yet.
         raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions is not available yet; reset the context only")
+    return client_command_id, native
+
+
+def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, Any]:
+    return accept_reset(binding_id, source_kind, check_reset(payload))
+
+
+def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool]) -> dict[str, Any]:
+    """Move the floor to the high-water mark and retire the summaries under it. No-op
+    (``reset: false``) when no room context message arrived since the last reset."""
+    client_command_id, native = checked
 
     def run() -> dict[str, Any]:
         floor = reset_floor()

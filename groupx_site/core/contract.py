@@ -145,6 +145,7 @@ def route(ok: dict[int, Any], *, errors: dict[int, Iterable[str]] | None = None,
     success that is not JSON (an event stream, a Markdown file), documented with a string schema.
     """
     table = merge(ANY_ROUTE, ANY_WRITE if write else {}, CHECKED_BODY if body else {}, errors or {})
+    table = {status: codes for status, codes in table.items() if status not in ok}  # health's 503 is a report
     response: dict[int, Any] = dict(ok)
     response.update({status: ErrorBody for status in table})
     responses_extra: dict[Any, Any] = {status: error_response_doc(status, codes) for status, codes in table.items()}
