@@ -4,8 +4,11 @@ Bodies, queries and answers are the schemas of ``memory/schemas.py`` (docs/DECIS
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Path, Query, Router
+from pydantic import WithJsonSchema
 
 from groupx_site.core import db
 from groupx_site.core.contract import route
@@ -13,7 +16,7 @@ from groupx_site.core.errors import ErrorCode
 from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.json_response import json_response
 from memory import actions, engine, identity, search
-from memory.records import WEB_WRITER
+from memory.records import IDENTITY_ID_RE, MEMORY_ID_RE, WEB_WRITER
 from memory.schemas import (
     CompactBody,
     CompactResult,
@@ -36,6 +39,11 @@ from memory.usage import usage
 
 router = Router(tags=["memory"])
 
+# The pattern is documented, not enforced by ninja: the action checks it after the body (the
+# protocol's order) and answers "memoryId is malformed" as before.
+MemoryId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": MEMORY_ID_RE.pattern})]]
+IdentityId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": IDENTITY_ID_RE.pattern})]]
+
 LIST = {400: ("INVALID_ENVELOPE",)}
 # A record that does not exist, one that is no longer active, a receipt for another body.
 ON_A_RECORD = {404: ("UNKNOWN_TARGET",), 409: ("STORE_CONFLICT", "CLIENT_COMMAND_CONFLICT")}
@@ -57,13 +65,13 @@ async def post_memory(request: HttpRequest, body: MemoryWriteBody):
 
 @router.post("/memory/{memory_id}/supersede", summary="Write a new version of an active record",
              **route({201: MemoryResult}, write=True, body=True, errors=ON_A_RECORD))
-async def post_memory_supersede(request: HttpRequest, memory_id: str, body: MemorySupersedeBody):
+async def post_memory_supersede(request: HttpRequest, memory_id: MemoryId, body: MemorySupersedeBody):
     return json_response(await db.write(actions.supersede_memory)(WEB_WRITER, memory_id, body.checked), 201)
 
 
 @router.post("/memory/{memory_id}/retract", summary="Retract an active record (a tombstone; nothing is erased)",
              **route({200: MemoryResult}, write=True, body=True, errors=ON_A_RECORD))
-async def post_memory_retract(request: HttpRequest, memory_id: str, body: RetractBody):
+async def post_memory_retract(request: HttpRequest, memory_id: MemoryId, body: RetractBody):
     return json_response(await db.write(actions.retract_memory)(WEB_WRITER, memory_id, body.checked))
 
 
@@ -80,13 +88,13 @@ async def post_identity(request: HttpRequest, body: IdentityWriteBody):
 
 @router.post("/identity/{identity_id}/supersede", summary="Write a new version",
              **route({201: IdentityResult}, write=True, body=True, errors=ON_A_RECORD))
-async def post_identity_supersede(request: HttpRequest, identity_id: str, body: IdentitySupersedeBody):
+async def post_identity_supersede(request: HttpRequest, identity_id: IdentityId, body: IdentitySupersedeBody):
     return json_response(await db.write(identity.supersede_identity)(WEB_WRITER, identity_id, body.checked), 201)
 
 
 @router.post("/identity/{identity_id}/retract", summary="Retract an identity record",
              **route({200: IdentityResult}, write=True, body=True, errors=ON_A_RECORD))
-async def post_identity_retract(request: HttpRequest, identity_id: str, body: RetractBody):
+async def post_identity_retract(request: HttpRequest, identity_id: IdentityId, body: RetractBody):
     return json_response(await db.write(identity.retract_identity)(WEB_WRITER, identity_id, body.checked))
 
 

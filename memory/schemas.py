@@ -22,9 +22,20 @@ IdentityKind = Literal[IDENTITY_KINDS]  # type: ignore[valid-type]
 
 class Scope(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type: Literal[SCOPE_TYPES]  # type: ignore[valid-type]
+    type: Literal["room", "correlation"]
     id: Annotated[str, Field(min_length=1, max_length=inputs.MAX_SCOPE_ID,
-                             description="room:main, a correlation id, or the agent id for agent scope")]
+                             description="room:main or a correlation id")]
+
+
+class AgentScope(BaseModel):
+    """An agent's core memory: the id is the agent's actor id."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["agent"]
+    id: AgentId
+
+
+assert set(SCOPE_TYPES) == {"room", "correlation", "agent"}  # the two scope models cover every type
 
 
 class _Record(Checked):
@@ -41,7 +52,7 @@ class MemoryWriteBody(_Record):
     model_config = ConfigDict(title="MemoryWriteBody")
     check = inputs.check_memory_write
 
-    scope: Scope
+    scope: Scope | AgentScope
     kind: WritableKind
     subjectActorId: ActorId | None = None
 

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from groupx_site.core.contract import Checked
+from groupx_site.core.contract import NON_BLANK, Checked
 from rooms import actions, export, history, sse, validation
 from setup_wizard.config import MESSAGE_CHARACTERS
 
 ClientCommandId = Annotated[str, Field(
-    min_length=1, max_length=validation.MAX_CLIENT_COMMAND_ID, pattern=r"\S",
+    min_length=1, max_length=validation.MAX_CLIENT_COMMAND_ID, pattern=NON_BLANK,
     description="Chosen by the client; a retry with the same id and body returns the stored result.")]
 EventReference = Annotated[str, Field(min_length=1, max_length=validation.MAX_REFERENCE)]
 MessageContent = Annotated[str, Field(
-    min_length=1, max_length=MESSAGE_CHARACTERS, pattern=r"\S",
+    min_length=1, max_length=MESSAGE_CHARACTERS, pattern=NON_BLANK,
     description=f"Non-blank; at most {MESSAGE_CHARACTERS} code points (longer: 413 MESSAGE_TOO_LARGE).")]
 Target = Annotated[str, Field(pattern=rf"{validation.AGENT_ACTOR_RE.pattern}|^@all$")]
 Decimal = Annotated[int, Field(ge=1, le=10**18 - 1)]
@@ -134,7 +134,7 @@ class SearchQuery(Checked):
     check = _check_search
     query_check = True
 
-    q: Annotated[str, Field(max_length=history.QUERY_MAX_CHARS, pattern=r"\S")] = Field(
+    q: Annotated[str, Field(max_length=history.QUERY_MAX_CHARS, pattern=NON_BLANK)] = Field(
         description="Every whitespace-separated word must occur (case-insensitive).")
     beforeSeq: Decimal = None
     limit: Annotated[int, Field(ge=1, le=history.PAGE_LIMIT_MAX)] = Field(
@@ -155,6 +155,11 @@ class EventsQuery(Checked):
 
 
 
+# Blank is no bound, as when the parameter is absent.
+Moment = Annotated[str, WithJsonSchema({"type": "string", "anyOf": [
+    {"format": "date"}, {"format": "date-time"}, {"pattern": r"^\s*$"}]})]
+
+
 def _check_range(params: dict[str, str]) -> export.Range:
     return export.parse_range(params.get("from"), params.get("to"))
 
@@ -164,5 +169,5 @@ class ExportQuery(Checked):
     check = _check_range
     query_check = True
 
-    start: str = Field(None, alias="from", description="ISO 8601; UTC when no zone is given.")
-    end: str = Field(None, alias="to", description="ISO 8601, exclusive.")
+    start: Moment = Field(None, alias="from", description="ISO 8601; UTC when no zone is given.")
+    end: Moment = Field(None, alias="to", description="ISO 8601, exclusive; later than from.")

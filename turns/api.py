@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.http import HttpRequest
 from ninja import Path, Router
+from pydantic import WithJsonSchema
 
 from groupx_site.core import db
 from groupx_site.core.contract import route
@@ -16,9 +19,12 @@ router = Router(tags=["turns"])
 
 # The turnId is checked after the body (the protocol's order), so its pattern is documented, not
 # enforced by ninja: a malformed one is INVALID_ENVELOPE, an unknown one UNKNOWN_TARGET.
+TurnId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": TURN_ID.pattern})]]
+
+
 @router.post("/turns/{turn_id}/cancel", summary="Ask to cancel a Turn",
-             description=f"`turn_id` matches `{TURN_ID.pattern}`; SSE brings the outcome.", **route(
+             description="SSE brings the outcome.", **route(
     {202: CancelAccepted}, write=True, body=True,
     errors={404: ("UNKNOWN_TARGET",), 409: ("CLIENT_COMMAND_CONFLICT",)}))
-async def post_cancel(request: HttpRequest, turn_id: Path[str], body: CancelBody):
+async def post_cancel(request: HttpRequest, turn_id: TurnId, body: CancelBody):
     return json_response(await db.write(accept_cancel)(turn_id, body.checked), 202)

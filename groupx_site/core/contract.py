@@ -32,6 +32,11 @@ from groupx_site.core.errors import ErrorCode
 
 COMPONENTS = "#/components/schemas/"
 
+# "Non-blank" as the checks mean it (``str.strip``): one character Python does not count as
+# whitespace. Spelled out, because a pattern's ``\S`` differs between regex dialects (ECMA's
+# leaves out U+001C–U+001F, which ``str.isspace`` counts).
+NON_BLANK = "[^" + "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace()) + "]"
+
 
 class ErrorDetail(BaseModel):
     code: ErrorCode = Field(description="One of the protocol's error codes (FEATURES §19).")
@@ -154,4 +159,5 @@ def route(ok: dict[int, Any], *, errors: dict[int, Iterable[str]] | None = None,
             responses_extra[status] = {"content": {media_type: {"schema": {"type": "string"}}}}
     openapi_extra = extra.pop("openapi_extra", {})
     openapi_extra.setdefault("responses", {}).update(responses_extra)
-    return {"response": response, "openapi_extra": openapi_extra, **extra}
+    # by_alias: an answer's field named by its alias (an envelope's "schema") is documented so.
+    return {"response": response, "openapi_extra": openapi_extra, "by_alias": True, **extra}
