@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from groupx_site.core.contract import Checked
 from memory import engine, inputs
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
+from rooms.models import ROOM_ID
 from rooms.schemas import ClientCommandId, EventReference, MessageContent, Response
 from rooms.validation import AGENT_ACTOR_RE
 
@@ -20,11 +21,18 @@ WritableKind = Literal[inputs.WRITABLE_MEMORY_KINDS]  # type: ignore[valid-type]
 IdentityKind = Literal[IDENTITY_KINDS]  # type: ignore[valid-type]
 
 
-class Scope(BaseModel):
+class RoomScope(BaseModel):
+    """Another room id is a lookup that fails: 404 UNKNOWN_TARGET."""
+
     model_config = ConfigDict(extra="forbid")
-    type: Literal["room", "correlation"]
-    id: Annotated[str, Field(min_length=1, max_length=inputs.MAX_SCOPE_ID,
-                             description="room:main or a correlation id")]
+    type: Literal["room"]
+    id: Annotated[str, Field(min_length=1, max_length=inputs.MAX_SCOPE_ID, examples=[ROOM_ID])]
+
+
+class CorrelationScope(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["correlation"]
+    id: Annotated[str, Field(min_length=1, max_length=inputs.MAX_SCOPE_ID, description="A correlation id")]
 
 
 class AgentScope(BaseModel):
@@ -35,7 +43,7 @@ class AgentScope(BaseModel):
     id: AgentId
 
 
-assert set(SCOPE_TYPES) == {"room", "correlation", "agent"}  # the two scope models cover every type
+assert set(SCOPE_TYPES) == {"room", "correlation", "agent"}  # the scope models cover every type
 
 
 class _Record(Checked):
@@ -49,10 +57,12 @@ class _Record(Checked):
 class MemoryWriteBody(_Record):
     """Remember: room and correlation records, or an agent's core memory (agent scope)."""
 
-    model_config = ConfigDict(title="MemoryWriteBody")
+    model_config = ConfigDict(title="MemoryWriteBody", json_schema_extra={"examples": [
+        {"clientCommandId": "c-1", "scope": {"type": "room", "id": ROOM_ID}, "kind": "decision",
+         "content": "We keep SQLite."}]})
     check = inputs.check_memory_write
 
-    scope: Scope | AgentScope
+    scope: RoomScope | CorrelationScope | AgentScope
     kind: WritableKind
     subjectActorId: ActorId | None = None
 

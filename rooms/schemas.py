@@ -37,7 +37,8 @@ class PostMessageBody(Checked):
     """A user message to one or more agents. The sender is the channel (``user:web``): ``from``,
     ``actor``, ``provenance``, ``sender`` and ``eventId`` are refused first (SENDER_FIELD_FORBIDDEN)."""
 
-    model_config = ConfigDict(title="PostMessageBody")
+    model_config = ConfigDict(title="PostMessageBody", json_schema_extra={"examples": [
+        {"clientCommandId": "c-1", "to": ["@all"], "content": "Who has a minute for a review?"}]})
     check = actions.check_post_message
 
     clientCommandId: ClientCommandId
