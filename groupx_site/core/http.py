@@ -1,10 +1,10 @@
-"""HTTP helpers every app's views use: the bounded JSON body and the protocol's error response."""
+"""The protocol's error response, which the API's handlers and the middleware answer with. (Bodies
+are read by ninja through the bounded parser: ``groupx_site/api.py``, docs/DECISIONS.md D34.)"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 
-from groupx_site.core.bodies import parse_json_body
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.json_response import json_response
 
@@ -14,8 +14,3 @@ def error_response(error: GroupXError, **headers: str) -> HttpResponse:
     for name, value in {**error.headers, **headers}.items():
         response[name] = value
     return response
-
-
-def json_body(request: HttpRequest) -> object:
-    """The parsed JSON body, bounded in size, depth and text (``groupx_site/core/bodies.py``)."""
-    return parse_json_body(request.body)
