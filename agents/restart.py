@@ -46,7 +46,11 @@ def _require_live(actor_id: str) -> None:
 
 def restart_agent(binding_id: str, actor_id: str, payload: Any) -> dict[str, Any]:
     """``{actorId, accepted: true, previousInstanceId?}``; the restart itself follows the commit."""
-    client_command_id = check_restart(payload)
+    return accept_restart(binding_id, actor_id, check_restart(payload))
+
+
+def accept_restart(binding_id: str, actor_id: str, client_command_id: str) -> dict[str, Any]:
+    """The command on a body already checked (the REST schema ran ``check_restart``)."""
 
     def run() -> dict[str, Any]:
         _require_live(actor_id)

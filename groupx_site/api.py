@@ -3,27 +3,41 @@
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
 
 from agents.api import router as agents_router
 from groupx_site.bootstrap import router as bootstrap_router
 from groupx_site.core import db, store_faults
+from groupx_site.core.bodies import parse_json_body
+from groupx_site.core.contract import route
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import error_response
 from groupx_site.health import health_report
 from groupx_site.shutdown import router as shutdown_router
 from memory.api import router as memory_router
 from rooms.api import router as rooms_router
+from rooms.schemas import Response
 from setup_wizard.api import router as setup_router
 from turns.api import router as turns_router
 
 logger = logging.getLogger("groupx.api")
 
-api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs")
+
+
+class BoundedJsonParser(Parser):
+    """Every declared body is read by the one bounded parser (size, depth, text:
+    ``groupx_site/core/bodies.py``), so its refusals keep their codes (D34)."""
+
+    def parse_body(self, request: HttpRequest):
+        return parse_json_body(request.body)
+
+
+api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs", parser=BoundedJsonParser())
 api.add_router("/", rooms_router)
 api.add_router("/", bootstrap_router)  # /api/bootstrap: the snapshot of every layer
 api.add_router("/", turns_router)
@@ -40,12 +54,17 @@ def on_groupx_error(request: HttpRequest, error: GroupXError):
 
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, error: ValidationError):
+    if not request.body and any(e.get("type") == "missing" and e.get("loc", ())[:1] == ("body",) for e in error.errors):
+        # ninja does not parse an empty body: say so as the bounded parser would.
+        return error_response(GroupXError("INVALID_ENVELOPE", "the request body is empty"))
     issues = [{"path": ".".join(map(str, e.get("loc", ()))), "code": e.get("type", "invalid")} for e in error.errors]
     return error_response(GroupXError("INVALID_ENVELOPE", "invalid request", details={"issues": issues[:20]}))
 
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, error: HttpError):
+    if isinstance(error.__cause__, GroupXError):  # ninja wraps what its parser raised: the code is ours
+        return error_response(error.__cause__)
     return error_response(GroupXError("INVALID_ENVELOPE", str(error), status=error.status_code))
 
 
@@ -60,7 +79,21 @@ def on_unexpected(request: HttpRequest, error: Exception):
     return error_response(GroupXError("INTERNAL_ERROR", "internal error"))
 
 
-@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health")
+class HealthReport(Response):
+    """While a stop drains, the answer is 503 with ``status: closing`` and the identity only."""
+
+    status: Literal["ok", "degraded", "closing"]
+    readiness: Literal["starting", "ready", "closing", "failed"]
+    service: str
+    protocol: str
+    runtimeKey: str
+    runtimeScopeKey: str
+    store: dict[str, Any] | None = None
+    agents: list[dict[str, Any]] | None = None
+
+
+@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",
+         **route({200: HealthReport, 503: HealthReport}))
 async def get_health(request: HttpRequest, integrity: Literal["check"] | None = None):
     """``?integrity=check`` runs SQLite's quick check now instead of reporting the last one (D42)."""
     status, body = await db.read(health_report)(check_integrity=integrity == "check")

@@ -15,14 +15,17 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router
+from pydantic import BaseModel, Field
 
 from agents import health
 from groupx_site.core import db
+from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
+from rooms.schemas import Envelope, PageCursor, Response
 from setup_wizard import roster
 from setup_wizard.pending import pending_agents
 from turns.models import Turn
@@ -31,6 +34,43 @@ from turns.states import ACTIVE_STATUSES
 RECENT_EVENTS = 100
 
 router = Router(tags=["room"])
+
+
+class RoomCursor(BaseModel):
+    roomId: str
+    throughSeq: int
+
+
+class AgentCard(Response):
+    actorId: str
+    displayName: str
+    driver: str
+    status: str
+    cwd: str
+    enabled: bool
+    capabilities: dict[str, Any]
+    instanceId: str | None = None
+    lastError: Any = None
+
+
+class ActiveTurn(BaseModel):
+    turnId: str
+    targetActorId: str
+    status: str
+    sourceEventId: str
+
+
+class Bootstrap(Response):
+    """``room.throughSeq`` is the cursor to pass to ``/api/events``; ``previousPage`` pages back."""
+
+    schema_: str = Field(alias="schema")
+    room: RoomCursor
+    agents: list[AgentCard]
+    pendingAgents: list[dict[str, Any]]
+    recentEvents: list[Envelope]
+    activeTurns: list[ActiveTurn]
+    eventTypes: Any
+    previousPage: PageCursor | None = None
 
 
 def agent_cards() -> list[dict[str, Any]]:
@@ -95,8 +135,7 @@ def bootstrap() -> dict[str, Any]:
 
 
 # The operation id it had under rooms/api.py, so /api/openapi.json names it as before.
-@router.get(
-    "/bootstrap", summary="The room snapshot and the cursor to stream from", operation_id="rooms_api_get_bootstrap"
-)
+@router.get("/bootstrap", summary="The room snapshot and the cursor to stream from",
+            operation_id="rooms_api_get_bootstrap", **route({200: Bootstrap}))
 async def get_bootstrap(request: HttpRequest):
     return json_response(await db.read(bootstrap)())

@@ -29,11 +29,13 @@ from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
+from pydantic import ConfigDict, Field
 
 from groupx_site import identity, runtime
 from groupx_site.core import db, lifecycle
+from groupx_site.core.contract import Checked, route
 from groupx_site.core.errors import GroupXError
-from groupx_site.core.http import json_body
+from rooms.schemas import Response
 
 logger = logging.getLogger("groupx.shutdown")
 router = Router(tags=["runtime"])
@@ -57,6 +59,21 @@ def check_shutdown_request(body: object) -> str:
     return key
 
 
+class ShutdownBody(Checked):
+    """Exactly the runtimeScopeKey ``GET /api/health`` gave: a stop aimed at another config path stops nothing."""
+
+    model_config = ConfigDict(title="ShutdownBody")
+    check = check_shutdown_request
+
+    runtimeScopeKey: str = Field(pattern=SCOPE_KEY_RE.pattern)
+
+
+class ShutdownAccepted(Response):
+    accepted: bool
+    runtimeKey: str
+    runtimeScopeKey: str
+
+
 class DrainAfterResponse(JsonResponse):
     """Starts the drain from ``close()``, which the ASGI handler calls once the body has been sent."""
 
@@ -69,9 +86,10 @@ class DrainAfterResponse(JsonResponse):
         self._loop.call_soon_threadsafe(begin_drain)
 
 
-@router.post("/runtime/shutdown", response={202: dict}, summary="Stop this runtime (groupx stop / restart)")
-async def post_shutdown(request: HttpRequest):
-    scope_key = check_shutdown_request(json_body(request))
+@router.post("/runtime/shutdown", summary="Stop this runtime (groupx stop / restart)",
+             **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}))
+async def post_shutdown(request: HttpRequest, body: ShutdownBody):
+    scope_key = body.checked
     body = {
         "accepted": True,
         "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),

@@ -71,7 +71,7 @@ async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextP
 # ---- manual compaction ---------------------------------------------------------------------------
 
 
-def _check_compact(payload: Any) -> str:
+def check_compact(payload: Any) -> str:
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"clientCommandId"})
     return validation.client_command_id(payload)
@@ -91,9 +91,12 @@ def _store(binding_id: str, client_command_id: str, compacted: bool) -> dict[str
 
 
 async def compact_command(binding_id: str, payload: Any, *, require_healthy: bool = True) -> dict[str, Any]:
+    return await accept_compact(binding_id, check_compact(payload), require_healthy=require_healthy)
+
+
+async def accept_compact(binding_id: str, client_command_id: str, *, require_healthy: bool = True) -> dict[str, Any]:
     """``{compacted, usage}``; no summary text. A failure stores no receipt, so the same command
     can be tried again, and leaves the active summary as it was."""
-    client_command_id = _check_compact(payload)
     key = (binding_id, client_command_id)
     if key in _inflight:  # the same command is running: join it instead of compacting twice
         return await asyncio.shield(_inflight[key])
@@ -125,7 +128,22 @@ async def compact_command(binding_id: str, payload: Any, *, require_healthy: boo
 # ---- reset ---------------------------------------------------------------------------------------
 
 
+def check_reset(payload: Any) -> tuple[str, bool]:
+    """(clientCommandId, resetNativeSessions) of a well-formed reset body."""
+    payload = validation.reject_sender_fields(payload)
+    validation.reject_unknown_keys(payload, {"clientCommandId", "resetNativeSessions"})
+    client_command_id = validation.client_command_id(payload)
+    native = payload.get("resetNativeSessions", False)
+    if type(native) is not bool:
+        raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions must be true or false")
+    return client_command_id, native
+
+
 def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, Any]:
+    return accept_reset(binding_id, source_kind, check_reset(payload))
+
+
+def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool]) -> dict[str, Any]:
     """Move the floor to the high-water mark and retire the summaries under it. No-op
     (``reset: false``) when no room context message arrived since the last reset (and, for a
     native reset, the last reset already was one).
@@ -134,12 +152,7 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
     runtime is woken (``memory.native_reset``), each idle agent starts a fresh native session at
     once, a busy one after its running Turn, and no native session born before this reset is ever
     resumed (docs/DECISIONS.md D41)."""
-    payload = validation.reject_sender_fields(payload)
-    validation.reject_unknown_keys(payload, {"clientCommandId", "resetNativeSessions"})
-    client_command_id = validation.client_command_id(payload)
-    native = payload.get("resetNativeSessions", False)
-    if type(native) is not bool:
-        raise GroupXError("INVALID_ENVELOPE", "resetNativeSessions must be true or false")
+    client_command_id, native = checked
 
     def run() -> dict[str, Any]:
         floor = reset_floor()

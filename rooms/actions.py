@@ -95,7 +95,11 @@ def check_references_exist(*event_ids: str | None) -> None:
 
 def post_message(payload: Any) -> dict[str, Any]:
     """Validate, then accept atomically. Returns the 202 body (the stored one on a retry)."""
-    command = check_post_message(payload)
+    return accept_message(check_post_message(payload))
+
+
+def accept_message(command: PostMessage) -> dict[str, Any]:
+    """Accept a checked message atomically (the REST view's body model ran ``check_post_message``)."""
 
     def run() -> dict[str, Any]:
         agents = resolve_targets(command.to)

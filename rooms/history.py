@@ -71,10 +71,6 @@ def page(before_seq: int | None, limit: int) -> dict[str, Any]:
     return result
 
 
-def read_page(before_seq: str | None, limit: str | None) -> dict[str, Any]:
-    """``GET /api/events/page``: the query parameters as sent, checked, then one page."""
-    return page(parse_before_seq(before_seq), parse_limit(limit, PAGE_LIMIT_DEFAULT))
-
 
 # ---- search over messages -------------------------------------------------------------------------
 
@@ -131,7 +127,3 @@ def search(query: str, before_seq: int | None, limit: int) -> dict[str, Any]:
         result["nextPage"] = {"beforeSeq": items[-1]["seq"]}
     return result
 
-
-def read_search(q: str | None, before_seq: str | None, limit: str | None) -> dict[str, Any]:
-    """``GET /api/search``: the query parameters as sent, checked, then one page of results."""
-    return search(parse_query(q), parse_before_seq(before_seq), parse_limit(limit, SEARCH_LIMIT_DEFAULT))

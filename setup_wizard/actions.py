@@ -301,10 +301,9 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
     return raw
 
 
-def save(config_path: Path, body: Any) -> dict[str, Any]:
+def save_draft(config_path: Path, draft: Draft) -> dict[str, Any]:
     """The page is always served by a running room, whose sessions are never hot-swapped: a save
     takes effect at ``groupx restart``."""
-    draft = validate_draft(body, config_path.parent)
     raw = build_config(draft, existing_raw(config_path))
     try:
         write_config(config_path, raw)  # validates the whole file again, then replaces it atomically

@@ -13,13 +13,15 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from groupx_site.core.http import json_body
+from groupx_site.core.contract import route
 from setup_wizard import actions
+from setup_wizard.schemas import SetupSaveBody, SetupSaved, SetupSnapshot
 
 router = Router(tags=["setup"])
 
 
-@router.get("/setup", summary="The config draft, driver detection and whether the runtime is active")
+@router.get("/setup", summary="The config draft, driver detection and whether the runtime is active",
+            **route({200: SetupSnapshot}))
 async def get_setup(request: HttpRequest):
     # Off the event loop on a pool thread: detection runs the CLIs' --version (up to seconds).
     body = await sync_to_async(actions.snapshot, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH,
@@ -27,7 +29,8 @@ async def get_setup(request: HttpRequest):
     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
 
 
-@router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)")
-async def post_setup(request: HttpRequest):
-    body = await sync_to_async(actions.save, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, json_body(request))
-    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
+@router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)",
+             **route({200: SetupSaved}, write=True))
+async def post_setup(request: HttpRequest, body: SetupSaveBody):
+    saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked)
+    return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})

@@ -123,6 +123,16 @@ def test_search_syntax_in_the_query_is_only_text(room):
     assert response.json()["items"] == []
 
 
+# Found by the schema-driven fuzzer (tests/test_openapi_contract.py): FTS5 reads a NUL as the end
+# of the query text, so a quoted term holding one was "unterminated string", a 500.
+@pytest.mark.parametrize("path, name", [("/api/search", "q"), ("/api/memory", "query")])
+def test_a_search_term_holding_a_nul_character_is_only_text(room, path, name):
+    response = room.get(path, params={name: "ab\x00cdef"})
+
+    assert response.status_code == 200
+    assert response.json()["items"] == []
+
+
 DAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 

@@ -115,18 +115,21 @@ def do_enqueue_turns(
 TURN_ID = re.compile(r"^turn_[A-Za-z0-9]{1,64}$")
 
 
-def check_cancel(turn_id: str, payload: Any) -> str:
-    """The clientCommandId of a well-formed cancel request."""
+def check_cancel_body(payload: Any) -> str:
+    """The clientCommandId of a well-formed cancel body (the turnId is checked after it)."""
     payload = validation.reject_sender_fields(payload)
     validation.reject_unknown_keys(payload, {"clientCommandId"})
-    client_command_id = validation.client_command_id(payload)
-    if not TURN_ID.match(turn_id):
-        raise invalid("turnId is malformed")
-    return client_command_id
+    return validation.client_command_id(payload)
 
 
 def cancel_turn(turn_id: str, payload: Any) -> dict[str, Any]:
-    client_command_id = check_cancel(turn_id, payload)
+    return accept_cancel(turn_id, check_cancel_body(payload))
+
+
+def accept_cancel(turn_id: str, client_command_id: str) -> dict[str, Any]:
+    """Cancel with a checked body (the REST view's body model ran ``check_cancel_body``)."""
+    if not TURN_ID.match(turn_id):
+        raise invalid("turnId is malformed")
 
     def run() -> dict[str, Any]:
         if not Turn.objects.filter(turn_id=turn_id).exists():

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Path, Router
+from pydantic import WithJsonSchema
 
 from groupx_site.core import db
-from groupx_site.core.http import json_body
-from turns.actions import cancel_turn
+from groupx_site.core.contract import route
+from groupx_site.core.json_response import json_response
+from turns.actions import TURN_ID, accept_cancel
+from turns.schemas import CancelAccepted, CancelBody
 
 router = Router(tags=["turns"])
 
 
-@router.post("/turns/{turn_id}/cancel", response={202: dict}, summary="Ask to cancel a Turn")
-async def post_cancel(request: HttpRequest, turn_id: str):
-    return 202, await db.write(cancel_turn)(turn_id, json_body(request))
+# The turnId is checked after the body (the protocol's order), so its pattern is documented, not
+# enforced by ninja: a malformed one is INVALID_ENVELOPE, an unknown one UNKNOWN_TARGET.
+TurnId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": TURN_ID.pattern})]]
+
+
+@router.post("/turns/{turn_id}/cancel", summary="Ask to cancel a Turn",
+             description="SSE brings the outcome.", **route(
+    {202: CancelAccepted}, write=True, body=True,
+    errors={404: ("UNKNOWN_TARGET",), 409: ("CLIENT_COMMAND_CONFLICT",)}))
+async def post_cancel(request: HttpRequest, turn_id: TurnId, body: CancelBody):
+    return json_response(await db.write(accept_cancel)(turn_id, body.checked), 202)

@@ -1,14 +1,14 @@
-"""HTTP helpers every app's views use: the bounded JSON body and the protocol's error response,
-and the one rule for what a hostile page can send (REST and the event stream in
-``groupx_site/middleware.py``, ``/mcp`` in ``agents/mcp/server.py``; docs/DECISIONS.md D6, D37)."""
+"""The protocol's error response, which the API's handlers and the middleware answer with, and the
+one rule for what a hostile page can send (REST and the event stream in ``groupx_site/middleware.py``,
+``/mcp`` in ``agents/mcp/server.py``; docs/DECISIONS.md D6, D37). Bodies are read by ninja through
+the bounded parser (``groupx_site/api.py``, docs/DECISIONS.md D34)."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.http.request import split_domain_port, validate_host
 
-from groupx_site.core.bodies import parse_json_body
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.json_response import json_response
 
@@ -18,11 +18,6 @@ def error_response(error: GroupXError, **headers: str) -> HttpResponse:
     for name, value in {**error.headers, **headers}.items():
         response[name] = value
     return response
-
-
-def json_body(request: HttpRequest) -> object:
-    """The parsed JSON body, bounded in size, depth and text (``groupx_site/core/bodies.py``)."""
-    return parse_json_body(request.body)
 
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}

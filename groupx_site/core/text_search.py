@@ -3,7 +3,8 @@
 Shared by memory search (memory/search.py) and room message search (rooms/history.py): every
 whitespace-separated term must match. Terms of three or more characters go through the trigram
 index, each quoted so FTS5 query syntax in what the user typed stays inert; shorter terms (which
-a trigram index cannot serve), and every term on a database without the index, use LIKE.
+a trigram index cannot serve), terms holding a NUL, and every term on a database without the
+index, use LIKE.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: s
     if not query:
         return queryset
     terms = query.split()
-    indexed = [t for t in terms if len(t) >= TRIGRAM] if connection.vendor == "sqlite" else []
+    # FTS5 reads a NUL as the end of the query text ("unterminated string"): such a term uses LIKE.
+    indexed = [t for t in terms if len(t) >= TRIGRAM and "\x00" not in t] if connection.vendor == "sqlite" else []
     if indexed:
         match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
         rowids = RawSQL(f"SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH %s", [match])

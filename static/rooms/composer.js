@@ -195,7 +195,8 @@ export class Composer {
     this.sending = true;
     this.form.setAttribute("aria-busy", "true");
     this.refresh();
-    const reply = await postJson("/api/messages", { clientCommandId: id, ...body });
+    // PostMessageBody → PostMessageAccepted (api.js)
+    const reply = await postJson("/api/messages", /** @type {PostMessageBody} */ ({ clientCommandId: id, ...body }));
     this.sending = false;
     this.form.removeAttribute("aria-busy");
     if (reply.ok) {

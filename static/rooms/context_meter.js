@@ -34,7 +34,7 @@ export class ContextMeter {
     clearTimeout(this.timer);
     const generation = ++this.generation;
     try {
-      const usage = await getJson("/api/context");
+      const usage = /** @type {ContextUsage} */ (await getJson("/api/context"));
       if (generation === this.generation) this.render(usage);
     } catch {
       /* the connection pill reports outages; keep the last numbers */
@@ -75,7 +75,8 @@ export class ContextMeter {
     const before = this.usage ? this.usage.estimatedCharacters : null;
     const id = this.failedId || newCommandId();
     this.say("Compacting the conversation…");
-    const reply = await postJson("/api/context/compact", { clientCommandId: id });
+    // CompactBody → CompactResult (api.js)
+    const reply = await postJson("/api/context/compact", /** @type {CompactBody} */ ({ clientCommandId: id }));
     this.compacting = false;
     this.compact.removeAttribute("aria-busy");
     if (reply.ok) {

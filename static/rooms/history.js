@@ -91,7 +91,7 @@ export class History {
     if (Number.isFinite(before)) params.set("beforeSeq", String(before));
     let page;
     try {
-      page = await getJson(`/api/events/page?${params}`);
+      page = /** @type {EventsPage} */ (await getJson(`/api/events/page?${params}`));
       this.failed = false;
     } catch {
       this.failed = true;
@@ -129,7 +129,7 @@ export class History {
     const params = new URLSearchParams({ beforeSeq: String(seq + WINDOW_AFTER), limit: String(REVEAL_PAGE) });
     let page;
     try {
-      page = await getJson(`/api/events/page?${params}`);
+      page = /** @type {EventsPage} */ (await getJson(`/api/events/page?${params}`));
     } catch {
       return false;
     }

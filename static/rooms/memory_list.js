@@ -30,6 +30,8 @@ class CommandIds {
 
 const commands = new CommandIds();
 
+// MemoryWriteBody, MemorySupersedeBody and RetractBody → MemoryResult (api.js); CommandIds adds
+// the clientCommandId.
 export function rememberMemory(scope, kind, content) {
   return commands.post("/api/memory", { scope, kind, content });
 }
@@ -86,7 +88,7 @@ export class MemoryList {
     let items;
     try {
       const query = new URLSearchParams({ ...this.options.query, limit: String(LIST_LIMIT) });
-      items = (await getJson(`/api/memory?${query}`)).items || [];
+      items = /** @type {MemoryPage} */ (await getJson(`/api/memory?${query}`)).items || [];
     } catch (error) {
       if (generation !== this.generation) return;
       this.loadError.textContent = `Could not load memory: ${error.message}`;

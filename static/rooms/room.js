@@ -143,7 +143,9 @@ async function cancelTurn(turnId) {
     turn.cancelError = null;
     turns.hint(turnId, { status: "cancelling" });
   }
-  const reply = await postJson(`/api/turns/${encodeURIComponent(turnId)}/cancel`, { clientCommandId: newCommandId() });
+  // CancelBody → CancelAccepted (api.js)
+  const reply = await postJson(`/api/turns/${encodeURIComponent(turnId)}/cancel`,
+    /** @type {CancelBody} */ ({ clientCommandId: newCommandId() }));
   if (reply.ok) {
     turns.hint(turnId, { status: reply.data.status });
   } else if (turn) {
@@ -209,7 +211,7 @@ async function bootOnce() {
   let snapshot;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      snapshot = await getJson("/api/bootstrap");
+      snapshot = /** @type {Bootstrap} */ (await getJson("/api/bootstrap"));
       break;
     } catch {
       setConnection("offline");
@@ -250,7 +252,7 @@ async function pollHealth() {
   if (healthInFlight) return;
   healthInFlight = true;
   try {
-    const health = await getJson("/api/health");
+    const health = /** @type {HealthReport} */ (await getJson("/api/health"));
     if (roomHealth.show(health)) setTimeout(pollHealth, STARTING_POLL_MS);
     const ids = (health.agents || []).map((a) => a.actorId).sort().join();
     if (ids !== sidebar.ids().sort().join() && !booting) {

@@ -79,7 +79,7 @@ export class SearchBox {
     this.show(h("p", { class: "search-status", text: "Searching…" }));
     let answer;
     try {
-      answer = await getJson(`/api/search?${new URLSearchParams({ q: query, limit: String(RESULTS) })}`);
+      answer = /** @type {SearchPage} */ (await getJson(`/api/search?${new URLSearchParams({ q: query, limit: String(RESULTS) })}`));
     } catch {
       if (asked === this.asked) this.show(h("p", { class: "search-status", text: "Search failed — try again" }));
       return;

@@ -16,7 +16,8 @@ export function backoffDelay(attempt) {
 
 export class RoomStream {
   /**
-   * @param {object} handlers onDurable(env), onTransient(env), onReset(env), onState(state, info)
+   * @param {object} handlers onDurable(env), onTransient(env), onReset(env), onState(state, info);
+   *   each env is an Envelope (#/components/schemas/Envelope), the JSON of a frame's data.
    *   state is "connecting" | "live" | "reconnecting".
    */
   constructor({ url = "/api/events", onDurable, onTransient, onReset, onState }) {

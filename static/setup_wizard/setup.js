@@ -246,9 +246,9 @@
       const response = await fetch("/api/setup", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ config: collect() }),
+        body: JSON.stringify(/** @type {SetupSaveBody} */ ({ config: collect() })),  // #/components/schemas/SetupSaveBody
       });
-      const body = await response.json();
+      const body = await response.json();  // SetupSaved (#/components/schemas/SetupSaved) or ErrorBody
       if (response.ok) {
         showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
           + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
@@ -274,7 +274,7 @@
     try {
       const response = await fetch("/api/setup", { cache: "no-store" });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      render(await response.json());
+      render(/** @type {SetupSnapshot} */ (await response.json()));  // #/components/schemas/SetupSnapshot
     } catch (error) {
       $("intro").textContent = `Could not load the setup: ${error.message}`;
     }
