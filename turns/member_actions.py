@@ -90,8 +90,10 @@ def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) 
                      if command.supervision else [])
         if command_type == "mcp.ask":
             limits.check_causal_cycle(caller.turn, target_ids)
-        hop = limits.check_chain_limits(caller.turn, target_ids + [o.actor_id for o in observers], hop_limit=config.hopCount,
-                                        root_limit=config.rootTurns, actor_limit=config.actorCallsPerRoot)
+        # Observers' Watch Turns count against the chain as the workers' Turns do (FEATURES §6.5).
+        hop = limits.check_chain_limits(caller.turn, target_ids + [o.actor_id for o in observers],
+                                        hop_limit=config.hopCount, root_limit=config.rootTurns,
+                                        actor_limit=config.actorCallsPerRoot)
         active_counts = check_queue_capacity(agents + observers, config.queuePerAgent)
         check_references_exist(command.reply_to_event_id)
         message = events.message_created(
