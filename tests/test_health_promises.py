@@ -140,7 +140,7 @@ def test_an_agent_whose_cli_keeps_exiting_at_start_is_degraded_until_a_start_wor
     agents = fake_agents(tmp_path, "kimi", scenarios={"kimi": {"exit_on_start": {"code": 3, "stderr": "no luck"}}})
     server = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"closeMs": 300}}, env=WAIT_FOR_SESSIONS)
     try:
-        server.start()
+        server.start(timeout=90)  # readiness waits for the three failed attempts: three CLI launches
 
         # Readiness waited for the start, which used its 3 attempts: the room opens without it.
         down = health(server)
@@ -154,7 +154,7 @@ def test_an_agent_whose_cli_keeps_exiting_at_start_is_degraded_until_a_start_wor
         (Path(agents["kimi"]["cwd"]) / ".groupx-fake.json").write_text(json.dumps({}))  # the CLI is fixed
         accepted = send(server, "agent:kimi", "are you back?")
 
-        assert wait_terminal(server, accepted["turns"][0]["turnId"])["type"] == "turn.completed"
+        assert wait_terminal(server, accepted["turns"][0]["turnId"], timeout=60)["type"] == "turn.completed"
         back = agent(health(server), "agent:kimi")
         assert back["status"] == "ready" and back["consecutiveFailures"] == 0 and back.get("lastError") is None
     finally:
