@@ -44,6 +44,6 @@ def tool_error_code(response: httpx.Response) -> str | None:
 def hang_turn(server: GroupXServer, agent: str) -> str:
     """A Turn of ``agent`` that runs until cancelled: its binding may act while it runs."""
     turn_id = send(server, f"agent:{agent}", "[[fake: hang]]")["turns"][0]["turnId"]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(server, turn_id)), timeout=30,
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(server, turn_id)), timeout=60,
                message=f"{agent}'s Turn to start")
     return turn_id

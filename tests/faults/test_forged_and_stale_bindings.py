@@ -101,7 +101,7 @@ def test_the_binding_of_an_agents_previous_instance_is_refused_while_its_new_ins
     room = make_server(fake_agents(tmp_path, "kimi"), timeouts=NEVER)
     previous = active_binding(room, "agent:kimi")
     crashed = send(room, "agent:kimi", "[[fake: crash code=7 after=delta]]")["turns"][0]["turnId"]
-    assert wait_terminal(room, crashed)["type"] == "turn.failed"
+    assert wait_terminal(room, crashed, timeout=60)["type"] == "turn.failed"
     hang_turn(room, "kimi")  # on the rebuilt session
     current = active_binding(room, "agent:kimi")
     assert current != previous
