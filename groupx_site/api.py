@@ -93,7 +93,7 @@ class HealthReport(Response):
 
 
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",
-         **route({200: HealthReport, 503: HealthReport}))
+         **route({200: HealthReport, 503: HealthReport}, errors={400: ("INVALID_ENVELOPE",)}))
 async def get_health(request: HttpRequest, integrity: Literal["check"] | None = None):
     """``?integrity=check`` runs SQLite's quick check now instead of reporting the last one (D42)."""
     status, body = await db.read(health_report)(check_integrity=integrity == "check")

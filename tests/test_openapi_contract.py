@@ -41,17 +41,21 @@ SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {"cwd_not_found", "duplicate_id", "invalid_id",
                                   "invalid_command", "invalid_config"}
 # Rules between two fields, which the document states in words.
 CROSS_FIELD_RULES = {"from must be earlier than to"}
+# Refusals the store makes against the room as it is (FEATURES §12: an observer that is not an
+# enabled agent of this room, or that @all also made a worker), after the body was found well-formed.
+ROOM_RULE_CODES = {"SUPERVISION_PAIR_INVALID"}
 
 
 def positive_data_refused_only_after_a_lookup(ctx, response, case) -> None:
     """schemathesis' ``positive_data_acceptance``, less the 400s no schema can foresee: a request
     the document accepts is refused only because what it names does not exist (an event reference,
-    PROTOCOL §10.2), because two of its fields disagree, or because the setup does not fit this
-    machine. Anything else is drift: the check refuses what the document allows."""
+    PROTOCOL §10.2), because two of its fields disagree, because the room refuses the pair it asks
+    for, or because the setup does not fit this machine. Anything else is drift: the check refuses what the document allows."""
     if case.meta is None or case.meta.generation.mode != GenerationMode.POSITIVE or response.status_code != 400:
         return
     details = (response.json().get("error") or {}).get("details") or {}
-    if "unknownEvents" in details or response.json()["error"]["message"] in CROSS_FIELD_RULES:
+    error = response.json()["error"]
+    if "unknownEvents" in details or error["message"] in CROSS_FIELD_RULES or error["code"] in ROOM_RULE_CODES:
         return
     issues = {issue["code"] for issue in details.get("issues", []) if not written_as_float(case.body, issue)}
     if case.operation.path == "/api/setup" and issues <= SETUP_ISSUES_NO_SCHEMA_CAN_SAY:
