@@ -243,7 +243,7 @@ def test_a_log_that_already_holds_a_lone_surrogate_still_replays_and_every_agent
     assert message["body"]["content"] == "poisoned \ufffd here"
     assert room.get("/api/bootstrap").status_code == 200
 
-    room.restart()
+    room.restart(timeout=120)  # a restart on a loaded 2-core machine may take more than the default 30 s
     wait_until(lambda: room.events()[-1]["seq"] == head_seq(room), message="a full replay after a restart")
     exported = room.manage("replay_events")
     assert "poisoned \ufffd here" in exported.stdout

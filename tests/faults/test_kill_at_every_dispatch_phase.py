@@ -248,11 +248,17 @@ def run_cycles(soak: Soak, restarts: list[int], rng: random.Random) -> None:
     restarts.append(CYCLES)
 
 
+@pytest.fixture
+def soak(tmp_path):
+    soak = Soak(tmp_path / "soak")
+    yield soak
+    soak.server.stop()  # the last server, or the one a failure left running
+
+
 @pytest.mark.timeout(1200)  # twenty restarts: ~3 minutes alone on 2 cores, far more on a shared machine
 def test_sigkill_at_every_dispatch_phase_under_load_loses_no_message_resends_no_prompt_and_ends_every_turn_once(
-        tmp_path, record_property):
+        soak, record_property):
     rng = random.Random(17)
-    soak = Soak(tmp_path / "soak")
     stop, restarts = threading.Event(), []
     soak.start(PHASES[0], pass_first=rng.randrange(*PASS_FIRST))
     posters = [Poster(f"p{i}", soak.server.base_url, stop, restarts, random.Random(i)) for i in range(POSTERS)]
