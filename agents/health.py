@@ -3,11 +3,11 @@
 Status values: ``stopped | starting | ready | degraded | failed | native_policy_blocked``.
 The runtime updates it; readers get a copy.
 
-``degraded`` (docs/DECISIONS.md D42): the agent's session failed to start
-``DEGRADED_AFTER_FAILURES`` times in a row and GroupX still tries again (its next Turn starts it
-anew). ``failed``: the last failure was one no retry can fix (a command
-that is not there, a refused argv) and fewer failures came before. A session that starts resets
-the count, so the agent is ``ready`` again.
+``degraded`` (docs/DECISIONS.md D42): the agent's sessions failed ``DEGRADED_AFTER_FAILURES`` times
+in a row since it last completed a Turn (failed starts and sessions lost under a Turn alike), and
+GroupX still tries again (its next Turn starts it anew). ``failed``: the last failure was one no
+retry can fix (a command that is not there, a refused argv) and fewer failures came before. The
+agent's next completed Turn resets the count, so it is ``ready`` again.
 
 ``lastError`` is the agent's last failure: a start that failed, or a session lost with its Turn
 (a crash, a protocol fault, a timeout that left the CLI out of step). It outlives the rebuilt
@@ -45,26 +45,33 @@ def update(actor_id: str, **fields: Any) -> None:
 
 
 def record_failure(actor_id: str, code: str, message: str, *, status: str = "failed") -> None:
-    """The agent's session failed (to start, or under a Turn): ``status`` now, ``lastError`` until
-    a Turn completes."""
-    update(actor_id, status=status, nativeSessionAvailable=False,
+    """The agent's session was lost under a Turn: ``status`` now, ``lastError`` until a Turn
+    completes. It counts toward ``degraded`` as a failed start does."""
+    count = _count_failure(actor_id)
+    update(actor_id, status=status, nativeSessionAvailable=False, consecutiveFailures=count,
            lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
 
 
 def turn_completed(actor_id: str) -> None:
-    """A completed Turn shows the agent works again: its last error is history."""
+    """A completed Turn shows the agent works again: its failures and its last error are history."""
     with _lock:
         entry = _state.get(actor_id)
-        if entry is None or entry.get("lastError") is None:
-            return  # the usual case: nothing to change, no lock held longer
-    update(actor_id, lastError=None)
+        failures = _failures.pop(actor_id, 0)
+        if not failures and (entry is None or entry.get("lastError") is None):
+            return  # the usual case: nothing to change
+        degraded = entry is not None and entry.get("status") == "degraded"
+    update(actor_id, lastError=None, consecutiveFailures=0, **({"status": "ready"} if degraded else {}))
+
+
+def _count_failure(actor_id: str) -> int:
+    with _lock:
+        _failures[actor_id] = _failures.get(actor_id, 0) + 1
+        return _failures[actor_id]
 
 
 def session_failed(actor_id: str, *, code: str, message: str) -> int:
     """Count one more failed session start in a row; returns the count."""
-    with _lock:
-        _failures[actor_id] = _failures.get(actor_id, 0) + 1
-        count = _failures[actor_id]
+    count = _count_failure(actor_id)
     update(actor_id, consecutiveFailures=count,
            lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
     return count
@@ -84,11 +91,14 @@ def session_gave_up(actor_id: str, *, code: str, retryable: bool) -> None:
 
 
 def session_started(actor_id: str, **fields: Any) -> None:
-    """A session is up: the failure count starts again (``ready``). ``lastError`` stays until a Turn
-    completes (``turn_completed``)."""
+    """A session is up: ``ready``, or still ``degraded`` when its sessions failed
+    ``DEGRADED_AFTER_FAILURES`` times in a row since the agent last completed a Turn (a CLI that
+    starts and then dies under every Turn is not well). The count and ``lastError`` end with the next
+    completed Turn (``turn_completed``)."""
     with _lock:
-        _failures.pop(actor_id, None)
-    update(actor_id, status="ready", nativeSessionAvailable=True, consecutiveFailures=0, **fields)
+        count = _failures.get(actor_id, 0)
+    status = "degraded" if count >= DEGRADED_AFTER_FAILURES else "ready"
+    update(actor_id, status=status, nativeSessionAvailable=True, consecutiveFailures=count, **fields)
 
 
 def snapshot(actor_id: str) -> dict[str, Any]:

@@ -90,6 +90,21 @@ def test_a_crash_mid_turn_stays_in_health_as_the_last_error_until_a_turn_complet
     assert agent_health(room, actor_id).get("lastError") is None
 
 
+def test_an_agent_whose_cli_dies_under_three_turns_in_a_row_is_degraded_until_a_turn_completes(make_server, tmp_path):
+    room = make_server(fake_agents(tmp_path, "kimi"))
+    for crash in range(1, 4):
+        fails(room, "kimi", f"[[fake: crash code={crash} after=delta]]")
+        rebuilt = wait_until(lambda: (h := agent_health(room, "agent:kimi"))["nativeSessionAvailable"]
+                             and h["consecutiveFailures"] == crash and h, timeout=30,  # noqa: B023
+                             message=f"the session rebuilt after crash {crash}")
+        assert rebuilt["status"] == ("degraded" if crash == 3 else "ready"), rebuilt
+    assert room.get("/api/health").json()["status"] == "degraded"
+
+    assert wait_terminal(room, send(room, "agent:kimi", "back?")["turns"][0]["turnId"])["type"] == "turn.completed"
+    back = agent_health(room, "agent:kimi")
+    assert (back["status"], back["consecutiveFailures"], back.get("lastError")) == ("ready", 0, None)
+
+
 @pytest.mark.parametrize("change", ["disabled", "removed"])
 def test_turns_queued_for_an_agent_gone_from_the_config_fail_visibly_when_groupx_restarts(make_server, tmp_path, change):
     room = make_server(fake_agents(tmp_path, "kimi", "grok"))
