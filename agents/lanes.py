@@ -356,6 +356,7 @@ class Lane:
                 lambda: _db(lifecycle.recover_agent_turns)(self.agent.actor_id, reason=reason),
                 what=f"{self.agent.actor_id}: ending the Turn cut off by the {reason}", logger=logger)
             self.active = None
+            self.first_start = None  # the old instance's start is done: the new lane starts its own at once
             self.start()
 
     async def stop(self) -> None:

@@ -63,7 +63,7 @@ def test_post_message_is_documented_with_its_body_its_answer_and_each_code_at_it
     assert responses["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/PostMessageAccepted")
     code_at = {status: responses[status]["content"]["application/json"]["schema"]["properties"]["error"]
                ["properties"]["code"]["enum"] for status in responses if not status.startswith("2")}
-    assert code_at["400"] == ["INVALID_ENVELOPE", "SENDER_FIELD_FORBIDDEN"]
+    assert code_at["400"] == ["INVALID_ENVELOPE", "SENDER_FIELD_FORBIDDEN", "SUPERVISION_PAIR_INVALID"]
     assert code_at["404"] == ["UNKNOWN_TARGET"]
     assert code_at["409"] == ["CLIENT_COMMAND_CONFLICT"]
     assert code_at["413"] == ["MESSAGE_TOO_LARGE"]
