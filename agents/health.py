@@ -44,12 +44,11 @@ def update(actor_id: str, **fields: Any) -> None:
         entry["updatedAt"] = _now()
 
 
-def record_failure(actor_id: str, code: str, message: str, *, status: str = "failed") -> None:
-    """The agent's session was lost under a Turn: ``status`` now, ``lastError`` until a Turn
-    completes. It counts toward ``degraded`` as a failed start does."""
-    count = _count_failure(actor_id)
-    update(actor_id, status=status, nativeSessionAvailable=False, consecutiveFailures=count,
-           lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
+def record_failure(actor_id: str, code: str, message: str) -> None:
+    """The agent's session was lost under a Turn: ``failed`` until the rebuild, ``lastError`` until a
+    Turn completes. It counts toward ``degraded`` as a failed start does."""
+    session_failed(actor_id, code=code, message=message)
+    update(actor_id, status="failed", nativeSessionAvailable=False)
 
 
 def turn_completed(actor_id: str) -> None:
@@ -70,7 +69,8 @@ def _count_failure(actor_id: str) -> int:
 
 
 def session_failed(actor_id: str, *, code: str, message: str) -> int:
-    """Count one more failed session start in a row; returns the count."""
+    """Count one more session failure in a row (a start, or a session lost under a Turn) and keep
+    its error; returns the count."""
     count = _count_failure(actor_id)
     update(actor_id, consecutiveFailures=count,
            lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
