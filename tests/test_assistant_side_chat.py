@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.agents import db_rows, wire
-from tests.assistant_room import assistant_room, say
+from tests.assistant_room import assistant_config, assistant_room, directive, say
 from tests.server import hanging_agent, wait_until
 
 
@@ -197,3 +197,13 @@ def test_an_assistant_still_starting_is_not_available(make_server, tmp_path):
     assert server.get("/api/assistant").json()["status"] == "starting"
     refused = server.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi"})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
+
+
+@pytest.mark.parametrize("driver", ["codex", "kimi"])
+def test_the_brain_can_be_another_driver_and_reaches_the_operator_tools(tmp_path, driver):
+    server = assistant_room(tmp_path, "hermes", assistant=assistant_config(tmp_path, driver))
+    try:
+        answer = say(server, directive("roster")).json()
+        assert "mcp:roster:ok:" in answer["assistantMessage"]["content"], answer
+    finally:
+        server.stop()
