@@ -5,6 +5,7 @@ its real stream-json wire; nothing of GroupX is mocked."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import httpx
@@ -152,6 +153,24 @@ def test_cancel_stops_the_answer_and_stores_a_cancelled_reply(side):
 def test_cancel_refuses_a_sender_field(side):
     refused = side.post("/api/assistant/cancel", {"clientCommandId": "x", "actor": "user:web"})
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
+
+
+def test_the_admin_shows_the_side_chat_read_only(side):
+    say(side, "for the admin", "side-admin")
+    side.env["DJANGO_SUPERUSER_PASSWORD"] = "groupx-test-pass"  # createsuperuser --noinput reads it
+    side.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
+
+    def csrf(html: str) -> str:
+        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+    with httpx.Client(base_url=side.base_url, timeout=10, follow_redirects=True) as browser:
+        login = browser.get("/admin/login/")
+        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
+                                                          "username": "op", "password": "groupx-test-pass"})
+        listing = browser.get("/admin/assistant/assistantmessage/")
+        adding = browser.get("/admin/assistant/assistantmessage/add/")
+    assert listing.status_code == 200 and "for the admin" in listing.text and "echo: for the admin" in listing.text
+    assert adding.status_code == 403
 
 
 def test_a_user_row_left_without_a_reply_runs_the_brain_again_without_a_second_row(side):
