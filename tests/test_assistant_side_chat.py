@@ -5,13 +5,12 @@ its real stream-json wire; nothing of GroupX is mocked."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 import httpx
 import pytest
 
-from tests.agents import db_rows, wire
+from tests.agents import admin_session, db_rows, wire
 from tests.assistant_room import assistant_config, assistant_room, directive, say
 from tests.server import hanging_agent, wait_until
 
@@ -157,16 +156,7 @@ def test_cancel_refuses_a_sender_field(side):
 
 def test_the_admin_shows_the_side_chat_read_only(side):
     say(side, "for the admin", "side-admin")
-    side.env["DJANGO_SUPERUSER_PASSWORD"] = "groupx-test-pass"  # createsuperuser --noinput reads it
-    side.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
-
-    def csrf(html: str) -> str:
-        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
-
-    with httpx.Client(base_url=side.base_url, timeout=10, follow_redirects=True) as browser:
-        login = browser.get("/admin/login/")
-        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
-                                                          "username": "op", "password": "groupx-test-pass"})
+    with admin_session(side) as browser:
         listing = browser.get("/admin/assistant/assistantmessage/")
         adding = browser.get("/admin/assistant/assistantmessage/add/")
     assert listing.status_code == 200 and "for the admin" in listing.text and "echo: for the admin" in listing.text
