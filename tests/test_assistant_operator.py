@@ -195,7 +195,8 @@ def test_context_usage_counts_an_operator_dispatch(op):
 
 def test_context_compact_and_reset_run_as_operator(op):
     compact = operate(op, "context_compact", {"clientCommandId": cid()})
-    assert "compacted" in compact or "code" in compact
+    assert compact["compacted"] is True, compact  # kimi or hermes wrote the summary
+    assert "summaryThroughSeq" in operate(op, "context_usage", {})
     reset = operate(op, "context_reset", {"clientCommandId": cid(), "resetNativeSessions": False})
     event = next(e for e in events_of(op, "context.reset") if e["actor"]["actorId"] == "user:assistant")
     assert reset and event["provenance"]["sourceKind"] == "operator"
