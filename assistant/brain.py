@@ -83,6 +83,9 @@ class Brain:
     async def start(self) -> None:
         """Start the session now (the room's start); a failure leaves ``failed`` with its reason."""
         status.set_status("starting")
+        await self._renew()
+
+    async def _renew(self) -> None:
         try:
             await self._ensure()
         except DriverError as error:
@@ -233,8 +236,9 @@ class Brain:
             await self._store(user_message_id, failure_text(code, ending.message or ending.what), "failed", code)
         if ending.out_of_step or (self.session is not None and (self.session.needs_rebuild or not self.session.alive)):
             # The CLI is gone or out of step: replace it now, like an agent's session, so the next
-            # message finds a ready brain.
+            # message finds a ready brain. The status stays busy meanwhile: a message sent now
+            # waits for this run (it is not refused as "starting").
             logger.info("assistant brain: replacing the session after %s", ending.kind)
-            await self.start()
+            await self._renew()
             return
         status.set_status("ready")
