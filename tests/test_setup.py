@@ -59,7 +59,7 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
     assert set(sleeper) == {"id", "driver", "name", "identity", "command", "cwd", "enabled"}
     assert sleeper["id"] == "sleeper" and sleeper["command"]["prefixArgs"] == []
     assert config["assistant"]["enabled"] is False  # an existing file without an assistant keeps it off
-    assert snapshot["assistantAvailable"] is False  # not built yet: the page hides its card
+    assert snapshot["assistantAvailable"] is True  # the page shows the assistant's card (D49)
     assert "existingConfigError" not in snapshot
 
 
