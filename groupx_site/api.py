@@ -11,6 +11,7 @@ from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 
 from agents.api import router as agents_router
+from assistant.api import router as assistant_router
 from groupx_site.bootstrap import router as bootstrap_router
 from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import parse_json_body
@@ -45,6 +46,7 @@ api.add_router("/", setup_router)  # /api/setup (issue 8)
 api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)
 api.add_router("/", memory_router)  # /api/memory, /api/identity, /api/context (issue 7)
 api.add_router("/", agents_router)  # /api/agents/{actorId}/restart (issue 18)
+api.add_router("/", assistant_router)  # /api/assistant: the side chat (issue 20)
 
 
 @api.exception_handler(GroupXError)

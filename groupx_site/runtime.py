@@ -63,6 +63,9 @@ async def _start() -> None:
             from agents import runtime as agent_runtime
 
             await agent_runtime.start()
+            from assistant import runtime as assistant_runtime
+
+            await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
             break
         except store_faults.StoreUnavailable as fault:
             delay = backoff.next_delay()
@@ -128,6 +131,9 @@ async def _stop() -> None:
 
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
+    from assistant import runtime as assistant_runtime
+
+    await assistant_runtime.stop()
     await agent_runtime.stop()
 
 

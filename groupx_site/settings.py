@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "agents",
     "memory",
     "setup_wizard",
+    "assistant",
 ]
 
 MIDDLEWARE = [

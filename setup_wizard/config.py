@@ -236,12 +236,7 @@ def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgen
     resolved = []
     for agent_id, agent in agents.items():
         driver = agent.driver or agent_id
-        if agent.command is None:
-            command: tuple[str, ...] = (driver,)
-        elif isinstance(agent.command, str):
-            command = (agent.command,)
-        else:
-            command = (agent.command.executable, *agent.command.prefixArgs)
+        command = command_argv(driver, agent.command)
         resolved.append(
             ResolvedAgent(
                 agent_id=agent_id,
@@ -255,6 +250,15 @@ def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgen
             )
         )
     return resolved
+
+
+def command_argv(driver: str, command: str | CommandSpec | None) -> tuple[str, ...]:
+    """The configured command as an argv prefix: the driver's own name when none is given."""
+    if command is None:
+        return (driver,)
+    if isinstance(command, str):
+        return (command,)
+    return (command.executable, *command.prefixArgs)
 
 
 def resolve_executable(command: tuple[str, ...]) -> tuple[str, ...] | None:

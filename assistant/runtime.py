@@ -1,0 +1,68 @@
+"""The assistant's part of the runtime (FEATURES §13): started with the room after the agents,
+stopped before them. When the config enables it, the brain's session starts in the background (the
+room does not wait for it: the side chat answers ``SESSION_NOT_AVAILABLE`` while it starts) and the
+side chat's hook (``assistant/brain_hook.py``) is pointed at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from django.conf import settings
+
+from assistant import brain_hook, status
+from assistant.brain import Brain, BrainSpec
+from setup_wizard.config import command_argv
+
+logger = logging.getLogger("groupx.assistant")
+
+_brain: Brain | None = None
+_starting: asyncio.Task | None = None
+
+
+def configured_spec() -> BrainSpec | None:
+    """The brain the config asks for, or None when the assistant is off (or has no brain)."""
+    config = settings.GROUPX_CONFIG.assistant
+    if config is None or not config.enabled or config.brain is None:
+        return None
+    brain = config.brain
+    cwd = str((Path(settings.GROUPX_CONFIG_PATH).parent / brain.cwd).resolve())
+    return BrainSpec(driver=brain.driver, command=command_argv(brain.driver, brain.command), cwd=cwd,
+                     extra_instructions=config.extraInstructions)
+
+
+def display_name() -> str:
+    config = settings.GROUPX_CONFIG.assistant
+    return config.name if config is not None else "房间助理"
+
+
+def enabled() -> bool:
+    return configured_spec() is not None
+
+
+async def start() -> None:
+    global _brain, _starting
+    if _brain is not None:  # a start retried after a store fault (D24) keeps its brain
+        return
+    spec = configured_spec()
+    if spec is None:
+        status.set_status("disabled")
+        return
+    _brain = Brain(spec)
+    brain_hook.register(_brain.run, _brain.cancel)
+    status.set_status("starting")
+    _starting = asyncio.get_running_loop().create_task(_brain.start(), name="assistant-brain-start")
+
+
+async def stop() -> None:
+    global _brain, _starting
+    brain_hook.clear()
+    if _starting is not None:
+        _starting.cancel()
+        await asyncio.gather(_starting, return_exceptions=True)
+        _starting = None
+    if _brain is not None:
+        brain, _brain = _brain, None
+        await brain.close()

@@ -1,0 +1,48 @@
+"""The assistant's status as ``GET /api/assistant`` shows it (FEATURES §13): ``disabled | starting |
+ready | busy | failed | restart_required``, with a short ``detail`` when there is something to say.
+
+In-process, like the agents' health (``agents/health.py``): the runtime that runs the brain sets it,
+the REST views read it. ``restart_required`` is reported over whatever the brain is doing once the
+saved ``assistant`` block differs from the one this process started with (``setup_save``, ``/setup``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+STATUSES = ("disabled", "starting", "ready", "busy", "failed", "restart_required")
+DETAIL_CHARACTERS = 300
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"status": "disabled", "detail": None}
+_restart_required = False
+
+
+def set_status(status: str, detail: str | None = None) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"unknown assistant status {status!r}")
+    with _lock:
+        _state.update(status=status, detail=detail[:DETAIL_CHARACTERS] if detail else None)
+
+
+def require_restart() -> None:
+    global _restart_required
+    with _lock:
+        _restart_required = True
+
+
+def snapshot() -> dict[str, Any]:
+    """``{status, detail?}``: the brain's own status, unless a restart is required."""
+    with _lock:
+        status, detail = _state["status"], _state["detail"]
+        if _restart_required:
+            status, detail = "restart_required", "the assistant's settings were saved; restart GroupX to apply them"
+    return {"status": status, **({"detail": detail} if detail else {})}
+
+
+def reset() -> None:
+    global _restart_required
+    with _lock:
+        _state.update(status="disabled", detail=None)
+        _restart_required = False

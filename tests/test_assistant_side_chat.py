@@ -1,0 +1,102 @@
+"""The side chat with the room assistant (FEATURES §13, PROTOCOL §10.7): every REST rule with its
+code, idempotency, failures stored as short replies, cancel. The brain is the fake Claude CLI over
+its real stream-json wire; nothing of GroupX is mocked."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agents import db_rows
+from tests.assistant_room import assistant_room, say
+from tests.server import wait_until
+
+
+@pytest.fixture(scope="module")
+def side(tmp_path_factory):
+    server = assistant_room(tmp_path_factory.mktemp("side"), "kimi")
+    yield server
+    server.stop()
+
+
+def test_the_assistant_reports_its_name_and_that_it_is_ready(side):
+    state = side.get("/api/assistant").json()
+    assert state == {"enabled": True, "name": "房间助理", "status": "ready"}
+
+
+def test_a_message_gets_the_brains_answer_and_both_rows_are_in_the_history(side):
+    answer = say(side, "hello there", "side-hello")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["userMessage"]["content"] == "hello there"
+    assert body["userMessage"]["clientCommandId"] == "side-hello"
+    assert body["assistantMessage"]["role"] == "assistant"
+    assert body["assistantMessage"]["content"].startswith("echo: ")
+    assert body["status"] == "ready"
+    history = side.get("/api/assistant/messages").json()["messages"]
+    ids = [m["messageId"] for m in history]
+    assert ids.index(body["userMessage"]["messageId"]) + 1 == ids.index(body["assistantMessage"]["messageId"])
+
+
+def test_the_side_chat_never_writes_a_room_message_or_a_turn(side):
+    say(side, "nothing for the room")
+    assert not [e for e in side.events() if e["type"] in ("message.created", "turn.queued")]
+
+
+def test_the_same_command_id_replays_the_stored_reply_without_a_second_row(side):
+    first = say(side, "once only", "side-once").json()
+    again = say(side, "once only", "side-once").json()
+    assert again["userMessage"] == first["userMessage"]
+    assert again["assistantMessage"] == first["assistantMessage"]
+    rows = db_rows(side, "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? "
+                         "OR reply_to_id IN (SELECT message_id FROM assistant_conversation_messages "
+                         "WHERE client_command_id = ?)", "side-once", "side-once")
+    assert sorted(r["role"] for r in rows) == ["assistant", "user"]
+
+
+def test_the_same_command_id_with_other_content_is_a_conflict(side):
+    say(side, "first words", "side-conflict")
+    refused = say(side, "other words", "side-conflict")
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "CLIENT_COMMAND_CONFLICT"
+
+
+@pytest.mark.parametrize("field", ["from", "actor", "provenance"])
+def test_a_sender_field_is_refused_before_anything_else(side, field):
+    refused = side.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", field: "user:web",
+                                                    "to": ["agent:kimi"]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
+
+
+@pytest.mark.parametrize("field, value", [("to", ["agent:kimi"]), ("supervision", {"observers": ["agent:kimi"],
+                                                                                    "mode": "live_steer"})])
+def test_routing_fields_are_an_invalid_envelope(side, field, value):
+    refused = side.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", field: value})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "INVALID_ENVELOPE"
+
+
+@pytest.mark.parametrize("body", [{"content": "no id"}, {"clientCommandId": "x"}, {"clientCommandId": "x",
+                                  "content": "  "}, {"clientCommandId": "x", "content": "hi", "extra": 1}])
+def test_a_malformed_body_is_an_invalid_envelope_and_writes_nothing(side, body):
+    before = len(side.get("/api/assistant/messages").json()["messages"])
+    refused = side.post("/api/assistant/messages", body)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "INVALID_ENVELOPE"
+    assert len(side.get("/api/assistant/messages").json()["messages"]) == before
+
+
+def test_content_over_the_limit_is_message_too_large(side):
+    refused = side.post("/api/assistant/messages", {"clientCommandId": "big", "content": "x" * 131_073})
+    assert refused.status_code == 413
+    assert refused.json()["error"]["code"] == "MESSAGE_TOO_LARGE"
+
+
+def test_a_brain_crash_is_stored_as_a_short_failure_and_the_next_message_is_answered(side):
+    crashed = say(side, "[[fake: crash code=9]]").json()
+    assert crashed["assistantMessage"]["outcome"] == "failed"
+    assert crashed["assistantMessage"]["content"].startswith("The assistant could not answer")
+    assert len(crashed["assistantMessage"]["content"]) <= 500
+    wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60,
+               message="the brain restarted")
+    assert say(side, "are you back?").json()["assistantMessage"]["content"] == "echo: are you back?"
