@@ -10,12 +10,12 @@
 // What it reads and sends is named by its schema in /api/openapi.json (docs/DECISIONS.md D34, D49):
 /**
  * @typedef {object} AssistantState             #/components/schemas/AssistantState
- * @typedef {object} AssistantMessages          #/components/schemas/AssistantMessages
- * @typedef {object} AssistantMessage           #/components/schemas/AssistantMessage
- * @typedef {object} AssistantSendBody          #/components/schemas/AssistantSendBody
- * @typedef {object} AssistantSendResult        #/components/schemas/AssistantSendResult
- * @typedef {object} AssistantCancelBody        #/components/schemas/AssistantCancelBody
- * @typedef {object} AssistantCancelResult      #/components/schemas/AssistantCancelResult
+ * @typedef {object} SideMessages               #/components/schemas/SideMessages
+ * @typedef {object} SideMessageOut             #/components/schemas/SideMessageOut
+ * @typedef {object} SideMessageBody            #/components/schemas/SideMessageBody
+ * @typedef {object} SideMessageAnswer          #/components/schemas/SideMessageAnswer
+ * @typedef {object} SideCancelBody             #/components/schemas/SideCancelBody
+ * @typedef {object} SideCancelAnswer           #/components/schemas/SideCancelAnswer
  */
 
 import { postJson } from "./api.js";
@@ -123,7 +123,7 @@ export class AssistantPanel {
     const reply = await read("/api/assistant/messages");
     if (!reply.ok) return;
     this.loaded = true;
-    for (const message of /** @type {AssistantMessages} */ (reply.data).messages || []) this.showMessage(message);
+    for (const message of /** @type {SideMessages} */ (reply.data).messages || []) this.showMessage(message);
     this.scrollToEnd();
   }
 
@@ -179,16 +179,23 @@ export class AssistantPanel {
     this.log.append(thinking);
     this.scrollToEnd();
     this.refreshControls();
-    const reply = await postJson("/api/assistant/messages",
-      /** @type {AssistantSendBody} */ ({ clientCommandId: pending.clientCommandId, content: pending.content }));
+    let reply;
+    for (;;) {
+      reply = await postJson("/api/assistant/messages",
+        /** @type {SideMessageBody} */ ({ clientCommandId: pending.clientCommandId, content: pending.content }));
+      if (!reply.ok) break;
+      const data = /** @type {SideMessageAnswer} */ (reply.data);
+      this.showMessage(data.userMessage, pending.row);
+      if (data.status && this.state) this.showStatus({ ...this.state, status: data.status, detail: data.detail });
+      if (data.assistantMessage) {
+        this.showMessage(data.assistantMessage);
+        break;
+      }
+      // A long run answers "still answering" without the reply: the same id joins it again.
+    }
     thinking.remove();
     this.inFlight = null;
-    if (reply.ok) {
-      const data = /** @type {AssistantSendResult} */ (reply.data);
-      this.showMessage(data.userMessage, pending.row);
-      if (data.assistantMessage) this.showMessage(data.assistantMessage);
-      if (data.status && this.state) this.showStatus({ ...this.state, status: data.status, detail: data.detail });
-    } else {
+    if (!reply.ok) {
       this.failed = pending;
       pending.row.dataset.state = "failed";
       this.showError("Not sent:", reply.error);
@@ -204,7 +211,7 @@ export class AssistantPanel {
     this.stopButton.disabled = true;
     this.stopButton.textContent = "Stopping…";
     const reply = await postJson("/api/assistant/cancel",
-      /** @type {AssistantCancelBody} */ ({ clientCommandId: pending.clientCommandId }));
+      /** @type {SideCancelBody} */ ({ clientCommandId: pending.clientCommandId }));
     if (!reply.ok && this.inFlight === pending) this.showError("Not stopped:", reply.error);
     // Either way the send's own answer ends the wait (with the stored failure if it was stopped).
     this.refreshControls();
