@@ -20,7 +20,7 @@
 
 import { postJson } from "./api.js";
 import { MAX_CHARACTERS, sendOnEnter } from "./composer.js";
-import { clockTime, codePoints, h, newCommandId } from "./dom.js";
+import { clockTime, codePoints, h, newCommandId, replaceChildren } from "./dom.js";
 import { renderRichText } from "./richtext.js";
 import { loadSetting, saveSetting } from "./storage.js";
 
@@ -108,10 +108,13 @@ export class AssistantPanel {
     this.toggle.dataset.status = status;
     this.status.dataset.status = status;
     this.status.querySelector(".assistant-status-text").textContent = STATUS_TEXT[status] || status;
-    const detail = status === "disabled" && !state.detail
-      ? "The assistant is off. Turn it on in Agent settings, then restart GroupX." : state.detail || "";
-    this.detail.textContent = detail;
-    this.detail.hidden = !detail;
+    if (status === "disabled" && !state.detail) {
+      replaceChildren(this.detail, "The assistant is off. Turn it on in ",
+        h("a", { href: "/setup", text: "Agent settings" }), ", then restart GroupX.");
+    } else {
+      this.detail.textContent = state.detail || "";
+    }
+    this.detail.hidden = !this.detail.textContent;
     this.refreshControls();
     clearTimeout(this.pollTimer);
     if (this.isOpen && POLL_MS[status]) this.pollTimer = setTimeout(() => this.refreshStatus(), POLL_MS[status]);

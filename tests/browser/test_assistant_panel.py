@@ -213,3 +213,17 @@ def test_a_send_that_did_not_get_through_shows_its_code_and_retry_sends_it_once(
         assert [(m["content"], m["clientCommandId"]) for m in users] == [("are you there?", first["clientCommandId"])]
     finally:
         server.stop()
+
+
+def test_with_the_assistant_off_the_panel_stays_folded_and_says_how_to_turn_it_on(make_server, open_page):
+    page = open_page(make_server())  # a room without an assistant block: the assistant is off
+    toggle = page.locator("#assistant-toggle")
+    expect(toggle).to_be_visible()
+    expect(toggle).to_have_attribute("data-status", "disabled")
+    expect(panel(page)).to_be_hidden()
+
+    toggle.click()
+
+    expect(page.locator("#assistant-status")).to_have_text("off")
+    expect(page.locator("#assistant-detail")).to_contain_text("Turn it on in Agent settings")
+    expect(page.get_by_label("Message to the assistant")).to_be_disabled()
