@@ -25,6 +25,7 @@ from groupx_site.handler import get_application  # noqa: E402
 django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
 from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
+from assistant.mcp import server as operator_mcp  # noqa: E402
 from groupx_site import body_limit, runtime  # noqa: E402
 from groupx_site.core import flow  # noqa: E402
 
@@ -75,7 +76,7 @@ async def application(scope, receive, send):
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
         if scope["path"].rstrip("/") == "/mcp":
             return await member_mcp.handle(scope, receive, send)
-        return await mcp_unavailable(scope, receive, send)  # /mcp/operator: the operator surface is not built
+        return await operator_mcp.handle(scope, receive, send)  # /mcp/operator: the room assistant's tools
     if scope["type"] == "http" and scope["path"] == "/api/events":
         send = flow.with_backpressure(send)  # a slow reader pauses its stream instead of filling memory
     return await django_app(scope, receive, send)

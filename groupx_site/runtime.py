@@ -132,7 +132,9 @@ async def _stop() -> None:
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
     from assistant import runtime as assistant_runtime
+    from assistant.mcp import server as operator_mcp
 
+    await operator_mcp.stop()
     await assistant_runtime.stop()
     await agent_runtime.stop()
 

@@ -143,7 +143,8 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
     return accept_reset(binding_id, source_kind, check_reset(payload))
 
 
-def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool]) -> dict[str, Any]:
+def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool], *,
+                 actor: events.ActorRef = events.SYSTEM) -> dict[str, Any]:
     """Move the floor to the high-water mark and retire the summaries under it. No-op
     (``reset: false``) when no room context message arrived since the last reset (and, for a
     native reset, the last reset already was one).
@@ -151,7 +152,8 @@ def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool]) -
     ``resetNativeSessions: true`` also closes every agent's native session: after the commit the
     runtime is woken (``memory.native_reset``), each idle agent starts a fresh native session at
     once, a busy one after its running Turn, and no native session born before this reset is ever
-    resumed (docs/DECISIONS.md D41)."""
+    resumed (docs/DECISIONS.md D41). ``actor``: who asked, when it is not the system (the room
+    assistant's ``context_reset``)."""
     client_command_id, native = checked
 
     def run() -> dict[str, Any]:
@@ -164,10 +166,10 @@ def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool]) -
                                     reset_native_sessions=native, created_at=timezone.now())
         Summary.objects.filter(room_id=ROOM_ID, status="active", through_seq__lte=top).update(status="superseded")
         events.append_event(
-            event_type=event_types.CONTEXT_RESET, actor=events.SYSTEM,
+            event_type=event_types.CONTEXT_RESET, actor=actor,
             body={"throughSeq": top, "resetNativeSessions": native},
             correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
-            provenance={"sourceKind": source_kind},
+            provenance={"sourceKind": source_kind, **({} if actor is events.SYSTEM else {"authorActorId": actor.actor_id})},
         )
         if native:
             native_reset.notify_on_commit()

@@ -69,8 +69,9 @@ _TURN = ("turnId",)
 # ---- messages: the room's conversation ----------------------------------------------------------
 MESSAGE_CREATED = _declare("message.created", DURABLE, CONTEXT, ("content",),
                            "a public message from the user, an agent or the operator surface")
-OPERATOR_DISPATCH = _declare("operator.dispatch", DURABLE, CONTEXT, (),
-                             "reserved for the room assistant's dispatch (FEATURES §13); nothing writes it yet")
+OPERATOR_DISPATCH = _declare("operator.dispatch", DURABLE, CONTEXT, ("content", "operation", "promptLength", "targets"),
+                             "the room assistant gave agents work (worker_dispatch, worker_ask; FEATURES §13): "
+                             "room context, no chat bubble")
 
 # ---- a Turn's life (turns/lifecycle.py) ---------------------------------------------------------
 TURN_QUEUED = _declare("turn.queued", DURABLE, UI, ("turnId", "sourceEventId", "targetActorId", "hopCount"),

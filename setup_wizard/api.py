@@ -13,8 +13,12 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
+from assistant import setup_access
 from groupx_site.core.contract import route
+from rooms.validation import reject_sender_fields, reject_unknown_keys
 from setup_wizard import actions
+from setup_wizard.actions import validate_draft
+from setup_wizard.config import load_config
 from setup_wizard.schemas import SetupSaveBody, SetupSaved, SetupSnapshot
 
 router = Router(tags=["setup"])
@@ -34,3 +38,19 @@ async def get_setup(request: HttpRequest):
 async def post_setup(request: HttpRequest, body: SetupSaveBody):
     saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked)
     return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})
+
+
+# ---- the room assistant's setup_read / setup_save (FEATURES §13): the same draft and the same save --
+def _operator_setup_read() -> dict:
+    path = settings.GROUPX_CONFIG_PATH
+    return {"configPath": str(path), "config": actions.draft_from_config(load_config(path)), "restartRequired": False}
+
+
+def _operator_setup_save(payload) -> dict:
+    payload = reject_sender_fields(payload)
+    reject_unknown_keys(payload, {"config"})
+    path = settings.GROUPX_CONFIG_PATH
+    return actions.save_draft(path, validate_draft({"config": payload.get("config")}, path.parent))
+
+
+setup_access.register(_operator_setup_read, _operator_setup_save)

@@ -4,11 +4,15 @@ its real stream-json wire; nothing of GroupX is mocked."""
 
 from __future__ import annotations
 
+import json
+import threading
+
+import httpx
 import pytest
 
-from tests.agents import db_rows
+from tests.agents import db_rows, wire
 from tests.assistant_room import assistant_room, say
-from tests.server import wait_until
+from tests.server import hanging_agent, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +104,96 @@ def test_a_brain_crash_is_stored_as_a_short_failure_and_the_next_message_is_answ
     wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60,
                message="the brain restarted")
     assert say(side, "are you back?").json()["assistantMessage"]["content"] == "echo: are you back?"
+
+
+def _in_background(fn):
+    """Run ``fn`` in a thread; returns a getter that joins it and gives its result."""
+    results: list = []
+    worker = threading.Thread(target=lambda: results.append(fn()))
+    worker.start()
+
+    def result():
+        worker.join(timeout=180)
+        assert results, "the background request did not finish"
+        return results[0]
+
+    return result
+
+
+def _brain_busy(server) -> bool:
+    return server.get("/api/assistant").json()["status"] == "busy"
+
+
+def _prompts_holding(server, token: str) -> int:
+    return sum(1 for record in wire(server, "claude", kind="in") if token in json.dumps(record.get("msg")))
+
+
+def test_the_same_command_id_sent_while_answering_joins_the_run_in_flight(side):
+    content = "[[fake: stream n=20 delay_ms=100]] join-token"
+    first = _in_background(lambda: say(side, content, "side-join"))
+    wait_until(lambda: _brain_busy(side), timeout=60, message="the brain busy")
+    second = say(side, content, "side-join").json()
+    first = first().json()
+    assert second["assistantMessage"] == first["assistantMessage"]
+    assert _prompts_holding(side, "join-token") == 1
+
+
+def test_cancel_stops_the_answer_and_stores_a_cancelled_reply(side):
+    answer = _in_background(lambda: say(side, "[[fake: hang]]", "side-cancel"))
+    wait_until(lambda: _brain_busy(side), timeout=60, message="the brain busy")
+    accepted = side.post("/api/assistant/cancel", {"clientCommandId": "side-cancel"})
+    assert accepted.status_code == 200 and accepted.json() == {"accepted": True}
+    reply = answer().json()["assistantMessage"]
+    assert reply["outcome"] == "cancelled"
+    assert side.post("/api/assistant/cancel", {"clientCommandId": "side-cancel"}).json() == {"accepted": False}
+    wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60, message="ready again")
+
+
+def test_cancel_refuses_a_sender_field(side):
+    refused = side.post("/api/assistant/cancel", {"clientCommandId": "x", "actor": "user:web"})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
+
+
+def test_a_user_row_left_without_a_reply_runs_the_brain_again_without_a_second_row(side):
+    # Last in this module: the server is killed while the brain answers, which leaves the user
+    # row alone; after the restart the same clientCommandId answers it.
+    content = "[[fake: stream n=30 delay_ms=100]] lone-token"
+    _in_background(lambda: _swallow(lambda: say(side, content, "side-lone", timeout=30)))
+    wait_until(lambda: db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE client_command_id = ?",
+                               "side-lone"), timeout=60, message="the user row")
+    side.kill()
+    assert not db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE reply_to_id IN (SELECT message_id "
+                             "FROM assistant_conversation_messages WHERE client_command_id = ?)", "side-lone")
+    side.start(migrate=False)
+    wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60, message="the brain")
+    answer = say(side, content, "side-lone").json()
+    assert "part-30" in answer["assistantMessage"]["content"]
+    rows = db_rows(side, "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? OR reply_to_id "
+                         "IN (SELECT message_id FROM assistant_conversation_messages WHERE client_command_id = ?)",
+                   "side-lone", "side-lone")
+    assert sorted(r["role"] for r in rows) == ["assistant", "user"]
+
+
+def _swallow(fn):
+    try:
+        return fn()
+    except httpx.HTTPError as error:  # the server is killed under this request on purpose
+        return error
+
+
+def test_a_disabled_assistant_is_not_available_but_a_bad_body_is_refused_first(room):
+    assert room.get("/api/assistant").json()["status"] == "disabled"
+    assert room.get("/api/assistant").json()["enabled"] is False
+    refused = room.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
+    malformed = room.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", "from": "me"})
+    assert malformed.status_code == 400 and malformed.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
+
+
+def test_an_assistant_still_starting_is_not_available(make_server, tmp_path):
+    brain = hanging_agent(tmp_path, "brain")
+    server = make_server(assistant={"enabled": True, "brain": {"driver": "claude", "command": brain["command"],
+                                                               "cwd": brain["cwd"]}})
+    assert server.get("/api/assistant").json()["status"] == "starting"
+    refused = server.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"

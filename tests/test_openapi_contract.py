@@ -10,6 +10,10 @@ Left out, and why:
 - ``POST /api/context/compact`` waits for an agent to write a summary, and this room's agents never
   answer: the answer is a documented 503 that depends on agent health, not on the request
   (tests/test_context.py drives compaction with agents that do answer).
+- ``POST /api/assistant/messages`` is fuzzed, but this room has no assistant, so a body the check
+  accepts is answered with the documented 503 ``SESSION_NOT_AVAILABLE`` (it depends on the assistant,
+  not on the request): for that route only, a 5xx is not counted as a server error
+  (tests/test_assistant_side_chat.py talks to a running brain).
 ``POST /api/runtime/shutdown`` is fuzzed: only this runtime's exact scope key stops it, which no
 generated body holds.
 """
@@ -75,6 +79,7 @@ def written_as_float(body, issue: dict) -> bool:
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           negative_data_rejection, positive_data_refused_only_after_a_lookup]
+CHECKS_WITHOUT_AN_ASSISTANT = [check for check in CHECKS if check is not not_a_server_error]
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +122,11 @@ def test_every_answer_matches_the_document_and_a_refused_request_changes_nothing
     before = log_state(room)
 
     response = case.call(base_url=room.base_url, timeout=30)
+    checks = CHECKS_WITHOUT_AN_ASSISTANT if case.operation.label == "POST /api/assistant/messages" else CHECKS
 
     replay = f"(schemathesis seed {SEED}; replay with GROUPX_FUZZ_SEED={SEED})"
     try:
-        case.validate_response(response, checks=CHECKS)
+        case.validate_response(response, checks=checks)
     except Exception as failure:
         raise AssertionError(f"{failure}\n{replay}") from failure
     if 400 <= response.status_code < 500:

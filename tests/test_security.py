@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 
 def test_a_cross_origin_text_plain_post_creates_nothing(room):
@@ -80,11 +81,14 @@ def test_responses_carry_the_security_headers(room):
     assert "access-control-allow-origin" not in response.headers
 
 
-def test_the_operator_mcp_path_is_reserved_and_unavailable(room):
-    response = httpx.post(room.url("/mcp/operator"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+@pytest.mark.parametrize("binding", [None, "binding:operator"])
+def test_the_operator_mcp_path_refuses_anything_but_the_assistants_session_token(room, binding):
+    headers = {"X-GroupX-Binding": binding} if binding else {}
+    response = httpx.post(room.url("/mcp/operator"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers=headers)
 
-    assert response.status_code == 503
-    assert response.json()["error"]["data"]["code"] == "MCP_UNAVAILABLE"
+    assert response.status_code == 400
+    assert response.json()["error"]["data"]["code"] == "MCP_BINDING_MISMATCH"
 
 
 def test_the_member_mcp_path_refuses_a_request_without_a_binding(room):

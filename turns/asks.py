@@ -68,14 +68,16 @@ def _queued_behind_other_work(result: dict[str, Any]) -> bool:
     return any(r["status"] == "pending" and r["queuePosition"] > 0 for r in result["results"])
 
 
-async def wait_for_children(message_event_id: str, timeout_ms: int) -> dict[str, Any]:
-    """Return at once when a child waits behind other work; otherwise wait until every child is
-    terminal or the time is up. Durable commits wake the wait (the bus), so no polling loop spins."""
+async def wait_for_children(message_event_id: str, timeout_ms: int, *, return_when_queued: bool = True) -> dict[str, Any]:
+    """Return at once when a child waits behind other work (unless ``return_when_queued`` is False:
+    the operator's worker_ask, which no Turn of its own holds up, waits its whole time); otherwise
+    wait until every child is terminal or the time is up. Durable commits wake the wait (the bus),
+    so no polling loop spins."""
     read = db.read(snapshot)
     listener = bus.subscribe(max_frames=8, max_bytes=65_536)
     try:
         result = await read(message_event_id)
-        if result["state"] == "terminal" or _queued_behind_other_work(result):
+        if result["state"] == "terminal" or (return_when_queued and _queued_behind_other_work(result)):
             return result
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000

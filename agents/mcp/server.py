@@ -55,16 +55,30 @@ def _text_result(body: dict[str, Any], *, error: bool) -> types.CallToolResult:
     )
 
 
-async def list_tools(ctx, params) -> types.ListToolsResult:
-    return types.ListToolsResult(
-        tools=[types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
-               for tool in TOOLS.values()]
-    )
+def tool_server(name: str, instructions: str, tools: dict) -> Server:
+    """A low-level SDK server that lists and calls the tools declared in ``tools`` (the member
+    surface here; the operator surface in ``assistant/mcp/server.py``)."""
+
+    async def call(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call_tool(tools, ctx, params)
+
+    return Server(name, version="0.1.0", instructions=instructions, on_list_tools=tool_lister(tools),
+                  on_call_tool=call)
 
 
-async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+def tool_lister(tools: dict):
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
+                   for tool in tools.values()]
+        )
+
+    return list_tools
+
+
+async def call_tool(tools: dict, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
     binding_id = ctx.request.scope.get("groupx.binding") if ctx.request is not None else None
-    tool = TOOLS.get(params.name)
+    tool = tools.get(params.name)
     try:
         if tool is None:
             raise GroupXError("INVALID_ENVELOPE", f"no tool named {params.name!r}")
@@ -82,36 +96,48 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         return _text_result({"code": "INTERNAL_ERROR", "message": "internal error"}, error=True)
 
 
-server = Server("groupx", version="0.1.0", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
-manager: StreamableHTTPSessionManager | None = None
-_runner: asyncio.Task | None = None
-_ready: asyncio.Event | None = None
+class Endpoint:
+    """One SDK server behind its stateless, JSON-response session manager. ``run()`` of a session
+    manager can be entered once: it is kept open in one long-lived task."""
+
+    def __init__(self, server: Server, task_name: str):
+        self.server = server
+        self.task_name = task_name
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._runner: asyncio.Task | None = None
+        self._ready: asyncio.Event | None = None
+
+    async def ensure_running(self) -> None:
+        if self._runner is None:
+            manager = self.manager = StreamableHTTPSessionManager(app=self.server, json_response=True, stateless=True,
+                                                                  security_settings=SECURITY)
+            ready = self._ready = asyncio.Event()
+
+            async def run() -> None:
+                async with manager.run():
+                    ready.set()
+                    await asyncio.Event().wait()
+
+            self._runner = asyncio.get_running_loop().create_task(run(), name=self.task_name)
+        await self._ready.wait()
+
+    async def handle_request(self, scope, receive, send) -> None:
+        await self.ensure_running()
+        await self.manager.handle_request(scope, receive, send)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._runner
+            self._runner = None
 
 
-async def ensure_running() -> None:
-    """``run()`` of a session manager can be entered once: keep it open in one long-lived task."""
-    global manager, _runner, _ready
-    if _runner is None:
-        manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True,
-                                               security_settings=SECURITY)
-        _ready = asyncio.Event()
-
-        async def run() -> None:
-            async with manager.run():
-                _ready.set()
-                await asyncio.Event().wait()
-
-        _runner = asyncio.get_running_loop().create_task(run(), name="mcp-session-manager")
-    await _ready.wait()
-
-
-async def stop() -> None:
-    global _runner
-    if _runner is not None:
-        _runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await _runner
-        _runner = None
+server = tool_server("groupx", INSTRUCTIONS, TOOLS)
+list_tools = tool_lister(TOOLS)
+endpoint = Endpoint(server, "mcp-session-manager")
+ensure_running = endpoint.ensure_running
+stop = endpoint.stop
 
 
 def binding_state(presented: bytes) -> tuple[str, str | None]:
@@ -143,7 +169,7 @@ def _json_rpc_code(status: int) -> int:
     return -32603 if status >= 500 else -32602 if status == 400 else -32600
 
 
-async def _json_rpc_error(send, error: GroupXError) -> None:
+async def json_rpc_error(send, error: GroupXError) -> None:
     status = error.status
     body = json.dumps({"jsonrpc": "2.0", "id": None,
                        "error": {"code": _json_rpc_code(status), "message": error.message,
@@ -153,20 +179,38 @@ async def _json_rpc_error(send, error: GroupXError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def handle(scope, receive, send) -> None:
+_REFUSED = object()
+
+
+async def front_door(scope, send, lookup):
+    """What both MCP endpoints do first: the transport rules, then ``lookup(presented header)`` on
+    a reader thread (None when no header came). Returns its result, or ``_REFUSED`` once the
+    refusal has been answered."""
     refusal = transport_refusal(scope)
     if refusal is not None:
-        return await _json_rpc_error(send, refusal)
+        await json_rpc_error(send, refusal)
+        return _REFUSED
     presented = next((v for k, v in scope.get("headers", []) if k.lower() == BINDING_HEADER), None)
     try:
-        state, binding_id = await db.read(binding_state)(presented) if presented else ("unknown", None)
+        return await db.read(lookup)(presented) if presented else None
     except store_faults.StoreUnavailable as fault:
-        return await _json_rpc_error(send, GroupXError(ErrorCode.STORE_UNAVAILABLE, fault.message))
+        await json_rpc_error(send, GroupXError(ErrorCode.STORE_UNAVAILABLE, fault.message))
+        return _REFUSED
+
+
+def refused(found) -> bool:
+    return found is _REFUSED
+
+
+async def handle(scope, receive, send) -> None:
+    found = await front_door(scope, send, binding_state)
+    if refused(found):
+        return
+    state, binding_id = found or ("unknown", None)
     if state == "unknown":
-        return await _json_rpc_error(
+        return await json_rpc_error(
             send, GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding"))
     if state == "unavailable":
-        return await _json_rpc_error(send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session"))
-    await ensure_running()
+        return await json_rpc_error(send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session"))
     # The tools get the stored id, so nothing past this point looks anything up by what was presented.
-    await manager.handle_request({**scope, "groupx.binding": binding_id}, receive, send)
+    await endpoint.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

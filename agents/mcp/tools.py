@@ -43,21 +43,30 @@ class MemberTool:
 TOOLS: dict[str, MemberTool] = {}  # in declaration order, which is the order of tools/list
 
 
-def member_tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()):
-    """Register the decorated action as the tool ``name``. A plain function runs on the store's
-    writer thread (``groupx_site.core.db.write``); a coroutine function (one that waits, like ask) is
-    awaited as it is and reaches the store itself."""
+def tool_registrar(registry: dict[str, MemberTool]):
+    """The decorator that declares a tool in ``registry`` (the member tools here; the operator's
+    in ``assistant/mcp/tools.py``)."""
 
-    def register(action: Callable[..., Any]) -> Callable[..., Any]:
-        if name in TOOLS or "." in name:
-            raise ValueError(f"member tool {name!r} is declared twice or has a dot in its name")
-        handler = action if inspect.iscoroutinefunction(action) else db.write(action)
-        schema = {"type": "object", "properties": properties, "required": list(required),
-                  "additionalProperties": False}
-        TOOLS[name] = MemberTool(name, description, schema, handler)
-        return action
+    def declare(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()):
+        """Register the decorated action as the tool ``name``. A plain function runs on the store's
+        writer thread (``groupx_site.core.db.write``); a coroutine function (one that waits, like
+        ask) is awaited as it is and reaches the store itself."""
 
-    return register
+        def register(action: Callable[..., Any]) -> Callable[..., Any]:
+            if name in registry or "." in name:
+                raise ValueError(f"tool {name!r} is declared twice or has a dot in its name")
+            handler = action if inspect.iscoroutinefunction(action) else db.write(action)
+            schema = {"type": "object", "properties": properties, "required": list(required),
+                      "additionalProperties": False}
+            registry[name] = MemberTool(name, description, schema, handler)
+            return action
+
+        return register
+
+    return declare
+
+
+member_tool = tool_registrar(TOOLS)
 
 
 WAIT_SECONDS = asks.MAX_WAIT_MS // 1000
