@@ -56,19 +56,16 @@ def message_ids(page: Page) -> list[str]:
     return page.eval_on_selector_all("#durable article[data-event-id]", "els => els.map(e => e.dataset.eventId)")
 
 
-def append_raw_events(server, events: list[tuple[str, dict]],
-                      actor: tuple[str, str, str] = ("system:groupx", "system", "GroupX")) -> None:
+def append_raw_events(server, events: list[tuple[str, dict]]) -> None:
     """Write durable events straight into the server's store from another process, as a future
-    event type (or a forbidden one) would appear; the server's SSE tail polls them up within 2 s.
-    ``actor`` is (actorId, kind, displayName)."""
-    actor_id, actor_kind, actor_name = actor
+    event type (or a forbidden one) would appear; the server's SSE tail polls them up within 2 s."""
     code = (
         "import json, uuid\n"
         "from django.utils import timezone\n"
         "from rooms.models import Event\n"
         f"rows = json.loads({json.dumps(json.dumps(events))})\n"
         "Event.objects.bulk_create([Event(event_id='evt_' + uuid.uuid4().hex, event_type=kind,"
-        f" actor_id={actor_id!r}, actor_kind={actor_kind!r}, actor_display_name={actor_name!r}, correlation_id='test',"
+        " actor_id='system:groupx', actor_kind='system', actor_display_name='GroupX', correlation_id='test',"
         " root_correlation_id='test', occurred_at=timezone.now(), body=body) for kind, body in rows])\n"
     )
     server.manage("shell", "-c", code)

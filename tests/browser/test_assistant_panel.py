@@ -14,10 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.assistant_room import assistant_room
-from tests.browser.room_page import append_raw_events
 from tests.server import wait_until
-
-ASSISTANT = ("user:assistant", "user", "Room helper")
 
 
 @pytest.fixture(scope="module")
@@ -106,20 +103,27 @@ def test_an_enabled_assistant_without_a_working_directory_is_refused_next_to_its
     assert room.config_path.read_text() == before  # nothing half-written
 
 
-def test_an_operator_dispatch_is_a_row_of_its_own_naming_its_targets(room, open_page):
+def test_what_the_assistant_dispatches_shows_in_the_timeline_as_a_dispatch_row_with_its_targets(room, open_page):
     page = open_page(room)
+    dispatch = {"to": ["agent:kimi", "agent:grok"], "content": "Each of you: one line of status, please.",
+                "clientCommandId": "ui-dispatch-1"}
 
-    append_raw_events(room, [("operator.dispatch", {
-        "content": "Please each send me a one-line status.", "operation": "worker_ask", "promptLength": 38,
-        "targets": ["agent:kimi", "agent:grok"]})], actor=ASSISTANT)
+    ask(page, f"Get a status from Kimi and Grok [[fake: mcp tool=worker_dispatch args='{json.dumps(dispatch)}']]")
 
     row = page.locator('#durable .dispatch[data-type="operator.dispatch"]')
-    expect(row).to_be_visible(timeout=15_000)
-    expect(row.locator(".dispatch-author")).to_have_text("Room helper")
-    expect(row.locator(".dispatch-verb")).to_have_text("asked")
-    expect(row.locator(".dispatch-target")).to_have_text(["@Kimi", "@Grok"])
-    expect(row.locator(".dispatch-content")).to_have_text("Please each send me a one-line status.")
-    expect(page.locator("#durable article.msg")).to_have_count(0)  # no chat bubble
+    expect(row).to_be_visible(timeout=60_000)
+    expect(row.locator(".dispatch-badge")).to_have_text("Operator dispatch")
+    expect(row.locator(".dispatch-author")).to_have_text("房间助理")
+    expect(row.locator(".dispatch-verb")).to_have_text("dispatched to")
+    expect(row.locator(".dispatch-target")).to_have_text(["@Grok", "@Kimi"])
+    expect(row.locator(".dispatch-content")).to_have_text("Each of you: one line of status, please.")
+    # Its Turns' chips are on the row, and each target's reply quotes the dispatch as its request.
+    expect(row.locator('.turn-chip[data-status="completed"]')).to_have_count(2, timeout=60_000)
+    for agent in ("agent:kimi", "agent:grok"):
+        quote = page.locator(f'article.msg--turn[data-actor-id="{agent}"] .ref--reply')
+        expect(quote).to_contain_text("Each of you: one line of status")
+    expect(page.locator("#durable article.msg--user")).to_have_count(0)  # no chat bubble for it
+    expect(side_row(page, "assistant", "mcp:worker_dispatch:ok")).to_be_visible(timeout=60_000)
 
 
 def test_while_the_assistant_thinks_the_chat_says_so_and_stop_ends_its_run(room, open_page):
