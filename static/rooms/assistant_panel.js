@@ -25,7 +25,7 @@ import { renderRichText } from "./richtext.js";
 import { loadSetting, saveSetting } from "./storage.js";
 
 const OPEN_KEY = "groupx.assistant.open";
-const POLL_MS = { starting: 1_000, busy: 3_000 }; // status while it may change soon; else on open only
+const POLL_MS = { starting: 1_000, busy: 3_000 }; // status while it may change soon; else on open and reconnect
 const STATUS_TEXT = { disabled: "off", starting: "starting", ready: "ready", busy: "busy", failed: "failed",
   restart_required: "restart required" };
 const PHONE = matchMedia("(max-width: 760px)");
@@ -51,9 +51,9 @@ export class AssistantPanel {
     this.rows = new Map(); // messageId → row
     this.pollTimer = null;
     this.toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
-    this.collapse.addEventListener("click", () => this.setOpen(false));
+    this.collapse.addEventListener("click", () => this.close());
     this.panel.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && PHONE.matches) this.setOpen(false); // a sheet closes like a dialog
+      if (event.key === "Escape" && PHONE.matches) this.close(); // a sheet closes like a dialog
     });
     sendOnEnter(this.form, this.input, () => this.submit());
     this.input.addEventListener("input", () => this.refreshControls());
@@ -83,13 +83,16 @@ export class AssistantPanel {
     document.body.classList.toggle("assistant-open", open);
     this.toggle.setAttribute("aria-expanded", String(open));
     if (remember) saveSetting(OPEN_KEY, String(open));
-    if (!open) {
-      clearTimeout(this.pollTimer);
-      return;
-    }
+    if (!open) return;
     this.refreshStatus();
     if (!this.loaded) this.loadHistory();
     if (remember) this.input.focus();
+  }
+
+  /** Fold it by hand: the focus goes back to the toggle that opens it again. */
+  close() {
+    this.setOpen(false);
+    this.toggle.focus();
   }
 
   // ---- status -----------------------------------------------------------------------------------
@@ -117,7 +120,9 @@ export class AssistantPanel {
     this.detail.hidden = !this.detail.textContent;
     this.refreshControls();
     clearTimeout(this.pollTimer);
-    if (this.isOpen && POLL_MS[status]) this.pollTimer = setTimeout(() => this.refreshStatus(), POLL_MS[status]);
+    // Starting is watched even while folded (the toggle's dot says when it is ready); busy only open.
+    const poll = status === "starting" || this.isOpen ? POLL_MS[status] : 0;
+    if (poll) this.pollTimer = setTimeout(() => this.refreshStatus(), poll);
   }
 
   // ---- history ----------------------------------------------------------------------------------

@@ -201,7 +201,10 @@ function setConnection(state) {
   const pill = $("connection");
   pill.dataset.state = state;
   pill.querySelector(".connection-text").textContent = CONNECTION_TEXT[state] || state;
-  if (state === "live") pollHealth(); // statuses may have changed while we were away
+  if (state === "live") { // statuses may have changed while we were away
+    pollHealth();
+    assistantPanel.refreshStatus();
+  }
 }
 
 // Only events that arrive on the stream are news for the title and notifications.

@@ -153,6 +153,7 @@ def test_the_panel_collapses_and_expands_from_the_top_bar_and_remembers_it(room,
     panel(page).get_by_role("button", name="Hide the assistant").click()
     expect(panel(page)).to_be_hidden()
     expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(toggle).to_be_focused()  # the keyboard is back where the panel opens again
 
     page.reload()
     page.wait_for_selector("body[data-ready=true]", state="attached", timeout=15_000)
