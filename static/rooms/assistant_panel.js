@@ -186,6 +186,8 @@ export class AssistantPanel {
       h("span", { class: "assistant-dots", "aria-hidden": "true" }), `${this.title.textContent} is thinking…`);
     this.log.append(thinking);
     this.scrollToEnd();
+    // The brain is busy with it now; the status poll confirms (and the answer brings the next one).
+    if (this.state) this.showStatus({ ...this.state, status: "busy", detail: null });
     this.refreshControls();
     let reply;
     for (;;) {
@@ -241,6 +243,7 @@ export class AssistantPanel {
     this.sendButton.disabled = Boolean(this.inFlight) || !usable || !content || codePoints(content) > MAX_CHARACTERS;
     this.input.disabled = status === "disabled";
     this.stopButton.hidden = !this.inFlight;
+    this.sendButton.hidden = Boolean(this.inFlight); // Stop takes its place while a run is in flight
     if (!this.inFlight) {
       this.stopButton.disabled = false;
       this.stopButton.textContent = "Stop";

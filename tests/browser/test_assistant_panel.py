@@ -134,12 +134,14 @@ def test_while_the_assistant_thinks_the_chat_says_so_and_stop_ends_its_run(room,
 
     thinking = panel(page).locator(".assistant-thinking")
     expect(thinking).to_contain_text("is thinking")
-    expect(page.locator("#assistant-send")).to_be_disabled()  # one run at a time
+    expect(page.locator("#assistant-send")).to_be_hidden()  # one run at a time: Stop takes its place
+    expect(page.locator("#assistant-status")).to_have_text("busy")
     panel(page).get_by_role("button", name="Stop").click()
 
     expect(thinking).to_have_count(0, timeout=30_000)
     expect(side_row(page, "user", "think about it forever")).to_be_visible()
     expect(panel(page).get_by_role("button", name="Stop")).to_be_hidden()
+    expect(page.locator("#assistant-status")).to_have_text("ready")
     # The stopped run is stored as a short reply; the assistant answers the next message.
     ask(page, "are you back?")
     expect(side_row(page, "assistant", "echo: are you back?")).to_be_visible(timeout=60_000)
