@@ -182,6 +182,12 @@ class Brain:
         async with self._turn_lock:
             try:
                 await self._answer_now(user_message_id)
+            except Exception as error:  # a fault of ours or of the store: this answer only fails
+                logger.exception("assistant brain: the run for %s failed", user_message_id)
+                status.set_status("ready" if self._usable() else "failed", f"the last answer failed: {error}")
+                with contextlib.suppress(Exception):
+                    await self._store(user_message_id, failure_text("INTERNAL_ERROR", "internal error"), "failed",
+                                      "INTERNAL_ERROR")
             finally:
                 self._cancelled.discard(user_message_id)
                 self._current, self.cancel_deadline = None, None

@@ -12,9 +12,12 @@ from pathlib import Path
 
 from django.conf import settings
 
+from agents.models import Actor
 from assistant import brain_hook, status
 from assistant.brain import Brain, BrainSpec
-from setup_wizard.config import command_argv
+from assistant.operator_binding import ASSISTANT_ACTOR_ID
+from groupx_site.core import db
+from setup_wizard.config import command_argv, load_config
 
 logger = logging.getLogger("groupx.assistant")
 
@@ -42,10 +45,23 @@ def enabled() -> bool:
     return configured_spec() is not None
 
 
+def note_saved_config() -> None:
+    """After a save of ``groupx.json`` (``/setup``, ``setup_save``): a changed ``assistant`` block
+    takes effect at the next start, so until then the status says ``restart_required``."""
+    if load_config(settings.GROUPX_CONFIG_PATH).assistant != settings.GROUPX_CONFIG.assistant:
+        status.require_restart()
+
+
+def _sync_actor() -> None:
+    """The ``user:assistant`` row carries the configured name, as agents' rows do theirs."""
+    Actor.objects.filter(actor_id=ASSISTANT_ACTOR_ID).update(display_name=display_name())
+
+
 async def start() -> None:
     global _brain, _starting
     if _brain is not None:  # a start retried after a store fault (D24) keeps its brain
         return
+    await db.write(_sync_actor)()
     spec = configured_spec()
     if spec is None:
         status.set_status("disabled")

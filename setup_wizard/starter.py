@@ -39,15 +39,29 @@ def demo_agents(workdir: Path) -> dict[str, Any]:
     return agents
 
 
+def demo_assistant(workdir: Path) -> dict[str, Any] | None:
+    """The demo room's assistant (FEATURES §13): the fake Claude CLI scripted to ask every agent for
+    a status through the operator tools and summarise the answers (``agents/fakes/bin/demo-assistant``)."""
+    shim = FAKES_BIN / "demo-assistant"
+    if not shim.is_file():
+        return None
+    return {"enabled": True, "name": "Demo assistant", "brain": {"driver": "claude", "command": str(shim),
+                                                                 "cwd": str(workdir)}}
+
+
 def starter_config(config_path: Path, *, port: int = DEFAULT_PORT) -> dict[str, Any]:
     workdir = config_path.parent.resolve()
     found = {driver: path for driver, path in detect_drivers().items() if path}
     agents: dict[str, Any] = {driver: {"cwd": str(workdir)} for driver in found}
+    assistant = None
     if not agents:
         agents = demo_agents(workdir)
+        assistant = demo_assistant(workdir) if agents else None
     raw: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": port}, "storage": {"path": ".groupx/groupx.db"}}
     if agents:  # with neither real CLIs nor demo shims, the built-in default roster applies
         raw["agents"] = agents
+    if assistant:
+        raw["assistant"] = assistant
     return raw
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import sqlite3
 import uuid
 from pathlib import Path
+
+import httpx
 
 from agents.fakes import wirelog
 from tests.server import FAKES_BIN, GroupXServer, wait_until
@@ -108,3 +112,19 @@ def call_tool(server: GroupXServer, binding: str | None, tool: str, arguments: d
         headers["X-GroupX-Binding"] = binding
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
     return httpx.post(server.url("/mcp"), json=body, headers=headers, timeout=70)
+
+
+def csrf(html: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+
+@contextlib.contextmanager
+def admin_session(server: GroupXServer):
+    """An HTTP client logged in to the Django admin as a new superuser."""
+    server.env["DJANGO_SUPERUSER_PASSWORD"] = "groupx-test-pass"  # createsuperuser --noinput reads it
+    server.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
+    with httpx.Client(base_url=server.base_url, timeout=10, follow_redirects=True) as browser:
+        login = browser.get("/admin/login/")
+        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
+                                                          "username": "op", "password": "groupx-test-pass"})
+        yield browser

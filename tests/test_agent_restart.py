@@ -6,13 +6,11 @@ events (SSE), the fakes' wire logs and, read-only, the database.
 
 from __future__ import annotations
 
-import re
 import uuid
 
-import httpx
 import pytest
 
-from tests.agents import db_rows, fake_agents, send, turn_events, wait_terminal, wire
+from tests.agents import admin_session, csrf, db_rows, fake_agents, send, turn_events, wait_terminal, wire
 from tests.server import wait_until
 from tests.sse import SseClient
 
@@ -143,16 +141,7 @@ def test_the_admin_restarts_an_agent_through_the_same_command(make_server, tmp_p
     room = make_server(fake_agents(tmp_path, "hermes"))
     ready(room, "agent:hermes")
     before = room.events()[-1]["seq"]
-    room.env["DJANGO_SUPERUSER_PASSWORD"] = "groupx-test-pass"  # createsuperuser --noinput reads it
-    room.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
-
-    def csrf(html: str) -> str:
-        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
-
-    with httpx.Client(base_url=room.base_url, timeout=10, follow_redirects=True) as browser:
-        login = browser.get("/admin/login/")
-        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
-                                                          "username": "op", "password": "groupx-test-pass"})
+    with admin_session(room) as browser:
         listing = browser.get("/admin/agents/actor/")
         done = browser.post("/admin/agents/actor/", data={
             "csrfmiddlewaretoken": csrf(listing.text), "action": "restart_agents",

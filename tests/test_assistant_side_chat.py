@@ -10,8 +10,8 @@ import threading
 import httpx
 import pytest
 
-from tests.agents import db_rows, wire
-from tests.assistant_room import assistant_room, say
+from tests.agents import admin_session, db_rows, wire
+from tests.assistant_room import assistant_config, assistant_room, directive, say
 from tests.server import hanging_agent, wait_until
 
 
@@ -154,6 +154,15 @@ def test_cancel_refuses_a_sender_field(side):
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
 
 
+def test_the_admin_shows_the_side_chat_read_only(side):
+    say(side, "for the admin", "side-admin")
+    with admin_session(side) as browser:
+        listing = browser.get("/admin/assistant/assistantmessage/")
+        adding = browser.get("/admin/assistant/assistantmessage/add/")
+    assert listing.status_code == 200 and "for the admin" in listing.text and "echo: for the admin" in listing.text
+    assert adding.status_code == 403
+
+
 def test_a_user_row_left_without_a_reply_runs_the_brain_again_without_a_second_row(side):
     # Last in this module: the server is killed while the brain answers, which leaves the user
     # row alone; after the restart the same clientCommandId answers it.
@@ -197,3 +206,13 @@ def test_an_assistant_still_starting_is_not_available(make_server, tmp_path):
     assert server.get("/api/assistant").json()["status"] == "starting"
     refused = server.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi"})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
+
+
+@pytest.mark.parametrize("driver", ["codex", "kimi"])
+def test_the_brain_can_be_another_driver_and_reaches_the_operator_tools(tmp_path, driver):
+    server = assistant_room(tmp_path, "hermes", assistant=assistant_config(tmp_path, driver))
+    try:
+        answer = say(server, directive("roster")).json()
+        assert "mcp:roster:ok:" in answer["assistantMessage"]["content"], answer
+    finally:
+        server.stop()

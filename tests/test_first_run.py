@@ -71,6 +71,16 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
             return {e["body"]["turnId"] for e in stream.durable if e["type"] == "turn.completed"} >= turn_ids
 
         wait_until(all_completed, timeout=60, interval=0.1, message="turn.completed from every demo agent")
+    # The demo assistant (issue 20) asks every agent for a status through the operator tools.
+    assistant = f"http://127.0.0.1:{port}/api/assistant"
+    wait_until(lambda: httpx.get(assistant, timeout=10).json()["status"] == "ready", timeout=60,
+               message="the demo assistant ready")
+    answer = httpx.post(f"{assistant}/messages", timeout=180, json={
+        "clientCommandId": "first-assistant", "content": "ask every agent for a status and summarise"})
+    assert answer.status_code == 200, answer.text
+    summary = answer.json()["assistantMessage"]["content"]
+    assert summary.startswith(f"I asked {len(agent_ids)} agent(s) for a status:")
+    assert all(f"- {agent_id}: echo: " in summary for agent_id in agent_ids), summary
     assert groupx("stop", "--config", str(config), workdir=tmp_path).returncode == 0
     assert room.wait_exit() == 0, room.output()
 

@@ -287,15 +287,20 @@ class ClaudeTurn(TurnBase):
         self.tool_result(tool_id, output, failed, {"stdout": "" if failed else output, "stderr": output if failed else "",
                                                    "interrupted": False, "isImage": False})
 
+    def mcp_round_trip(self, tool: str, args: Any, list_tools: bool = False) -> Any:
+        """One MCP tool call as the real CLI shows it: a tool_use block, the call, its tool_result."""
+        tool_id = self.tool_use(f"mcp__groupx__{tool}", args if isinstance(args, dict) else {"value": args})
+        outcome = self.cli.mcp.call(self.cli.args.mcp, tool, args, list_tools)
+        text = outcome.result_text() if outcome.result else outcome.summary(tool)
+        extra = {"content": text, "structuredContent": (outcome.result or {}).get("structuredContent")}
+        self.tool_result(tool_id, text, None if outcome.ok else True, extra)
+        return outcome
+
     def d_mcp(self, d: core.Directive, tool: str | None = None, args: Any = None) -> None:
         tool = tool or d.get_str("tool", "publish") or "publish"
         args = args if args is not None else d.get_json("args", {})
-        tool_id = self.tool_use(f"mcp__groupx__{tool}", args if isinstance(args, dict) else {"value": args})
-        outcome = self.cli.mcp.call(self.cli.args.mcp, tool, args, d.get_bool("list"))
+        outcome = self.mcp_round_trip(tool, args, d.get_bool("list"))
         summary = outcome.summary(tool)
-        text = outcome.result_text() if outcome.result else summary
-        extra = {"content": text, "structuredContent": (outcome.result or {}).get("structuredContent")}
-        self.tool_result(tool_id, text, None if outcome.ok else True, extra)
         self.content([summary], 0)
         self.mcp_expect(d, tool, outcome)
         if not outcome.ok and d.get_bool("fail_turn_on_error"):
@@ -309,6 +314,17 @@ class ClaudeTurn(TurnBase):
 
     def d_mcp_ask(self, d: core.Directive) -> None:
         self.d_mcp(d, "ask", self.ask_args(d))
+
+    def d_operator_status(self, d: core.Directive) -> None:
+        """The demo room assistant (``bin/demo-assistant``): the operator tools ``roster``, then
+        ``worker_ask`` to every enabled agent, then a summary of the answers as the reply."""
+        roster = self.mcp_round_trip("roster", {})
+        agents = self.enabled_agents(roster)
+        if not agents:
+            self.content([self.status_summary([], None)], 0)
+            return
+        asked = self.mcp_round_trip("worker_ask", self.status_ask_args(d, agents))
+        self.content([self.status_summary(agents, asked)], 0)
 
     def d_hang(self, d: core.Directive) -> None:
         self.complete_on_interrupt = d.get_bool("complete_on_interrupt", self.complete_on_interrupt)

@@ -194,6 +194,42 @@ class TurnBase(abc.ABC):
         """``mcp-ask to=agent:x text=...``: the demo's one-line agent-to-agent question."""
         return {**TurnBase.send_args(d), "content": d.get_str("text", "what do you think?")}
 
+    # ---- the demo room assistant (operator tools; issue 20) ----------------------------------------
+    STATUS_QUESTION = "The room assistant asks: what is your status, in one line?"
+
+    @staticmethod
+    def structured(outcome: Any) -> dict[str, Any]:
+        found = (outcome.result or {}).get("structuredContent") if outcome.ok else None
+        return found if isinstance(found, dict) else {}
+
+    @classmethod
+    def enabled_agents(cls, roster: Any) -> list[str]:
+        return [a["actorId"] for a in cls.structured(roster).get("agents", []) if a.get("enabled")]
+
+    @classmethod
+    def status_ask_args(cls, d: core.Directive, agents: list[str]) -> dict[str, Any]:
+        return {"to": agents, "content": d.get_str("text", cls.STATUS_QUESTION),
+                "clientCommandId": f"demo-status-{uuid.uuid4().hex[:12]}", "timeoutMs": d.get_int("timeout_ms", 120000)}
+
+    @classmethod
+    def status_summary(cls, agents: list[str], asked: Any) -> str:
+        """What the demo assistant answers: one line per agent, from worker_ask's results."""
+        if not agents:
+            return "There is no enabled agent in the room to ask."
+        if asked is None or not asked.ok:
+            return f"I could not ask the agents ({asked.code if asked is not None else 'no answer'})."
+        results = {r.get("target"): r for r in cls.structured(asked).get("results", [])}
+        lines = [f"I asked {len(agents)} agent(s) for a status:"]
+        for agent in agents:
+            result = results.get(agent, {})
+            if result.get("status") == "completed":
+                lines.append(f"- {agent}: {' '.join(str(result.get('content', '')).split())[:200]}")
+            elif result.get("status") == "pending":
+                lines.append(f"- {agent}: still working (I will read the room for the answer later)")
+            else:
+                lines.append(f"- {agent}: no answer ({result.get('errorCode') or result.get('status') or 'unknown'})")
+        return "\n".join(lines)
+
     def mcp_expect(self, d: core.Directive, tool: str, outcome: Any) -> None:
         expect = d.get_str("expect", "any")
         if expect in ("ok", "error"):

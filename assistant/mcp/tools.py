@@ -25,7 +25,7 @@ from agents.mcp.tools import (
 )
 from agents.mcp.tools import MemberTool as OperatorTool
 from agents.restart import restart_agent
-from assistant import operator_memory, operator_room, setup_access, status
+from assistant import operator_memory, operator_room, runtime, setup_access
 from groupx_site.core import db
 from groupx_site.core.errors import invalid
 from groupx_site.core.ids import OPERATOR_BINDING_ID
@@ -33,7 +33,6 @@ from memory import engine
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS
 from memory.usage import usage
 from rooms import validation
-from setup_wizard.config import load_config
 from turns import asks
 from turns.member_actions import bounded_int
 
@@ -239,6 +238,5 @@ def setup_read(binding_id, payload):
                {"config": {"type": "object"}}, ("config",))
 def setup_save(binding_id, payload: Any):
     saved = setup_access.save(payload)
-    if load_config(settings.GROUPX_CONFIG_PATH).assistant != settings.GROUPX_CONFIG.assistant:
-        status.require_restart()  # this brain runs the old settings until GroupX restarts
+    runtime.note_saved_config()  # this brain runs the old settings until GroupX restarts
     return saved
