@@ -131,8 +131,16 @@ export class AssistantPanel {
     const reply = await read("/api/assistant/messages");
     if (!reply.ok) return;
     this.loaded = true;
-    for (const message of /** @type {SideMessages} */ (reply.data).messages || []) this.showMessage(message);
+    const messages = /** @type {SideMessages} */ (reply.data).messages || [];
+    for (const message of messages) this.showMessage(message);
     this.scrollToEnd();
+    // A reload in the middle of a run: the last question is still being answered. Posting it
+    // again under its own clientCommandId joins that run (never a second row, never a second run).
+    const last = messages.at(-1);
+    if (last && last.role === "user" && last.clientCommandId && this.state && this.state.status === "busy"
+        && !this.inFlight) {
+      this.send({ clientCommandId: last.clientCommandId, content: last.content, row: this.rows.get(last.messageId) });
+    }
   }
 
   /** One stored row (user or assistant), placed once: a replayed reply never shows twice. */
@@ -140,6 +148,7 @@ export class AssistantPanel {
     const existing = this.rows.get(message.messageId);
     if (existing) {
       if (row && row !== existing) row.remove();
+      existing.dataset.state = "stored";
       return existing;
     }
     const item = row || this.row(message.role, message.content);

@@ -93,6 +93,10 @@ def test_while_the_assistant_thinks_the_chat_says_so_and_stop_ends_its_run(room,
     expect(thinking).to_contain_text("is thinking")
     expect(page.locator("#assistant-send")).to_be_hidden()  # one run at a time: Stop takes its place
     expect(page.locator("#assistant-status")).to_have_text("busy")
+    page.reload()  # a fresh page joins the run in flight under the question's own clientCommandId
+    page.wait_for_selector("body[data-ready=true]", state="attached", timeout=15_000)
+    expect(thinking).to_contain_text("is thinking")
+    expect(panel(page).locator(".assistant-msg--user", has_text="think about it forever")).to_have_count(1)
     panel(page).get_by_role("button", name="Stop").click()
 
     expect(thinking).to_have_count(0, timeout=30_000)
