@@ -89,6 +89,24 @@ def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents
     assert server.config_path.read_text() == before
 
 
+@pytest.mark.parametrize(
+    ("assistant", "expected"),
+    [
+        (lambda cwd: {"enabled": True, "brain": None}, "missing"),
+        (lambda cwd: {"enabled": False, "brain": {"driver": "claude", "cwd": str(cwd / "missing")}}, "cwd_not_found"),
+    ],
+    ids=["enabled-without-brain", "brain-cwd-missing"],
+)
+def test_an_assistant_without_a_working_directory_that_exists_is_refused_at_its_cwd(running, assistant, expected):
+    server = running
+    before = server.config_path.read_text()
+
+    response = server.post("/api/setup", draft(agent("kimi", server.workdir), assistant=assistant(server.workdir)))
+
+    assert issues_of(response) == {"config.assistant.brain.cwd": expected}
+    assert server.config_path.read_text() == before
+
+
 def test_transport_and_other_top_level_fields_are_not_settings(running):
     server = running
     body = draft(agent("kimi", server.workdir))
