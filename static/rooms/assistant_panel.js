@@ -29,6 +29,7 @@ const POLL_MS = { starting: 1_000, busy: 3_000 }; // status while it may change 
 const STATUS_TEXT = { disabled: "off", starting: "starting", ready: "ready", busy: "busy", failed: "failed",
   restart_required: "restart required" };
 const PHONE = matchMedia("(max-width: 760px)");
+const ROOMY = matchMedia("(min-width: 1100px)"); // room for the timeline beside the agents and the panel
 
 /** GET JSON as {ok, status, data} (a missing backend is a 404, not an exception). */
 async function read(url) {
@@ -74,7 +75,7 @@ export class AssistantPanel {
     this.toggle.hidden = false;
     // Open by default on a wide screen when it is enabled; a phone opens the sheet on demand.
     const choice = loadSetting(OPEN_KEY);
-    const open = choice === null ? this.state.enabled && !PHONE.matches : choice === "true" && !PHONE.matches;
+    const open = choice === null ? this.state.enabled && ROOMY.matches : choice === "true" && !PHONE.matches;
     this.setOpen(open, { remember: false });
   }
 
