@@ -216,3 +216,14 @@ def test_the_brain_can_be_another_driver_and_reaches_the_operator_tools(tmp_path
         assert "mcp:roster:ok:" in answer["assistantMessage"]["content"], answer
     finally:
         server.stop()
+
+
+def test_a_brain_that_cannot_start_is_failed_and_each_message_gets_a_short_failure(make_server, tmp_path):
+    server = make_server(assistant={"enabled": True, "brain": {"driver": "claude", "command": str(tmp_path / "gone"),
+                                                               "cwd": str(tmp_path)}})
+    wait_until(lambda: server.get("/api/assistant").json()["status"] == "failed", timeout=60, message="failed")
+    assert "ADAPTER_NOT_FOUND" in server.get("/api/assistant").json()["detail"]
+    answer = say(server, "anyone there?")
+    assert answer.status_code == 200
+    assert answer.json()["assistantMessage"]["outcome"] == "failed"
+    assert answer.json()["assistantMessage"]["content"].startswith("The assistant could not answer (ADAPTER_NOT_FOUND)")
