@@ -102,7 +102,10 @@ export class AssistantPanel {
     clearTimeout(this.pollTimer);
     const reply = await read("/api/assistant");
     if (reply.ok) this.showStatus(/** @type {AssistantState} */ (reply.data));
-    else if (this.state) this.showStatus({ ...this.state, status: "failed", detail: `HTTP_${reply.status || 0}` });
+    else if (this.state) {
+      const detail = reply.status ? `GET /api/assistant answered HTTP ${reply.status}` : "GroupX could not be reached";
+      this.showStatus({ ...this.state, status: "failed", detail });
+    }
   }
 
   showStatus(state) {
@@ -112,6 +115,7 @@ export class AssistantPanel {
     this.toggle.dataset.status = status;
     this.status.dataset.status = status;
     this.status.querySelector(".assistant-status-text").textContent = STATUS_TEXT[status] || status;
+    this.toggle.title = `${this.title.textContent}: ${STATUS_TEXT[status] || status}`;
     if (status === "disabled" && !state.detail) {
       replaceChildren(this.detail, "The assistant is off. Turn it on in ",
         h("a", { href: "/setup", text: "Agent settings" }), ", then restart GroupX.");
