@@ -31,6 +31,11 @@ def clear() -> None:
     _runner = _canceller = None
 
 
+def available() -> bool:
+    """Whether anything runs the brain (checked before a side-chat row is written)."""
+    return _runner is not None
+
+
 async def run(user_message_id: str) -> None:
     """Answer the user row ``user_message_id`` (joining the run already answering it, if any)."""
     if _runner is None:

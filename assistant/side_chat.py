@@ -28,7 +28,9 @@ def assistant_state() -> dict[str, Any]:
 
 async def post_message(message: SideMessage) -> dict[str, Any]:
     state = status.snapshot()
-    if state["status"] in NOT_READY:
+    if state["status"] in NOT_READY or not brain_hook.available():
+        # Nothing is written: a disabled assistant saved as enabled reads restart_required, and
+        # still has no brain to answer until GroupX restarts.
         raise GroupXError("SESSION_NOT_AVAILABLE", f"the room assistant is {state['status']}",
                           details={"status": state["status"]})
     recorded = await db.write(conversation.record_user_message)(WEB_BINDING_ID, message)

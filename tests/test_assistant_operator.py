@@ -98,6 +98,16 @@ def test_worker_dispatch_writes_an_operator_dispatch_and_a_paired_turn_but_no_ch
     assert roles == {"worker", "observer"}
 
 
+def test_a_retried_worker_dispatch_with_the_same_command_id_dispatches_once(op):
+    args = {"to": ["agent:sleeper"], "content": "only once", "clientCommandId": cid()}
+    first = operate(op, "worker_dispatch", args)
+    again = operate(op, "worker_dispatch", args)
+    assert again == first
+    assert len([e for e in events_of(op, "operator.dispatch") if e["body"]["content"] == "only once"]) == 1
+    other = operate(op, "worker_dispatch", {**args, "content": "something else"})
+    assert other["code"] == "CLIENT_COMMAND_CONFLICT"
+
+
 def test_worker_ask_waits_and_returns_the_answers(op):
     result = operate(op, "worker_ask", {"to": ["agent:hermes"], "content": "status?", "clientCommandId": cid(),
                                         "timeoutMs": 60_000})
@@ -195,7 +205,8 @@ def test_context_usage_counts_an_operator_dispatch(op):
 
 def test_context_compact_and_reset_run_as_operator(op):
     compact = operate(op, "context_compact", {"clientCommandId": cid()})
-    assert "compacted" in compact or "code" in compact
+    assert compact["compacted"] is True, compact  # kimi or hermes wrote the summary
+    assert "summaryThroughSeq" in operate(op, "context_usage", {})
     reset = operate(op, "context_reset", {"clientCommandId": cid(), "resetNativeSessions": False})
     event = next(e for e in events_of(op, "context.reset") if e["actor"]["actorId"] == "user:assistant")
     assert reset and event["provenance"]["sourceKind"] == "operator"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.agents import admin_session, db_rows, wire
 from tests.assistant_room import assistant_config, assistant_room, directive, say
-from tests.server import hanging_agent, wait_until
+from tests.server import FAKES_BIN, hanging_agent, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +197,18 @@ def test_a_disabled_assistant_is_not_available_but_a_bad_body_is_refused_first(r
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
     malformed = room.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", "from": "me"})
     assert malformed.status_code == 400 and malformed.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
+
+
+def test_an_assistant_enabled_by_a_save_is_not_available_until_a_restart_and_nothing_is_written(room):
+    draft = room.get("/api/setup").json()["config"]
+    draft["assistant"] = {"enabled": True, "name": "Helper", "extraInstructions": "",
+                          "brain": {"driver": "claude", "command": {"executable": str(FAKES_BIN / "claude")},
+                                    "cwd": str(room.workdir)}}
+    assert room.post("/api/setup", {"config": draft}).status_code == 200
+    assert room.get("/api/assistant").json()["status"] == "restart_required"
+    refused = room.post("/api/assistant/messages", {"clientCommandId": "after-save", "content": "hi"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
+    assert room.get("/api/assistant/messages").json()["messages"] == []
 
 
 def test_an_assistant_still_starting_is_not_available(make_server, tmp_path):
