@@ -39,9 +39,9 @@ from setup_wizard.starter import demo_agents
 DEFAULT_PORT = 4310
 DEFAULT_STORAGE = ".groupx/groupx.db"
 ASSISTANT_NAME = "房间助理"
-# The room assistant (FEATURES §13) is not built yet: the page hides its card and the starter draft
-# leaves it off. A file that has an ``assistant`` block keeps it untouched (nothing reads it).
-ASSISTANT_AVAILABLE = False
+# The room assistant (FEATURES §13): the page shows its card and a first setup turns it on (PROTOCOL
+# §10.6). A save without the card (an older page) keeps the file's ``assistant`` block (D49).
+ASSISTANT_AVAILABLE = True
 # Names a user may expect to find here; they get a message saying why there is no such setting.
 NOT_SETTINGS = {"transport", "access", "sandbox", "model", "approval", "approvalPolicy", "permissionMode"}
 
@@ -149,7 +149,7 @@ def starter_draft(config_path: Path, drivers: list[detect.DriverStatus]) -> dict
         agents += demo_drafts(Path(workdir))
     brain_from = next((a for a in agents if a["enabled"]), None)
     assistant = {
-        # The protocol turns it on for a first setup; it stays off until the assistant exists.
+        # The protocol turns it on for a first setup, on the first enabled agent's CLI.
         "enabled": ASSISTANT_AVAILABLE and brain_from is not None,
         "name": ASSISTANT_NAME, "extraInstructions": "",
         "brain": brain_from and {"driver": brain_from["driver"], "command": dict(brain_from["command"]),
@@ -239,6 +239,12 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         issues.append(issue("config.agents", "none_enabled", "enable at least one agent"))
     if draft.assistant and draft.assistant.brain:
         issues += _command_issues("config.assistant.brain.command", draft.assistant.brain.command)
+        if not (config_dir / draft.assistant.brain.cwd).is_dir():
+            issues.append(issue("config.assistant.brain.cwd", "cwd_not_found",
+                                f"no such directory: {draft.assistant.brain.cwd}"))
+    elif draft.assistant and draft.assistant.enabled:
+        issues.append(issue("config.assistant.brain.cwd", "missing",
+                            "an enabled assistant needs a working directory for its CLI"))
     return issues
 
 

@@ -49,7 +49,7 @@ def test_every_event_type_the_code_spells_out_is_declared():
 def test_every_event_type_the_page_names_is_declared():
     named = set()
     for path in (ROOT / "static" / "rooms").glob("*.js"):
-        named.update(re.findall(r'"((?:message|turn|session|memory|identity|context|routing)\.[a-z_.]*[a-z_])"',
+        named.update(re.findall(r'"((?:message|turn|session|memory|identity|context|routing|operator)\.[a-z_.]*[a-z_])"',
                                 path.read_text()))
     assert sorted(named - set(REGISTRY)) == []
 

@@ -59,7 +59,7 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
     assert set(sleeper) == {"id", "driver", "name", "identity", "command", "cwd", "enabled"}
     assert sleeper["id"] == "sleeper" and sleeper["command"]["prefixArgs"] == []
     assert config["assistant"]["enabled"] is False  # an existing file without an assistant keeps it off
-    assert snapshot["assistantAvailable"] is False  # not built yet: the page hides its card
+    assert snapshot["assistantAvailable"] is True  # the page shows the assistant's card (D49)
     assert "existingConfigError" not in snapshot
 
 
@@ -86,6 +86,24 @@ def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents
 
     assert issues_of(response) == expected
     assert all(i["message"] for i in response.json()["error"]["details"]["issues"])
+    assert server.config_path.read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("assistant", "expected"),
+    [
+        (lambda cwd: {"enabled": True, "brain": None}, "missing"),
+        (lambda cwd: {"enabled": False, "brain": {"driver": "claude", "cwd": str(cwd / "missing")}}, "cwd_not_found"),
+    ],
+    ids=["enabled-without-brain", "brain-cwd-missing"],
+)
+def test_an_assistant_without_a_working_directory_that_exists_is_refused_at_its_cwd(running, assistant, expected):
+    server = running
+    before = server.config_path.read_text()
+
+    response = server.post("/api/setup", draft(agent("kimi", server.workdir), assistant=assistant(server.workdir)))
+
+    assert issues_of(response) == {"config.assistant.brain.cwd": expected}
     assert server.config_path.read_text() == before
 
 

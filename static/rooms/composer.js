@@ -6,26 +6,25 @@
 
 import { postJson } from "./api.js";
 import { codePoints, excerpt, h, newCommandId, tintFor } from "./dom.js";
+import { loadSetting as load, saveSetting as save } from "./storage.js";
 
 export const MAX_CHARACTERS = 131_072;
 const DRAFT_KEY = "groupx.draft";
 const RECIPIENTS_KEY = "groupx.recipients";
 
-function load(key) {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null; // storage disabled: the composer still works, it just forgets
-  }
-}
-
-function save(key, value) {
-  try {
-    if (value === null) localStorage.removeItem(key);
-    else localStorage.setItem(key, value);
-  } catch {
-    /* storage full or disabled */
-  }
+/** The form's submit and Enter in its box send; Shift+Enter is a newline, and an IME composition
+ * in progress is never sent (the assistant's side chat sends the same way). */
+export function sendOnEnter(form, input, submit) {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !event.altKey && !event.ctrlKey) {
+      event.preventDefault();
+      submit();
+    }
+  });
 }
 
 export class Composer {
@@ -48,17 +47,7 @@ export class Composer {
       this.all = false;
       this.picked = new Set(stored.split(","));
     }
-    this.form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.submit();
-    });
-    this.input.addEventListener("keydown", (event) => {
-      // Enter sends, Shift+Enter is a newline; never send in the middle of an IME composition.
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !event.altKey && !event.ctrlKey) {
-        event.preventDefault();
-        this.submit();
-      }
-    });
+    sendOnEnter(this.form, this.input, () => this.submit());
     this.input.addEventListener("input", () => {
       clearTimeout(this.draftTimer);
       this.draftTimer = setTimeout(() => save(DRAFT_KEY, this.input.value || null), 250);

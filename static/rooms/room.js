@@ -7,6 +7,7 @@
 import { AgentMemory } from "./agent_memory.js";
 import { restartAgent } from "./agent_restart.js";
 import { getJson, postJson } from "./api.js";
+import { AssistantPanel } from "./assistant_panel.js";
 import { Attention } from "./attention.js";
 import { setRoster } from "./avatars.js";
 import { Composer } from "./composer.js";
@@ -17,6 +18,7 @@ import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
+import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
@@ -57,6 +59,7 @@ const timeline = new Timeline(
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
     onLatest: () => boot(),
+    renderers: RENDERERS, // event types with a renderer of their own (the assistant's dispatches)
   },
 );
 
@@ -108,6 +111,16 @@ new MentionPicker($("message-input"), {
   agents: () => composer.agents,
   onPick: (actorId) => composer.address(actorId),
 });
+
+// The private side chat with the room assistant: never a room message (FEATURES §13).
+const assistantRoot = $("assistant-panel");
+const assistantPanel = new AssistantPanel({
+  panel: assistantRoot, toggle: $("assistant-toggle"), collapse: assistantRoot.querySelector(".assistant-collapse"),
+  title: $("assistant-title"), status: $("assistant-status"), detail: $("assistant-detail"), log: $("assistant-log"),
+  form: $("assistant-form"), input: $("assistant-input"), sendButton: $("assistant-send"),
+  stopButton: $("assistant-stop"), error: $("assistant-error"),
+});
+assistantPanel.start();
 
 const attention = new Attention($("notify-toggle"), {
   turnAgent: (env) => actorName((turns.get(env.body && env.body.turnId) || {}).target || (env.to && env.to[0])),
@@ -188,7 +201,10 @@ function setConnection(state) {
   const pill = $("connection");
   pill.dataset.state = state;
   pill.querySelector(".connection-text").textContent = CONNECTION_TEXT[state] || state;
-  if (state === "live") pollHealth(); // statuses may have changed while we were away
+  if (state === "live") { // statuses may have changed while we were away
+    pollHealth();
+    assistantPanel.refreshStatus();
+  }
 }
 
 // Only events that arrive on the stream are news for the title and notifications.

@@ -41,7 +41,7 @@ export class Timeline {
   /**
    * @param elements {scroller, durable, live, jump}
    * @param ctx {turns, agentActor(actorId), onReply(env), onForward(env), onCancel(turnId), onActivity(actorId),
-   *   onLatest() (leave a window of old events: rebuild from a fresh bootstrap)}
+   *   onLatest() (leave a window of old events: rebuild from a fresh bootstrap), renderers (type → fn(this, env))}
    */
   constructor(elements, ctx) {
     Object.assign(this, elements);
@@ -123,7 +123,7 @@ export class Timeline {
     else if (type.startsWith("session.")) this.session(env);
     else if (type.startsWith("memory.") && body.record) this.memoryLine(env);
     else if (type.startsWith("supervision.")) this.pairs.apply(env);
-    else this.generic(env);
+    else (this.ctx.renderers?.get(type) || ((timeline, e) => timeline.generic(e)))(this, env);
     this.changed();
   }
 

@@ -2,8 +2,10 @@
 
     python -m tests.browser.take_screenshots [--out docs/screenshots]
 
-writes room-{light,dark}-{wide,narrow}.png: 1280 px and 390 px wide, light and dark, and
-agent-memory-light-wide.png (Kimi's memory drawer open). A real server
+writes room-{light,dark}-{wide,narrow}.png: 1280 px and 390 px wide, light and dark,
+agent-memory-light-wide.png (Kimi's memory drawer open) and assistant-panel.png (the room
+assistant's side chat after it asked every agent for a status: its operator dispatch and the
+agents' replies in the timeline, its summary in the panel). A real server
 runs the fake Kimi, Hermes and Grok CLIs. Round one (history) is scripted through each fake's
 default turn; the server is then restarted with new scripts for round two, which the four pages
 watch live, so the pictures show finished replies, reasoning and tool lines, a reply quote, a
@@ -156,6 +158,55 @@ def take(out: Path) -> None:
         server.stop()
 
 
+ASSISTANT_ASK = {"to": ["agent:kimi", "agent:hermes", "agent:grok"], "clientCommandId": "shot-status",
+                 "content": "Quick status check: one line on what you are working on and whether anything blocks you."}
+# The assistant's brain (the fake Claude CLI) asks through /mcp/operator, then sums up; the fake
+# writes the tool's result (mcp:worker_ask:ok:<eventId>) as its first line.
+ASSISTANT_TURN = [
+    f"mcp tool=worker_ask args='{json.dumps(ASSISTANT_ASK)}'",
+    'stream n=6 delay_ms=40 text="\n\nAll three answered:\n\n- **Kimi** fixed the naive datetime in '
+    '`create_session`; the auth suite is green.\n- **Hermes** is reviewing that diff, nothing found so far.\n'
+    '- **Grok** is adding the 12-hour boundary test.\n\nNothing is blocked."',
+]
+STATUS_REPLIES = {
+    "kimi": ['stream n=3 delay_ms=30 text="Fixed `create_session` (timezone.now()); auth suite green. Not blocked."'],
+    "hermes": ['stream n=3 delay_ms=30 text="Reviewing Kimi\'s diff in auth/session.py: looks right so far."'],
+    "grok": ['stream n=3 delay_ms=30 text="Writing test_session_expires_at_boundary. Not blocked."'],
+}
+
+
+def take_assistant(out: Path) -> None:
+    """assistant-panel.png: a person asks the assistant for a status; it dispatches, waits, answers."""
+    from tests.assistant_room import assistant_config, assistant_room
+
+    workdir = Path(tempfile.mkdtemp(prefix="groupx-shots-assistant-"))
+    for name, turn in STATUS_REPLIES.items():
+        (workdir / f"cwd-{name}").mkdir()
+        (workdir / f"cwd-{name}" / ".groupx-fake.json").write_text(json.dumps({"default_turn": turn}))
+    assistant = assistant_config(workdir, name="Room assistant")
+    (Path(assistant["brain"]["cwd"]) / ".groupx-fake.json").write_text(json.dumps({"default_turn": ASSISTANT_TURN}))
+    server = assistant_room(workdir, "kimi", "hermes", "grok", assistant=assistant,
+                            timeouts={"handshakeMs": 600000, "closeMs": 300})
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(**launch_options())
+            page = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900}).new_page()
+            page.goto(server.url("/"))
+            expect(page.locator("body[data-ready=true]")).to_be_attached(timeout=15_000)
+            box = page.get_by_label("Message to the assistant")
+            box.fill("Ask every agent for a status and summarise.")
+            box.press("Enter")
+            dispatch = page.locator('#durable .dispatch[data-type="operator.dispatch"]')
+            expect(dispatch.locator('.turn-chip[data-status="completed"]')).to_have_count(3, timeout=60_000)
+            expect(page.locator(".assistant-msg--assistant", has_text="Nothing is blocked")).to_be_visible(timeout=60_000)
+            page.wait_for_timeout(300)  # let the last scroll-to-bottom frame land
+            page.screenshot(path=str(out / "assistant-panel.png"), animations="disabled")
+            print(f"wrote {out / 'assistant-panel.png'}")
+            browser.close()
+    finally:
+        server.stop()
+
+
 def run(take_into, doc: str, argv: list[str] | None = None) -> int:
     """The command line of a screenshot script: ``--out``, then ``take_into(out)``."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
@@ -168,8 +219,13 @@ def run(take_into, doc: str, argv: list[str] | None = None) -> int:
     return 0
 
 
+def take_all(out: Path) -> None:
+    take(out)
+    take_assistant(out)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run(take, __doc__, argv)
+    return run(take_all, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 
 The first run writes a starter config and serves the room at once (docs/DECISIONS.md D26): with no
 agent CLI on PATH the room runs the demo agents and a banner offers /setup; the page shows the CLIs
-this machine has open and folds the others away; the room assistant's card stays hidden until the
-assistant exists. In a running instance a save asks for a restart and the room shows the new
-agent as pending restart. Every wait is a page condition (Playwright's expect) or a deadline,
+this machine has open and folds the others away, and the room assistant's card. In a running
+instance a save asks for a restart and the room shows the new agent as pending restart. Every wait is a page condition (Playwright's expect) or a deadline,
 never a sleep.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -61,7 +61,8 @@ def test_the_demo_room_offers_setup_in_a_banner_that_stays_dismissed_after_a_rel
     expect(banner).to_be_hidden()
 
 
-def test_setup_shows_the_cli_found_on_path_open_the_others_folded_and_no_assistant(tmp_path, browser, page_errors):
+def test_setup_shows_the_cli_found_on_path_open_the_others_folded_and_the_assistant_off(tmp_path, browser,
+                                                                                       page_errors):
     # This machine's PATH has exactly one agent CLI, "kimi" (the fake under its real name); the
     # roster runs it and keeps a disabled codex that is not installed.
     workdir = tmp_path / "room"
@@ -95,11 +96,13 @@ def test_setup_shows_the_cli_found_on_path_open_the_others_folded_and_no_assista
         folded.locator("summary").click()
         expect(folded.locator(".agent")).to_be_visible()
 
-        expect(page.locator("#assistant")).to_be_hidden()
-        page.locator("#save").click()  # the folded card is saved too, and no assistant is written
+        # A file without an assistant keeps it off (PROTOCOL §10.6); its card is there to turn it on.
+        expect(page.locator("#assistant")).to_be_visible()
+        expect(page.locator("#assistant-enabled")).not_to_be_checked()
+        page.locator("#save").click()  # the folded card is saved too, and the assistant stays off
         expect(page.locator("#banner")).to_contain_text("Saved 2 agents (1 enabled)")
-        written = server.config_path.read_text()
-        assert '"codex"' in written and '"assistant"' not in written
+        written = json.loads(server.config_path.read_text())
+        assert "codex" in written["agents"] and written["assistant"]["enabled"] is False
     finally:
         context.close()
         server.stop()
