@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real bench lint install browser-deps
+.PHONY: run test test-fast test-faults test-real bench bench-compare lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,15 @@ test-real: install
 # Speed and memory, measured against a real server with instant fake agents (docs/PERFORMANCE.md).
 bench: install
 	$(PY) -m bench.run
+
+# Side by side with the reference implementation (the public TypeScript GroupX; issue 22,
+# docs/PERFORMANCE.md): builds it in a cache outside the repository (ANCHOR_GIT = a local git copy,
+# else a clone; GROUPX_REFERENCE_CACHE, default ~/.cache/groupx-reference), runs the same harness
+# against it, `groupx start` and `manage.py runserver`, three rounds interleaved (~3 minutes), and
+# writes the ratio table into docs/PERFORMANCE.md. Skips (exit 0) when the reference cannot be built.
+# Not part of .ci/run: long, and noisy on a shared machine.
+bench-compare: install
+	$(PY) -m bench.compare
 
 lint: install
 	$(VENV)/bin/ruff check .
