@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real bench bench-compare lint install browser-deps
+.PHONY: run test test-fast test-faults test-real bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ bench: install
 # Not part of .ci/run: long, and noisy on a shared machine.
 bench-compare: install
 	$(PY) -m bench.compare
+
+# Where the server CPU of one Turn goes in the embedded default: 500 sequential Turns under py-spy,
+# split into the steps of a Turn (docs/PERFORMANCE.md "Where a Turn's milliseconds go", D50).
+bench-profile: install
+	$(PY) -m bench.profile_turn
 
 lint: install
 	$(VENV)/bin/ruff check .
