@@ -46,6 +46,25 @@ _START_TURN = f"""
         {T.status} = CASE WHEN {T.status} = %s THEN %s ELSE {T.status} END
     WHERE {T.turn_id} = %s"""
 
+# The attempt's dispatch phases (PROTOCOL §5), each one fixed UPDATE (the ORM's cost ~250–350 µs of
+# CPU each, about a tenth of a Turn's database side together).
+A = Names(TurnAttempt)
+# The write-ahead before the native prompt: only from ``prepared``.
+_ATTEMPT_PROMPT_INVOKED = f"""
+    UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.prompt_invoked_at} = %s
+    WHERE {A.attempt_id} = %s AND {A.dispatch_phase} = %s"""
+# The first native event: delivery is certain.
+_ATTEMPT_STARTED = f"""
+    UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.native_turn_id} = %s, {A.started_at} = %s
+    WHERE {A.attempt_id} = %s"""
+_ATTEMPT_TERMINAL = f"UPDATE {A} SET {A.dispatch_phase} = %s, {A.terminal_at} = %s WHERE {A.attempt_id} = %s"
+
+# The terminal CAS (the caller checks the move against turns.states first) and its columns.
+_FINISH_TURN = f"""
+    UPDATE {T} SET {T.status} = %s, {T.response_event_id} = %s, {T.terminal_event_id} = %s,
+        {T.error_code} = %s, {T.partial_text} = %s, {T.terminal_at} = %s
+    WHERE {T.turn_id} = %s AND {T.status} = %s"""
+
 # Everything the terminal transaction reads: the Turn, its attempt (if any) and the source message.
 _t, _a, _e = Names(Turn, "t"), Names(TurnAttempt, "a"), Names(Event, "e")
 _TERMINAL_READ = f"""
@@ -127,6 +146,33 @@ def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -
     with connection.cursor() as cursor:
         cursor.execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current,
                                      START.new, turn_id])
+
+
+def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id,
+                                                 "prepared"])
+
+
+def attempt_started(attempt_id: str, native_turn_id: str | None, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_STARTED, ["native_started", "delivered", native_turn_id, adapt_datetime(at),
+                                          attempt_id])
+
+
+def attempt_terminal(attempt_id: str, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_TERMINAL, ["terminal", adapt_datetime(at), attempt_id])
+
+
+def finish_turn(turn_id: str, current: str, new: str, *, response_event_id: str | None, terminal_event_id: str,
+                error_code: str | None, partial_text: str, terminal_at: datetime) -> bool:
+    """CAS ``current`` → ``new`` (a terminal status) with the terminal columns; False when the Turn
+    is no longer ``current``. The caller has checked the move (turns.states.check_move)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FINISH_TURN, [new, response_event_id, terminal_event_id, error_code, partial_text,
+                                      adapt_datetime(terminal_at), turn_id, current])
+        return cursor.rowcount == 1
 
 
 def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
