@@ -1,5 +1,6 @@
 """Entry point: ``python -m bench.profile_turn`` (``make bench-profile``): where the server's
-milliseconds of one Turn go, in the embedded default (``groupx start``).
+milliseconds of one Turn go, in the embedded default (``groupx start``; ``--entry runserver`` for
+``manage.py runserver``).
 
 Starts GroupX as ``bench.compare`` does (three instant fake ACP agents), warms it up, then runs
 ``--turns`` sequential Turns with the side-by-side harness's latency workload (one message to one
@@ -26,7 +27,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.compare_servers import REPO, Server
+from bench.compare_servers import ENTRY_POINTS, REPO, Server
 from bench.memory import cpu_seconds
 
 HARNESS = REPO / "bench" / "anchor" / "groupx_bench.py"
@@ -34,7 +35,8 @@ RESULTS = REPO / "bench" / "results" / "profile"
 
 # Innermost frames of a thread that waits (py-spy's own idle detection does not see these here).
 IDLE = ("_worker (concurrent/futures/thread.py", "ThreadedChildWatcher._do_waitpid", "EpollSelector.select",
-        "Condition.wait (threading.py", "Event.wait (threading.py")
+        "Condition.wait (threading.py", "Event.wait (threading.py",
+        "StatReloader.tick (")  # runserver's file watcher: its own frame is its sleep; its stats are below it
 
 # (step, how a sample is recognised): the first rule that matches a sample's stack (outermost frame
 # first, each frame "function (file:line)") takes it. Writer-thread commands are told apart by the
@@ -58,6 +60,8 @@ def _has(frames: list[str], *needles: str) -> bool:
 STEPS = (
     ("Context Packet (memory/context.py)", lambda f, t: _has(f, "memory/context.py")),
     ("JSON encoding and decoding (json, pydantic)", lambda f, t: _has(f, "(json/", "pydantic")),
+    ("runserver's autoreloader (stat of every module file each second)",
+     lambda f, t: _has(f, "django/utils/autoreload.py")),
     ("writer-thread hand-offs (submit, wake-up, result back)", lambda f, t: _leaf_is_handoff(f)),
     ("command: post_message (accept the message, queue the Turn)", lambda f, t: _has(f, "accept_message (")),
     ("command: packet, claim, write-ahead, prompt mark (claim_for_prompt)",
@@ -76,17 +80,19 @@ STEPS = (
                        "groupx_site/handler.py", "groupx_site/middleware.py", "groupx_site/body_limit.py")),
     ("lanes and dispatch (agents/lanes.py, agents/dispatch.py)", lambda f, t: _has(f, "agents/lanes.py",
                                                                                   "agents/dispatch.py")),
-    ("event loop and reactor, other", lambda f, t: t == "MainThread"),
+    ("event loop and reactor, other", lambda f, t: t in ("MainThread", "django-main-thread")),
     ("other threads", lambda f, t: True),
 )
 
 
 def _callback(frames: list[str]) -> list[str]:
     """The frames of the work itself: below the event loop's callback dispatch (every main-thread
-    stack starts in daphne's Server.run and twisted's reactor) or a thread's own run()."""
-    for index in range(len(frames) - 1, -1, -1):
-        if frames[index].startswith(("Handle._run (asyncio/events.py", "Thread.run (threading.py")):
-            return frames[index + 1:] or frames[index:]
+    stack starts in daphne's Server.run and twisted's reactor) or a thread's own run(), else below
+    the loop's own iteration (its selector and scheduling)."""
+    for marks in (("Handle._run (asyncio/events.py", "Thread.run (threading.py"), ("BaseEventLoop._run_once (",)):
+        for index in range(len(frames) - 1, -1, -1):
+            if frames[index].startswith(marks):
+                return frames[index + 1:] or frames[index:]
     return frames
 
 
@@ -136,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_turn", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second per thread")
+    parser.add_argument("--entry", choices=ENTRY_POINTS, default="start",
+                        help="how the server is started (runserver: its serving child is sampled)")
     parser.add_argument("--raw", type=Path, help="an existing py-spy raw profile to split (no server run)")
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -149,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     latency, ms_per_turn = None, None
     if args.raw is None:
         with tempfile.TemporaryDirectory(prefix="groupx-profile-") as scratch:
-            server = Server("start", Path(scratch)).start()
+            server = Server(args.entry, Path(scratch)).start()
             try:
                 harness(server, 20, Path(scratch) / "warmup.json")
                 spy = subprocess.Popen([py_spy, "record", "--pid", str(server.pid), "--rate", str(args.rate),
