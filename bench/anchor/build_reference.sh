@@ -5,6 +5,7 @@
 #
 #   ANCHOR_GIT  a local git copy (bare or not) of the reference; default: a bare clone of
 #               $ANCHOR_URL kept in $CACHE/GroupX.git (fetched again when the network allows)
+#   ANCHOR_URL  the public repository to clone (default https://github.com/susyimes/GroupX)
 #   CACHE       where Node 24 and the built tree go; outside the repository
 #               (default ${XDG_CACHE_HOME:-~/.cache}/groupx-reference)
 #
