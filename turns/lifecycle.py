@@ -93,7 +93,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
         if moved is None:
             return None
         claim = Claim(turn_id, new_id("att"), *moved)
-        TurnAttempt.objects.create(
+        turn_sql.insert_attempt(
             attempt_id=claim.attempt_id,
             turn_id=turn_id,
             binding_id=binding_id,

@@ -46,9 +46,17 @@ _START_TURN = f"""
         {T.status} = CASE WHEN {T.status} = %s THEN %s ELSE {T.status} END
     WHERE {T.turn_id} = %s"""
 
-# The attempt's dispatch phases (PROTOCOL §5), each one fixed UPDATE (the ORM's cost ~250–350 µs of
-# CPU each, about a tenth of a Turn's database side together).
+# The attempt (PROTOCOL §5): its INSERT and each dispatch phase one fixed statement (the ORM's forms
+# cost ~100–350 µs of CPU each, about a tenth of a Turn's database side together).
 A = Names(TurnAttempt)
+# A claim's new attempt (``prepared``, ``not_delivered``: the model's defaults), every NOT NULL column
+# the model would fill; the phases' timestamps and the native id stay NULL until their UPDATEs.
+ATTEMPT_INSERT_FIELDS = ("attempt_id", "turn_id", "binding_id", "instance_id", "context_through_seq",
+                         "summary_through_seq", "dispatch_phase", "delivery_certainty", "claimed_at")
+_ATTEMPT_DEFAULTS = {name: TurnAttempt._meta.get_field(name).get_default()
+                     for name in ("dispatch_phase", "delivery_certainty")}
+_INSERT_ATTEMPT = (f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) "
+                   f"VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})")
 # The write-ahead before the native prompt: only from ``prepared``.
 _ATTEMPT_PROMPT_INVOKED = f"""
     UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.prompt_invoked_at} = %s
@@ -146,6 +154,14 @@ def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -
     with connection.cursor() as cursor:
         cursor.execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current,
                                      START.new, turn_id])
+
+
+def insert_attempt(*, attempt_id: str, turn_id: str, binding_id: str | None, instance_id: str | None,
+                   context_through_seq: int, summary_through_seq: int | None, claimed_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_ATTEMPT, [attempt_id, turn_id, binding_id, instance_id, context_through_seq,
+                                         summary_through_seq, _ATTEMPT_DEFAULTS["dispatch_phase"],
+                                         _ATTEMPT_DEFAULTS["delivery_certainty"], adapt_datetime(claimed_at)])
 
 
 def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:

@@ -124,6 +124,19 @@ def test_insert_turn_writes_the_row_create_writes(parent):
     assert differences(by_sql, stored(Turn, pk="turn_p")) == {}
 
 
+@pytest.mark.parametrize("optional", [False, True])
+def test_insert_attempt_writes_the_row_create_writes(optional):
+    turn_id = queued_turn()
+    values = {"attempt_id": "att_p", "turn_id": turn_id, "binding_id": "binding_x" if optional else None,
+              "instance_id": "inst_x" if optional else None, "context_through_seq": 7,
+              "summary_through_seq": 5 if optional else None, "claimed_at": NOW}
+    turn_sql.insert_attempt(**values)
+    by_sql = stored(TurnAttempt, pk="att_p")
+    TurnAttempt.objects.filter(pk="att_p").delete()
+    TurnAttempt.objects.create(**values)
+    assert differences(by_sql, stored(TurnAttempt, pk="att_p")) == {}
+
+
 def twin_turns() -> tuple[str, str]:
     """Two queued Turns of one message, to move one by SQL and the other by the ORM."""
     turns = post([ALPHA, BETA])["turns"]
