@@ -64,7 +64,7 @@ STEPS = (
      lambda f, t: _has(f, "django/utils/autoreload.py")),
     ("writer-thread hand-offs (submit, wake-up, result back)", lambda f, t: _leaf_is_handoff(f)),
     ("command: post_message (accept the message, queue the Turn)", lambda f, t: _has(f, "accept_message (")),
-    ("command: packet, claim, write-ahead, prompt mark (claim_for_prompt)",
+    ("command: claim, write-ahead, prompt mark (claim_for_prompt; the packet is its own step)",
      lambda f, t: _has(f, "claim_for_prompt")),
     ("command: mark_started", lambda f, t: _has(f, "mark_started")),
     ("command: finish (terminal transaction)", lambda f, t: _has(f, "finish (turns/lifecycle.py")),
