@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real bench lint install browser-deps
+.PHONY: run test test-fast test-faults test-real bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,20 @@ test-real: install
 # Speed and memory, measured against a real server with instant fake agents (docs/PERFORMANCE.md).
 bench: install
 	$(PY) -m bench.run
+
+# Side by side with the reference implementation (the public TypeScript GroupX; issue 22,
+# docs/PERFORMANCE.md): builds it in a cache outside the repository (ANCHOR_GIT = a local git copy,
+# else a clone; GROUPX_REFERENCE_CACHE, default ~/.cache/groupx-reference), runs the same harness
+# against it, `groupx start` and `manage.py runserver`, three rounds interleaved (~3 minutes), and
+# writes the ratio table into docs/PERFORMANCE.md. Skips (exit 0) when the reference cannot be built.
+# Not part of .ci/run: long, and noisy on a shared machine.
+bench-compare: install
+	$(PY) -m bench.compare
+
+# Where the server CPU of one Turn goes in the embedded default: 500 sequential Turns under py-spy,
+# split into the steps of a Turn (docs/PERFORMANCE.md "Where a Turn's milliseconds go", D50).
+bench-profile: install
+	$(PY) -m bench.profile_turn
 
 lint: install
 	$(VENV)/bin/ruff check .

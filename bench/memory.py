@@ -21,7 +21,7 @@ def _kib(value: str | None) -> int:
     return int(value.split()[0]) if value else 0
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     found = []
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
@@ -44,12 +44,12 @@ def peak_rss(pid: int) -> dict:
         return {"pid": p, "name": status.get("Name", "?").strip(), "peakMiB": round(_kib(status.get("VmHWM")) / 1024, 1),
                 "rssMiB": round(_kib(status.get("VmRSS")) / 1024, 1)}
 
-    pending, children = _children(pid), []
-    while pending and len(children) < 64:  # bounded walk over the process tree
+    pending, found = children(pid), []
+    while pending and len(found) < 64:  # bounded walk over the process tree
         child = pending.pop()
-        children.append(entry(child))
-        pending.extend(_children(child))
-    return {"server": entry(pid), "children": children}
+        found.append(entry(child))
+        pending.extend(children(child))
+    return {"server": entry(pid), "children": found}
 
 
 def cpu_seconds(pid: int) -> float:

@@ -33,7 +33,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
-def _wait(predicate, timeout: float, what: str):
+def wait_until(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -41,6 +41,19 @@ def _wait(predicate, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+def settle(pid: int, quiet: float = 0.05, window: float = 0.5, bound: float = 10.0) -> None:
+    """Wait (bounded) until a started server has stopped using CPU (sessions, schedulers), so the
+    first figures do not pay for its start."""
+    from bench.memory import cpu_seconds
+
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - before <= quiet:
+            return
 
 
 class BenchServer:
@@ -82,22 +95,10 @@ class BenchServer:
             match = LISTENING.search(self.log_path.read_bytes()[offset:].decode(errors="replace"))
             return match and int(match.group(1))
 
-        self.base_url = f"http://127.0.0.1:{_wait(port, timeout, 'the server to listen')}"
-        _wait(self._agents_ready, timeout, "all three agents ready")  # startup is not part of any figure
-        self._settle()
+        self.base_url = f"http://127.0.0.1:{wait_until(port, timeout, 'the server to listen')}"
+        wait_until(self._agents_ready, timeout, "all three agents ready")  # startup is not part of any figure
+        settle(self.proc.pid)
         return self
-
-    def _settle(self, quiet: float = 0.05, window: float = 0.5, bound: float = 10.0) -> None:
-        """Wait (bounded) until the server has stopped using CPU after its start (sessions,
-        schedulers), so the first figures do not pay for it."""
-        from bench.memory import cpu_seconds
-
-        deadline = time.monotonic() + bound
-        while time.monotonic() < deadline:
-            before = cpu_seconds(self.proc.pid)
-            time.sleep(window)
-            if cpu_seconds(self.proc.pid) - before <= quiet:
-                return
 
     def _agents_ready(self) -> bool:
         try:

@@ -2,9 +2,10 @@
 
 Each function is one short IMMEDIATE transaction, called by the agent runtime through
 ``sync_to_async``; none holds a transaction across an ``await``. Every status change is a
-conditional UPDATE checked against the transition table (``turns.transitions.move_turn``, or the
-fixed statements' ``turns.states.CLAIM`` / ``START``), so a cancel racing a claim or a terminal can
-never produce two outcomes, and an illegal change raises.
+conditional UPDATE checked against the transition table (``turns.transitions.move_turn``, the
+fixed statements' ``turns.states.CLAIM`` / ``START``, or ``check_move`` before the terminal
+``turns.sql.finish_turn``), so a cancel racing a claim or a terminal can never produce two
+outcomes, and an illegal change raises.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from agents.models import DeliveryCursor
 from groupx_site.core.ids import new_id
+from memory import sql as memory_sql
 from memory.dated_sources import register_source as register_dated_memory_source
 from rooms import event_types, events
 from rooms.events import ActorRef
@@ -36,6 +38,7 @@ from turns.states import (
     RUNNING,
     TERMINAL_STATUSES,
     can_move,
+    check_move,
 )
 from turns.transitions import move_turn
 
@@ -90,7 +93,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
         if moved is None:
             return None
         claim = Claim(turn_id, new_id("att"), *moved)
-        TurnAttempt.objects.create(
+        turn_sql.insert_attempt(
             attempt_id=claim.attempt_id,
             turn_id=turn_id,
             binding_id=binding_id,
@@ -118,9 +121,7 @@ def mark_prompt_invoked(claim: Claim) -> bool:
     with transaction.atomic():
         if turn_sql.turn_status(claim.turn_id) != DISPATCHING:
             return False
-        TurnAttempt.objects.filter(attempt_id=claim.attempt_id, dispatch_phase="prepared").update(
-            dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=timezone.now()
-        )
+        turn_sql.attempt_prompt_invoked(claim.attempt_id, timezone.now())
     return True
 
 
@@ -128,10 +129,7 @@ def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> N
     """The first native event: delivery is now certain; the Turn runs (unless already cancelling)."""
     now = timezone.now()
     with transaction.atomic():
-        TurnAttempt.objects.filter(attempt_id=claim.attempt_id).update(
-            dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id,
-            started_at=now,
-        )
+        turn_sql.attempt_started(claim.attempt_id, native_turn_id, now)
         # The native id always; dispatching → running (a cancelling Turn stays cancelling): one UPDATE.
         turn_sql.start_turn(claim.turn_id, native_turn_id, now)
         body: dict[str, Any] = {"attemptId": claim.attempt_id}
@@ -236,7 +234,8 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         # The status CAS and the terminal columns in one UPDATE. The write lock has been held since
         # the status was read above, so the CAS cannot fail in practice; if it ever does, raising
         # rolls back the events written above, exactly as if it had failed before them.
-        moved = move_turn(
+        check_move(turn.status, status)  # as move_turn does, before the fixed statement
+        moved = turn_sql.finish_turn(
             turn_id, turn.status, status,
             response_event_id=response.event_id if response else None,
             terminal_event_id=terminal.event_id,
@@ -247,7 +246,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         if not moved:
             raise _TurnMoved
         if turn.attempt_id is not None:
-            TurnAttempt.objects.filter(attempt_id=turn.attempt_id).update(dispatch_phase="terminal", terminal_at=now)
+            turn_sql.attempt_terminal(turn.attempt_id, now)
             if delivered:
                 advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq, turn.summary_through_seq)
     return status
@@ -276,9 +275,7 @@ def advance_delivery_cursor(actor_id: str, through_seq: int, summary_seq: int | 
     # The usual case, a row behind through_seq, is this one conditional UPDATE; only when it
     # matches nothing (no row yet, or the row is already at or past through_seq) is the row read
     # or created as before. Callers hold the write lock, so nothing moves in between.
-    if DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID, last_delivered_seq__lt=through_seq).update(
-        last_delivered_seq=through_seq
-    ):
+    if memory_sql.advance_delivery_cursor(actor_id=actor_id, room_id=ROOM_ID, through_seq=through_seq):
         return
     cursor, _ = DeliveryCursor.objects.get_or_create(actor_id=actor_id, room_id=ROOM_ID)
     if through_seq > cursor.last_delivered_seq:

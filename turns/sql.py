@@ -46,6 +46,33 @@ _START_TURN = f"""
         {T.status} = CASE WHEN {T.status} = %s THEN %s ELSE {T.status} END
     WHERE {T.turn_id} = %s"""
 
+# The attempt (PROTOCOL §5): its INSERT and each dispatch phase one fixed statement (the ORM's forms
+# cost ~100–350 µs of CPU each, about a tenth of a Turn's database side together).
+A = Names(TurnAttempt)
+# A claim's new attempt (``prepared``, ``not_delivered``: the model's defaults), every NOT NULL column
+# the model would fill; the phases' timestamps and the native id stay NULL until their UPDATEs.
+ATTEMPT_INSERT_FIELDS = ("attempt_id", "turn_id", "binding_id", "instance_id", "context_through_seq",
+                         "summary_through_seq", "dispatch_phase", "delivery_certainty", "claimed_at")
+_ATTEMPT_DEFAULTS = {name: TurnAttempt._meta.get_field(name).get_default()
+                     for name in ("dispatch_phase", "delivery_certainty")}
+_INSERT_ATTEMPT = (f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) "
+                   f"VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})")
+# The write-ahead before the native prompt: only from ``prepared``.
+_ATTEMPT_PROMPT_INVOKED = f"""
+    UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.prompt_invoked_at} = %s
+    WHERE {A.attempt_id} = %s AND {A.dispatch_phase} = %s"""
+# The first native event: delivery is certain.
+_ATTEMPT_STARTED = f"""
+    UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.native_turn_id} = %s, {A.started_at} = %s
+    WHERE {A.attempt_id} = %s"""
+_ATTEMPT_TERMINAL = f"UPDATE {A} SET {A.dispatch_phase} = %s, {A.terminal_at} = %s WHERE {A.attempt_id} = %s"
+
+# The terminal CAS (the caller checks the move against turns.states first) and its columns.
+_FINISH_TURN = f"""
+    UPDATE {T} SET {T.status} = %s, {T.response_event_id} = %s, {T.terminal_event_id} = %s,
+        {T.error_code} = %s, {T.partial_text} = %s, {T.terminal_at} = %s
+    WHERE {T.turn_id} = %s AND {T.status} = %s"""
+
 # Everything the terminal transaction reads: the Turn, its attempt (if any) and the source message.
 _t, _a, _e = Names(Turn, "t"), Names(TurnAttempt, "a"), Names(Event, "e")
 _TERMINAL_READ = f"""
@@ -127,6 +154,41 @@ def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -
     with connection.cursor() as cursor:
         cursor.execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current,
                                      START.new, turn_id])
+
+
+def insert_attempt(*, attempt_id: str, turn_id: str, binding_id: str | None, instance_id: str | None,
+                   context_through_seq: int, summary_through_seq: int | None, claimed_at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_ATTEMPT, [attempt_id, turn_id, binding_id, instance_id, context_through_seq,
+                                         summary_through_seq, _ATTEMPT_DEFAULTS["dispatch_phase"],
+                                         _ATTEMPT_DEFAULTS["delivery_certainty"], adapt_datetime(claimed_at)])
+
+
+def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id,
+                                                 "prepared"])
+
+
+def attempt_started(attempt_id: str, native_turn_id: str | None, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_STARTED, ["native_started", "delivered", native_turn_id, adapt_datetime(at),
+                                          attempt_id])
+
+
+def attempt_terminal(attempt_id: str, at: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_ATTEMPT_TERMINAL, ["terminal", adapt_datetime(at), attempt_id])
+
+
+def finish_turn(turn_id: str, current: str, new: str, *, response_event_id: str | None, terminal_event_id: str,
+                error_code: str | None, partial_text: str, terminal_at: datetime) -> bool:
+    """CAS ``current`` → ``new`` (a terminal status) with the terminal columns; False when the Turn
+    is no longer ``current``. The caller has checked the move (turns.states.check_move)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FINISH_TURN, [new, response_event_id, terminal_event_id, error_code, partial_text,
+                                      adapt_datetime(terminal_at), turn_id, current])
+        return cursor.rowcount == 1
 
 
 def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:

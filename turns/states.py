@@ -3,7 +3,8 @@
 ``TRANSITIONS`` is the one table of legal status changes. Every change is checked against it:
 the ORM's conditional UPDATEs go through ``turns.transitions.move_turn``, and the hot path's fixed
 statements (turns/sql.py) take their from/to statuses from the ``Move`` constants below, each
-checked against the table when this module is imported. An illegal change raises
+checked against the table when this module is imported, or, for the terminal ``finish_turn``
+whose statuses vary, from its caller after ``check_move``. An illegal change raises
 ``IllegalTransition`` before anything is written. This module is pure Python: no Django.
 """
 

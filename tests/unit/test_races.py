@@ -18,8 +18,10 @@ from rooms import actions
 from rooms.models import ClientCommand, Event
 from tests.unit.room import actor, claim, event_types, queued_turn, status
 from turns import lifecycle
+from turns import sql as turn_sql
 from turns.actions import cancel_turn
 from turns.lifecycle import TurnOutcome
+from turns.transitions import move_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -95,14 +97,14 @@ def test_a_status_change_between_finishs_read_and_its_compare_and_set_rolls_fini
     claimed = claim(turn_id)
     lifecycle.mark_prompt_invoked(claimed)
     lifecycle.mark_started(claimed, actor("agent:alpha"), "native-1")
-    real_move = lifecycle.move_turn
+    real_finish = turn_sql.finish_turn
 
-    def move_after_a_competitor(turn, current, new, **columns):
+    def finish_after_a_competitor(turn, current, new, **columns):
         # Another writer moves the Turn after finish read it: finish's compare-and-set must miss.
-        real_move(turn, current, "cancelling")
-        return real_move(turn, current, new, **columns)
+        move_turn(turn, current, "cancelling")
+        return real_finish(turn, current, new, **columns)
 
-    monkeypatch.setattr(lifecycle, "move_turn", move_after_a_competitor)
+    monkeypatch.setattr(turn_sql, "finish_turn", finish_after_a_competitor)
     outcome = TurnOutcome(status="completed", content="the answer")
     assert lifecycle.finish(claimed, turn_id, outcome, actor("agent:alpha")) is None
     # Everything finish wrote before the compare-and-set rolled back with it (the competitor too,

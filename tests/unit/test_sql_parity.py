@@ -31,7 +31,17 @@ from rooms.sql import Names, placeholders
 from tests.unit.room import claim, post, queued_turn
 from turns import sql as turn_sql
 from turns.models import Turn, TurnAttempt
-from turns.states import ACTIVE_STATUSES, CANCELLING, DISPATCHING, IN_FLIGHT_STATUSES, QUEUED, RUNNING
+from turns.states import (
+    ACTIVE_STATUSES,
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    DISPATCHING,
+    FAILED,
+    IN_FLIGHT_STATUSES,
+    QUEUED,
+    RUNNING,
+)
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 ALPHA, BETA = "agent:alpha", "agent:beta"
@@ -114,6 +124,19 @@ def test_insert_turn_writes_the_row_create_writes(parent):
     assert differences(by_sql, stored(Turn, pk="turn_p")) == {}
 
 
+@pytest.mark.parametrize("optional", [False, True])
+def test_insert_attempt_writes_the_row_create_writes(optional):
+    turn_id = queued_turn()
+    values = {"attempt_id": "att_p", "turn_id": turn_id, "binding_id": "binding_x" if optional else None,
+              "instance_id": "inst_x" if optional else None, "context_through_seq": 7,
+              "summary_through_seq": 5 if optional else None, "claimed_at": NOW}
+    turn_sql.insert_attempt(**values)
+    by_sql = stored(TurnAttempt, pk="att_p")
+    TurnAttempt.objects.filter(pk="att_p").delete()
+    TurnAttempt.objects.create(**values)
+    assert differences(by_sql, stored(TurnAttempt, pk="att_p")) == {}
+
+
 def twin_turns() -> tuple[str, str]:
     """Two queued Turns of one message, to move one by SQL and the other by the ORM."""
     turns = post([ALPHA, BETA])["turns"]
@@ -147,6 +170,75 @@ def test_start_turn_moves_the_row_as_the_orm_updates_do(status):
     Turn.objects.filter(pk=by_orm, status=DISPATCHING).update(status=RUNNING, started_at=NOW)
     same_but_ids(by_sql, by_orm)
     assert Turn.objects.get(pk=by_sql).status == (RUNNING if status == DISPATCHING else CANCELLING)
+
+
+@pytest.mark.parametrize("status", [COMPLETED, FAILED])
+def test_finish_turn_moves_the_row_as_the_orm_update_does(status):
+    by_sql, by_orm = twin_turns()
+    Turn.objects.filter(pk__in=[by_sql, by_orm]).update(status=RUNNING)
+    failed = status == FAILED
+    columns = {"response_event_id": None if failed else "evt_reply", "terminal_event_id": "evt_terminal",
+               "error_code": "AGENT_FAILED" if failed else None, "partial_text": "ünï part" if failed else "",
+               "terminal_at": NOW}
+    assert turn_sql.finish_turn(by_sql, RUNNING, status, **columns) is True
+    assert Turn.objects.filter(pk=by_orm, status=RUNNING).update(status=status, **columns) == 1
+    same_but_ids(by_sql, by_orm)
+    # No longer running: nothing moves, as the ORM's update matches no row.
+    before = stored(Turn, pk=by_sql)
+    assert turn_sql.finish_turn(by_sql, RUNNING, CANCELLED, **columns) is False
+    assert stored(Turn, pk=by_sql) == before
+
+
+def twin_attempts() -> tuple[str, str]:
+    """The attempts of two claimed Turns of one message, to move one by SQL and the other by the ORM."""
+    by_sql, by_orm = twin_turns()
+    return claim(by_sql).attempt_id, claim(by_orm).attempt_id
+
+
+def same_attempts(a: str, b: str) -> None:
+    ids = ("attempt_id", "turn_id", "binding_id", "instance_id", "claimed_at")
+    assert differences(without(stored(TurnAttempt, pk=a), *ids), without(stored(TurnAttempt, pk=b), *ids)) == {}
+
+
+@pytest.mark.parametrize("phase", ["prepared", "native_started"])
+def test_attempt_prompt_invoked_moves_the_row_as_the_orm_update_does(phase):
+    by_sql, by_orm = twin_attempts()
+    TurnAttempt.objects.filter(pk__in=[by_sql, by_orm]).update(dispatch_phase=phase)
+    turn_sql.attempt_prompt_invoked(by_sql, NOW)
+    TurnAttempt.objects.filter(attempt_id=by_orm, dispatch_phase="prepared").update(
+        dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=NOW)
+    same_attempts(by_sql, by_orm)
+    assert TurnAttempt.objects.get(pk=by_sql).dispatch_phase == ("prompt_invoked" if phase == "prepared" else phase)
+
+
+@pytest.mark.parametrize("native_turn_id", [None, "native-1"])
+def test_attempt_started_and_terminal_move_the_row_as_the_orm_updates_do(native_turn_id):
+    by_sql, by_orm = twin_attempts()
+    turn_sql.attempt_started(by_sql, native_turn_id, NOW)
+    TurnAttempt.objects.filter(attempt_id=by_orm).update(
+        dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id,
+        started_at=NOW)
+    same_attempts(by_sql, by_orm)
+    later = NOW + timedelta(seconds=1)
+    turn_sql.attempt_terminal(by_sql, later)
+    TurnAttempt.objects.filter(attempt_id=by_orm).update(dispatch_phase="terminal", terminal_at=later)
+    same_attempts(by_sql, by_orm)
+
+
+@pytest.mark.parametrize("have", [None, 4, 10, 20])
+def test_advance_delivery_cursor_moves_the_row_as_the_orm_update_does(have):
+    post([ALPHA, BETA])  # the two agents' actor rows
+    if have is not None:
+        for actor_id in (ALPHA, BETA):
+            DeliveryCursor.objects.create(actor_id=actor_id, room_id=ROOM_ID, last_delivered_seq=have)
+        DeliveryCursor.objects.update(updated_at=NOW)  # auto_now at create; neither update below sets it
+    moved = memory_sql.advance_delivery_cursor(actor_id=ALPHA, room_id=ROOM_ID, through_seq=10)
+    assert moved == (DeliveryCursor.objects.filter(actor_id=BETA, room_id=ROOM_ID, last_delivered_seq__lt=10)
+                     .update(last_delivered_seq=10) == 1)
+    assert moved == (have is not None and have < 10)
+    if have is not None:
+        assert differences(without(stored(DeliveryCursor, actor_id=ALPHA), "id", "actor_id"),
+                           without(stored(DeliveryCursor, actor_id=BETA), "id", "actor_id")) == {}
 
 
 def rollup(actor_id: str, **fields) -> DatedMemoryRollup:
