@@ -88,6 +88,23 @@ def _on_native_reset() -> None:
     _on_new_work(list(_lanes))
 
 
+def _work_in_the_store() -> tuple[list[str], list[str]]:
+    return lifecycle.lanes_with_work(), lifecycle.cancelling_turn_ids()
+
+
+async def look_for_work() -> None:
+    """Wake the lanes that have queued Turns and pass on the cancels asked for, as the store says.
+    A worker in split mode calls it now and then (``groupx_site/worker.py``): a wake-up from a web
+    process that the channel layer lost then delays a Turn, never strands it (D45). Both are
+    idempotent: a lane with nothing queued looks once and sleeps; a cancel is delivered once."""
+    if _loop is None or not _lanes:
+        return
+    actor_ids, cancelling = await db.read(_work_in_the_store)()
+    _on_new_work(actor_ids)
+    for turn_id in cancelling:
+        _on_cancel(turn_id)
+
+
 def request_restart(actor_id: str) -> None:
     """Restart one agent's CLI on the runtime's loop (thread-safe; agents/restart.py calls it after
     its command commits). Nothing to do when the runtime does not run that agent."""

@@ -8,6 +8,12 @@ Startup order (FEATURES §7, docs/DECISIONS.md D42), after the bind: the integri
 migrations; then requests are admitted (reads answer, writes get 503 ``SESSION_NOT_AVAILABLE``
 until readiness); then stale-state recovery, the agents' sessions, Broker (Turn) recovery, the
 lanes and dated-memory recovery (``agents/runtime.py``); then readiness.
+
+Three roles (docs/DECISIONS.md D45): the embedded default runs the agents here and records itself as
+the lease's owner (the port bind is the lease); a web process of split mode (groupx.json names a
+Redis channel layer) never starts an agent session, and its readiness is its store's; a worker
+(``manage.py runworker groupx-agents``, ``groupx_site/worker.py``) holds the lease row and runs the
+agents.
 Nothing here may hold a database transaction across an ``await``: ORM work runs in
 ``sync_to_async`` functions.
 """
@@ -18,6 +24,9 @@ import asyncio
 import gc
 import logging
 
+from django.conf import settings
+
+from agents.lease_keeper import LeaseKeeper
 from groupx_site.core import db, lifecycle, store_faults, store_integrity
 
 logger = logging.getLogger("groupx.runtime")
@@ -26,6 +35,46 @@ _started: asyncio.Future | None = None
 _admitted: asyncio.Event | None = None  # set once requests may come in (see wait_for_store)
 _stopped: asyncio.Future | None = None
 _migrate_first = False
+_keeper: LeaseKeeper | None = None  # set by the worker before it starts; the embedded role makes its own
+
+
+def split_mode() -> bool:
+    """groupx.json names a Redis channel layer: the agents run in a worker process, not here."""
+    layer = getattr(settings.GROUPX_CONFIG, "channelLayer", None)
+    return bool(layer is not None and getattr(layer, "redisUrl", None))
+
+
+def run_as_worker(keeper: LeaseKeeper) -> None:
+    """This process is the agents' worker and already holds the lease through ``keeper``."""
+    global _keeper
+    _keeper = keeper
+
+
+def runs_agents() -> bool:
+    """Whether this process runs the agents: a worker, or the embedded default."""
+    return _keeper is not None or not split_mode()
+
+
+async def stop_agents_after_lease_lost() -> None:
+    """Another process owns the agents now: ours stop at once and this process is not ready."""
+    from agents import runtime as agent_runtime
+
+    lifecycle.set_readiness("failed")
+    await agent_runtime.stop()
+
+
+async def _start_agents() -> None:
+    global _keeper
+    from agents import runtime as agent_runtime
+
+    if not runs_agents():
+        logger.info("split mode: this web process starts no agent session; a worker runs them")
+        return
+    if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
+        _keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
+        await _keeper.claim()
+        _keeper.keep()
+    await agent_runtime.start()
 
 
 def migrate_before_start() -> None:
@@ -60,9 +109,7 @@ async def _start() -> None:
             await db.write(_prepare_store)()
             await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
-            from agents import runtime as agent_runtime
-
-            await agent_runtime.start()
+            await _start_agents()
             break
         except store_faults.StoreUnavailable as fault:
             delay = backoff.next_delay()
@@ -129,6 +176,8 @@ async def _stop() -> None:
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
     await agent_runtime.stop()
+    if _keeper is not None:
+        await _keeper.release()
 
 
 async def shutdown() -> None:

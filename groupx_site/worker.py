@@ -1,0 +1,85 @@
+"""The agents' worker of split mode: ``manage.py runworker groupx-agents`` (docs/ARCHITECTURE.md
+"Two modes", docs/DECISIONS.md D45).
+
+Channels' worker would create the ``groupx-agents`` consumer on its first message; ours creates it
+at once (it joins its groups before any web process wakes it), then stands by for the lease and,
+once it holds it, runs the agents: sessions, lanes, schedulers and restart recovery
+(``groupx_site/runtime.py`` in its worker role). While it runs it looks at the queue now and then
+(``agents.runtime.look_for_work``), so a wake-up the channel layer lost delays a Turn, never
+strands it. It stops its agents at once when it loses the lease, and on SIGTERM/SIGINT it closes
+them, releases the lease and ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+
+from channels.worker import Worker
+
+from agents import runtime as agent_runtime
+from agents.lease_keeper import LeaseKeeper
+from groupx_site import runtime
+from groupx_site.core.store_faults import StoreUnavailable
+
+logger = logging.getLogger("groupx.worker")
+
+AGENTS_CHANNEL = "groupx-agents"
+LOOK_FOR_WORK_SECONDS = 1.0  # GROUPX_WORKER_POLL_MS overrides it
+
+
+def look_for_work_seconds() -> float:
+    return int(os.environ.get("GROUPX_WORKER_POLL_MS", LOOK_FOR_WORK_SECONDS * 1000)) / 1000
+
+
+class LeaseLostError(RuntimeError):
+    pass
+
+
+class AgentsWorker(Worker):
+    """Channels' worker, plus the agents when it listens on ``groupx-agents``."""
+
+    lost_lease = False
+
+    async def handle(self) -> None:
+        for channel in self.channels:  # the consumers start now, not on their first message
+            self.get_or_create_application_instance(channel, {"type": "channel", "channel": channel})
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stopping.set)
+        tasks = [asyncio.ensure_future(super().handle()), asyncio.ensure_future(stopping.wait())]
+        if AGENTS_CHANNEL in self.channels:
+            tasks.append(asyncio.ensure_future(self._serve_agents()))
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if not self.lost_lease:
+            await runtime.shutdown()  # closes the CLIs and releases the lease
+        for task in done:
+            task.result()  # a listener's error ends the worker with it
+
+    async def _serve_agents(self) -> None:
+        lost = asyncio.Event()
+
+        async def on_lost() -> None:
+            self.lost_lease = True
+            await runtime.stop_agents_after_lease_lost()
+            lost.set()
+
+        keeper = LeaseKeeper("worker", on_lost=on_lost)
+        await keeper.acquire()  # a standby waits here
+        runtime.run_as_worker(keeper)
+        keeper.keep()
+        await runtime.ensure_started()
+        while not lost.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(lost.wait(), timeout=look_for_work_seconds())
+            if not lost.is_set():
+                with contextlib.suppress(StoreUnavailable):  # the lanes wait for the store themselves
+                    await agent_runtime.look_for_work()
+        raise LeaseLostError("this worker lost the lease of the room's agents to another worker; its agents stopped")
