@@ -18,7 +18,8 @@ import asyncio
 import gc
 import logging
 
-from groupx_site.core import db, lifecycle, store_faults, store_integrity
+from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity
+from rooms import bus
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -53,6 +54,8 @@ async def _start() -> None:
     """Start, and while the store is at fault (a read-only or full disk, a lock another process
     holds) wait and start again: readiness stays ``starting``, health says when the next try is
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
+    layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
+    bus.start_relay()
     backoff = store_faults.Backoff()
     while True:
         try:
@@ -129,6 +132,7 @@ async def _stop() -> None:
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
     await agent_runtime.stop()
+    await bus.stop_relay()
 
 
 async def shutdown() -> None:
