@@ -27,7 +27,8 @@ import logging
 from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
-from groupx_site.core import db, lifecycle, store_faults, store_integrity
+from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity
+from rooms import bus
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -40,8 +41,7 @@ _keeper: LeaseKeeper | None = None  # set by the worker before it starts; the em
 
 def split_mode() -> bool:
     """groupx.json names a Redis channel layer: the agents run in a worker process, not here."""
-    layer = getattr(settings.GROUPX_CONFIG, "channelLayer", None)
-    return bool(layer is not None and getattr(layer, "redisUrl", None))
+    return settings.GROUPX_CONFIG.channelLayer is not None
 
 
 def run_as_worker(keeper: LeaseKeeper) -> None:
@@ -102,6 +102,8 @@ async def _start() -> None:
     """Start, and while the store is at fault (a read-only or full disk, a lock another process
     holds) wait and start again: readiness stays ``starting``, health says when the next try is
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
+    layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
+    bus.start_relay()
     backoff = store_faults.Backoff()
     while True:
         try:
@@ -178,6 +180,7 @@ async def _stop() -> None:
     await agent_runtime.stop()
     if _keeper is not None:
         await _keeper.release()
+    await bus.stop_relay()
 
 
 async def shutdown() -> None:
