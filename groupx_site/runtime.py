@@ -64,7 +64,9 @@ async def _start() -> None:
             await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
             from agents import runtime as agent_runtime
+            from agents import worker as agents_worker
 
+            await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43)
             await agent_runtime.start()
             break
         except store_faults.StoreUnavailable as fault:
@@ -127,10 +129,12 @@ def schedule_start() -> None:
 
 async def _stop() -> None:
     from agents import runtime as agent_runtime
+    from agents import worker as agents_worker
     from agents.mcp import server as member_mcp
 
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
+    await agents_worker.stop_in_process()
     await agent_runtime.stop()
     await bus.stop_relay()
 
