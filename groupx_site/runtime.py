@@ -71,9 +71,12 @@ async def _start_agents() -> None:
         logger.info("split mode: this web process starts no agent session; a worker runs them")
         return
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
+        from agents import worker as agents_worker
+
         _keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
         await _keeper.claim()
         _keeper.keep()
+        await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43)
     await agent_runtime.start()
 
 
@@ -173,10 +176,12 @@ def schedule_start() -> None:
 
 async def _stop() -> None:
     from agents import runtime as agent_runtime
+    from agents import worker as agents_worker
     from agents.mcp import server as member_mcp
 
     lifecycle.set_readiness("closing")
     await member_mcp.stop()
+    await agents_worker.stop_in_process()
     await agent_runtime.stop()
     if _keeper is not None:
         await _keeper.release()

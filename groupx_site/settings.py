@@ -75,7 +75,8 @@ def _channel_layers() -> dict:
     processes), else the in-memory layer of the one process (docs/DECISIONS.md D43). The prefix
     keeps two rooms sharing one Redis apart: a room is its database file."""
     if GROUPX_CONFIG.channelLayer is None:
-        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+        # One process: the wake-ups to the agents' consumer (the bus relays nothing, rooms/bus.py).
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1_000}}}
     room = hashlib.sha256(str(GROUPX_DB_PATH).encode()).hexdigest()[:16]
     return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
         "hosts": [GROUPX_CONFIG.channelLayer.redisUrl],

@@ -21,6 +21,7 @@ import signal
 from channels.worker import Worker
 
 from agents import runtime as agent_runtime
+from agents import worker as agents_worker
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import runtime
 from groupx_site.core.store_faults import StoreUnavailable
@@ -40,13 +41,22 @@ class LeaseLostError(RuntimeError):
 
 
 class AgentsWorker(Worker):
-    """Channels' worker, plus the agents when it listens on ``groupx-agents``."""
+    """Channels' worker, plus the agents when it listens on ``groupx-agents``. It serves channels
+    only, so it routes them with the channel router itself (the ``channel`` entry of the ASGI
+    router is the same one) rather than the whole ASGI application."""
 
     lost_lease = False
 
+    def __init__(self, application, channels, channel_layer, max_applications=1000):
+        super().__init__(agents_worker.channel_router, channels, channel_layer, max_applications)
+
     async def handle(self) -> None:
         for channel in self.channels:  # the consumers start now, not on their first message
-            self.get_or_create_application_instance(channel, {"type": "channel", "channel": channel})
+            inbox = self.get_or_create_application_instance(channel, {"type": "channel", "channel": channel})
+            if channel == AGENTS_CHANNEL:
+                # Straight into our own consumer, not through the named channel, where another
+                # worker of the room could take it: it joins the wake-ups' group now (agents/worker.py).
+                inbox.put_nowait({"type": "agents.join"})
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -27,6 +27,12 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger("groupx.layer")
 
+# The agent runtime's consumer (agents/worker.py) is served on this channel by a Channels worker
+# (in the server process by default, ``manage.py runworker groupx-agents`` in split mode) and joins
+# this group, to which the web side sends its wake-ups (new work, cancel, restart, native reset).
+AGENTS_CHANNEL = "groupx-agents"
+AGENTS_GROUP = "groupx.agents"
+
 # Tags what this process sends, so that its own messages coming back through a group are skipped.
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -55,6 +61,14 @@ def bind(loop: asyncio.AbstractEventLoop) -> None:
 
 def bound_loop() -> asyncio.AbstractEventLoop | None:
     return _loop if _loop is not None and not _loop.is_closed() else None
+
+
+def wake_agents_on_commit(message: dict[str, Any]) -> None:
+    """Send ``message`` to the agent runtime once the current transaction commits (a rollback
+    sends nothing)."""
+    from django.db import transaction
+
+    transaction.on_commit(lambda: send_soon(AGENTS_GROUP, message))
 
 
 def send_soon(group: str, message: dict[str, Any]) -> None:
