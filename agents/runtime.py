@@ -82,21 +82,15 @@ def native_reset() -> None:
     wake(list(_lanes))
 
 
-def _work_in_the_store() -> tuple[list[str], list[str]]:
-    return lifecycle.lanes_with_work(), lifecycle.cancelling_turn_ids()
-
-
-async def look_for_work() -> None:
-    """Wake the lanes that have queued Turns and pass on the cancels asked for, as the store says.
-    A worker in split mode calls it now and then (``groupx_site/worker.py``): a wake-up from a web
-    process that the channel layer lost then delays a Turn, never strands it (D45). Both are
-    idempotent: a lane with nothing queued looks once and sleeps; a cancel is delivered once."""
-    if _loop is None or not _lanes:
+async def deliver_pending_cancels() -> None:
+    """Pass on every cancel the store says was asked for. A worker in split mode calls it now and
+    then (``groupx_site/worker.py``): a cancel whose wake-up the channel layer lost (Redis
+    restarted) still reaches its lane, late; the lanes re-read their queues themselves (D43, D45).
+    Idempotent: a lane takes a cancel once."""
+    if not _lanes:
         return
-    actor_ids, cancelling = await db.read(_work_in_the_store)()
-    _on_new_work(actor_ids)
-    for turn_id in cancelling:
-        _on_cancel(turn_id)
+    for turn_id in await db.read(lifecycle.cancelling_turn_ids)():
+        cancel(turn_id)
 
 
 def request_restart(actor_id: str) -> None:

@@ -4,9 +4,9 @@
 Channels' worker would create the ``groupx-agents`` consumer on its first message; ours creates it
 at once (it joins its groups before any web process wakes it), then stands by for the lease and,
 once it holds it, runs the agents: sessions, lanes, schedulers and restart recovery
-(``groupx_site/runtime.py`` in its worker role). While it runs it looks at the queue now and then
-(``agents.runtime.look_for_work``), so a wake-up the channel layer lost delays a Turn, never
-strands it. It stops its agents at once when it loses the lease, and on SIGTERM/SIGINT it closes
+(``groupx_site/runtime.py`` in its worker role). While it runs it reads the cancels asked for now
+and then (``agents.runtime.deliver_pending_cancels``; the lanes re-read their queues), so a
+wake-up the channel layer lost delays a cancel, never strands it. It stops its agents at once when it loses the lease, and on SIGTERM/SIGINT it closes
 them, releases the lease and ends.
 """
 
@@ -29,11 +29,11 @@ from groupx_site.core.store_faults import StoreUnavailable
 logger = logging.getLogger("groupx.worker")
 
 AGENTS_CHANNEL = "groupx-agents"
-LOOK_FOR_WORK_SECONDS = 1.0  # GROUPX_WORKER_POLL_MS overrides it
+CANCEL_RECHECK_SECONDS = 1.0  # GROUPX_WORKER_POLL_MS overrides it
 
 
-def look_for_work_seconds() -> float:
-    return int(os.environ.get("GROUPX_WORKER_POLL_MS", LOOK_FOR_WORK_SECONDS * 1000)) / 1000
+def cancel_recheck_seconds() -> float:
+    return int(os.environ.get("GROUPX_WORKER_POLL_MS", CANCEL_RECHECK_SECONDS * 1000)) / 1000
 
 
 class LeaseLostError(RuntimeError):
@@ -88,8 +88,8 @@ class AgentsWorker(Worker):
         await runtime.ensure_started()
         while not lost.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(lost.wait(), timeout=look_for_work_seconds())
+                await asyncio.wait_for(lost.wait(), timeout=cancel_recheck_seconds())
             if not lost.is_set():
                 with contextlib.suppress(StoreUnavailable):  # the lanes wait for the store themselves
-                    await agent_runtime.look_for_work()
+                    await agent_runtime.deliver_pending_cancels()
         raise LeaseLostError("this worker lost the lease of the room's agents to another worker; its agents stopped")

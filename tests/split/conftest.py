@@ -23,6 +23,10 @@ TIMEOUTS = {"handshakeMs": 600000, "closeMs": 300}
 LEASE_ENV = {"GROUPX_LEASE_HEARTBEAT_MS": "300", "GROUPX_LEASE_EXPIRY_MS": "6000", "GROUPX_WORKER_POLL_MS": "500"}
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "split_only: a test of split mode alone (run by make test-split)")
+
+
 def pytest_collection_modifyitems(config, items):
     """The split param belongs to ``make test-split``, the embedded one to ``make test``."""
     keep, drop = [], []

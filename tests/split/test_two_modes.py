@@ -1,0 +1,76 @@
+"""The end-to-end promises of issue 19 item 6, in both modes from one fixture (``conftest.py``):
+the embedded default and split mode (web processes and an agents' worker over Redis)."""
+
+from __future__ import annotations
+
+from tests.agents import cancel, prompts_sent, send, turn_events, wait_terminal
+from tests.server import wait_until
+from tests.sse import SseClient
+
+TURN_DEADLINE = 60  # a loaded 2-core machine runs five suites at once: deadlines, not sleeps
+
+
+def wait_started(web, turn_id: str) -> None:
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(web, turn_id)), timeout=TURN_DEADLINE,
+               message=f"{turn_id} to start")
+
+
+def test_at_all_streams_every_agents_reply_to_a_stream_the_web_process_serves(mode_room):
+    web = mode_room.web
+    with SseClient(web.base_url, after_seq=web.get("/api/bootstrap").json()["room"]["throughSeq"]) as stream:
+        accepted = send(web, "@all", "[[fake: stream n=3 delay_ms=5 text=\"one two three\"]]")
+        turn_ids = {turn["turnId"] for turn in accepted["turns"]}
+        assert len(turn_ids) == 2
+        for turn_id in turn_ids:
+            stream.wait_for(lambda e, t=turn_id: e["type"] == "turn.content.delta" and e["body"]["turnId"] == t,
+                            timeout=TURN_DEADLINE, message=f"a content delta of {turn_id}")
+            stream.wait_for(lambda e, t=turn_id: e["type"] == "turn.completed" and e["body"]["turnId"] == t,
+                            timeout=TURN_DEADLINE, message=f"the completion of {turn_id}")
+        replies = [e for e in stream.durable if e["type"] == "message.created" and e["body"].get("turnId") in turn_ids]
+        assert len(replies) == 2
+
+
+def test_a_queued_and_a_running_turn_are_cancelled_from_the_web_process(mode_room):
+    web = mode_room.web
+    running = send(web, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    queued = send(web, "agent:kimi", "never prompted")["turns"][0]["turnId"]
+    wait_started(web, running)
+
+    cancel(mode_room.webs[-1], queued)  # the other web process, in split mode
+    cancel(mode_room.webs[-1], running)
+
+    assert wait_terminal(web, queued, timeout=TURN_DEADLINE)["type"] == "turn.cancelled"
+    assert wait_terminal(web, running, timeout=TURN_DEADLINE)["type"] == "turn.cancelled"
+    assert not any("never prompted" in str(p) for p in prompts_sent(mode_room.web, "kimi"))
+
+
+def test_killing_the_agents_runtime_mid_turn_interrupts_that_turn_and_runs_the_queue_after(mode_room):
+    web = mode_room.web
+    running = send(web, "agent:hermes", "[[fake: hang]]")["turns"][0]["turnId"]
+    waiting = send(web, "agent:hermes", "after the kill")["turns"][0]["turnId"]
+    wait_started(web, running)
+
+    mode_room.kill_agents_runtime()  # SIGKILL; the standby (split) or a restarted server takes over
+
+    terminal = wait_terminal(web, running, timeout=TURN_DEADLINE)
+    assert terminal["type"] == "turn.interrupted"
+    assert wait_terminal(web, waiting, timeout=TURN_DEADLINE)["type"] == "turn.completed"
+    hang_prompts = [p for p in prompts_sent(web, "hermes") if "[[fake: hang]]" in str(p)]
+    assert len(hang_prompts) == 1  # never sent twice
+    assert sum("after the kill" in str(p) for p in prompts_sent(web, "hermes")) == 1
+
+
+def test_health_names_the_process_that_owns_the_agents_and_since_when(mode_room):
+    worker = mode_room.web.get("/api/health").json()["worker"]
+    assert worker["mode"] == mode_room.mode
+    assert worker["owner"]["mode"] == ("embedded" if mode_room.mode == "embedded" else "worker")
+    assert worker["owner"]["since"]
+    if mode_room.mode == "split":
+        assert worker["owner"]["pid"] == mode_room.workers[0].pid
+        assert [s["pid"] for s in worker["standbys"]] == [w.pid for w in mode_room.workers[1:]]
+
+    def both_ready():
+        agents = {a["actorId"]: a["status"] for a in mode_room.webs[-1].get("/api/health").json()["agents"]}
+        return agents == {"agent:kimi": "ready", "agent:hermes": "ready"}
+
+    wait_until(both_ready, timeout=TURN_DEADLINE, message="health to show both agents ready")
