@@ -24,12 +24,12 @@ from agents import runtime as agent_runtime
 from agents import worker as agents_worker
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import runtime
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.core.store_faults import Backoff, StoreUnavailable
 
 logger = logging.getLogger("groupx.worker")
 
 AGENTS_CHANNEL = "groupx-agents"
-CANCEL_RECHECK_SECONDS = 1.0  # GROUPX_WORKER_POLL_MS overrides it
+CANCEL_RECHECK_SECONDS = 1.0  # and the consumers' check; GROUPX_WORKER_POLL_MS overrides it
 
 
 def cancel_recheck_seconds() -> float:
@@ -50,18 +50,46 @@ class AgentsWorker(Worker):
     def __init__(self, application, channels, channel_layer, max_applications=1000):
         super().__init__(agents_worker.channel_router, channels, channel_layer, max_applications)
 
-    async def handle(self) -> None:
-        for channel in self.channels:  # the consumers start now, not on their first message
+    def _ensure_consumers(self) -> None:
+        """Every consumer exists (one that a layer fault ended is made again) and the agents' one
+        is in the wake-ups' group: the join goes straight into our own consumer, not through the
+        named channel, where another worker of the room could take it (agents/worker.py). Joining
+        again is harmless and needed: a restarted Redis has forgotten every group."""
+        for channel in self.channels:
+            details = self.application_instances.get(channel)
+            if details is not None and details["future"].done():
+                self.application_instances.pop(channel, None)
             inbox = self.get_or_create_application_instance(channel, {"type": "channel", "channel": channel})
             if channel == AGENTS_CHANNEL:
-                # Straight into our own consumer, not through the named channel, where another
-                # worker of the room could take it: it joins the wake-ups' group now (agents/worker.py).
                 inbox.put_nowait({"type": "agents.join"})
+
+    async def _keep_consumers(self) -> None:
+        while True:
+            self._ensure_consumers()
+            await asyncio.sleep(cancel_recheck_seconds())  # a period, not a synchronisation
+
+    async def listener(self, channel: str) -> None:
+        """Channels' listener, which ends at the first layer error; ours waits and listens again
+        (Redis restarted: a wake-up lost meanwhile only delays, D43)."""
+        backoff = Backoff()
+        while True:
+            try:
+                await super().listener(channel)
+            except Exception as error:  # noqa: BLE001 - the layer's connection errors have no common type
+                delay = backoff.next_delay()
+                logger.warning("channel %s: the layer failed (%s); listening again in %.1f s", channel, error, delay)
+                await asyncio.sleep(delay)
+
+    async def application_exception(self, exception, application_details) -> None:
+        logger.warning("a consumer ended on a layer error (%s); it is made again", exception)
+
+    async def handle(self) -> None:
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stopping.set)
-        tasks = [asyncio.ensure_future(super().handle()), asyncio.ensure_future(stopping.wait())]
+        tasks = [asyncio.ensure_future(self._keep_consumers()), asyncio.ensure_future(super().handle()),
+                 asyncio.ensure_future(stopping.wait())]
         if AGENTS_CHANNEL in self.channels:
             tasks.append(asyncio.ensure_future(self._serve_agents()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

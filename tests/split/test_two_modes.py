@@ -3,6 +3,8 @@ the embedded default and split mode (web processes and an agents' worker over Re
 
 from __future__ import annotations
 
+import pytest
+
 from tests.agents import cancel, prompts_sent, send, turn_events, wait_terminal
 from tests.server import wait_until
 from tests.sse import SseClient
@@ -74,3 +76,52 @@ def test_health_names_the_process_that_owns_the_agents_and_since_when(mode_room)
         return agents == {"agent:kimi": "ready", "agent:hermes": "ready"}
 
     wait_until(both_ready, timeout=TURN_DEADLINE, message="health to show both agents ready")
+
+
+def test_an_mcp_ask_lands_on_a_web_process_other_than_the_one_the_user_posted_to(mode_room):
+    posted_to = mode_room.webs[-1]  # the agents' MCP URL is the first web process's (groupx.json's port)
+    with SseClient(posted_to.base_url, after_seq=posted_to.get("/api/bootstrap").json()["room"]["throughSeq"]) as stream:
+        accepted = send(posted_to, "agent:kimi", "[[fake: mcp-ask to=agent:hermes text=ready-to-ship?]]")
+        terminal = wait_terminal(posted_to, accepted["turns"][0]["turnId"], timeout=TURN_DEADLINE)
+        stream.wait_for(lambda e: e["eventId"] == terminal["eventId"], timeout=TURN_DEADLINE)
+        messages = [(e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable
+                    if e["type"] == "message.created"]
+
+    assert terminal["type"] == "turn.completed"
+    assert messages[1] == ("agent:kimi", "ready-to-ship?")
+    assert messages[2] == ("agent:hermes", "echo: ready-to-ship?")
+    assert messages[3][0] == "agent:kimi" and "mcp:ask:ok:" in messages[3][1]
+
+
+def test_every_stream_of_the_room_gets_every_seq_once_and_in_order_whichever_web_process_serves_it(mode_room):
+    first, last = mode_room.webs[0], mode_room.webs[-1]
+    head = first.get("/api/bootstrap").json()["room"]["throughSeq"]
+    with SseClient(first.base_url, after_seq=head) as one, SseClient(last.base_url, after_seq=head) as two:
+        turn_ids = [send(web, "@all", f"round {n}")["turns"][0]["turnId"] for n, web in enumerate([first, last] * 3)]
+        for turn_id in turn_ids:
+            wait_terminal(first, turn_id, timeout=TURN_DEADLINE)
+        end = first.get("/api/bootstrap").json()["room"]["throughSeq"]
+        for stream in (one, two):
+            stream.wait_for(lambda e: e.get("seq") == end, timeout=TURN_DEADLINE, message=f"seq {end}")
+        expected = list(range(head + 1, end + 1))
+        assert [e["seq"] for e in one.durable if e["seq"] <= end] == expected
+        assert [e["seq"] for e in two.durable if e["seq"] <= end] == expected
+
+
+@pytest.mark.split_only
+def test_a_redis_restarted_mid_run_loses_no_durable_event_and_streaming_resumes(mode_room, redis_server):
+    web = mode_room.webs[-1]
+    head = web.get("/api/bootstrap").json()["room"]["throughSeq"]
+    with SseClient(web.base_url, after_seq=head) as stream:
+        before = send(web, "@all", "before the restart")["turns"]
+        redis_server.restart()
+        after = send(web, "@all", "[[fake: stream n=3 delay_ms=5]]")["turns"]
+        for turn in before + after:
+            wait_terminal(web, turn["turnId"], timeout=TURN_DEADLINE)
+        end = web.get("/api/bootstrap").json()["room"]["throughSeq"]
+        stream.wait_for(lambda e: e.get("seq") == end, timeout=TURN_DEADLINE, message=f"seq {end}")
+        assert [e["seq"] for e in stream.durable if e["seq"] <= end] == list(range(head + 1, end + 1))
+        after_ids = {turn["turnId"] for turn in after}
+        # Streaming resumed: the deltas of the Turns after the restart reach the stream again.
+        stream.wait_for(lambda e: e["type"] == "turn.content.delta" and e["body"]["turnId"] in after_ids,
+                        timeout=TURN_DEADLINE, message="a delta after the restart")
