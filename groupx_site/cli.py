@@ -473,9 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     path = config_path_from_env(invocation.config)
     os.environ["GROUPX_CONFIG"] = str(path)  # what Django's settings will read, if this process serves
     if invocation.command == "doctor":
+        from groupx_site.doctor_workers import worker_lines
         from setup_wizard.doctor import run as doctor
 
-        return doctor(path)
+        status = doctor(path)
+        print("\n".join(worker_lines(path)))
+        return status
     if invocation.command == "stop":
         return cmd_stop(path)
     if invocation.command == "restart":
