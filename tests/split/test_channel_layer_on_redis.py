@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -26,8 +27,19 @@ from tests.groupx_cli import (
     port_refuses,
     write_config,
 )
-from tests.server import wait_until
+from tests.server import REPO, wait_until
 from tests.sse import SseClient
+
+PUBLISH_A_DELTA = """
+import asyncio, django
+django.setup()
+from channels.layers import get_channel_layer
+from rooms import bus
+
+delta = {"type": "turn.content.delta", "seq": None, "durability": "transient",
+         "body": {"turnId": "turn_from_another_process", "chunkIndex": 0, "text": "hi"}}
+asyncio.run(get_channel_layer().group_send(bus.BUS_GROUP, bus.items_message([["t", delta]])))
+"""
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 
@@ -71,6 +83,14 @@ def test_split_mode_answers_a_message_over_redis_and_a_sigterm_stops_both_proces
 
         stream.wait_for(lambda e: e["type"] == "turn.completed" and e["body"]["turnId"] == turn_id, timeout=60,
                         message="the Turn completed: its wake-up went through Redis")
+
+        # Another process on the layer (as the worker is) publishes a delta: the web process's
+        # bus relay hands it to this stream.
+        publisher = subprocess.run([sys.executable, "-c", PUBLISH_A_DELTA], cwd=REPO, capture_output=True, text=True,
+                                   env={**cli_env(tmp_path), "GROUPX_CONFIG": str(config)}, timeout=60)
+        assert publisher.returncode == 0, publisher.stderr
+        stream.wait_for(lambda e: e["body"].get("turnId") == "turn_from_another_process", timeout=30,
+                        message="the other process's delta")
         stream.close()
     finally:
         split.proc.send_signal(signal.SIGTERM)
