@@ -230,7 +230,12 @@ def _send_outgoing() -> None:
         items = list(_outgoing)
         _outgoing.clear()
     if items:
-        layer.send_soon(BUS_GROUP, {"type": "bus.items", "origin": layer.PROCESS_ID, "items": items})
+        layer.send_soon(BUS_GROUP, items_message(items))
+
+
+def items_message(items: list[list[Any]]) -> dict[str, Any]:
+    """The layer message of a burst: tagged with this process, whose relay skips its own."""
+    return {"type": "bus.items", "origin": layer.PROCESS_ID, "items": items}
 
 
 def start_relay() -> None:
@@ -254,7 +259,9 @@ async def _run_relay() -> None:
     failures = 0
     while True:
         try:
-            channel = await channel_layer.new_channel("groupx.bus.")
+            # The default prefix: channels_redis reads all of a process's channels from one Redis
+            # key, named after the first one's prefix; another prefix would never be read.
+            channel = await channel_layer.new_channel()
             await channel_layer.group_add(BUS_GROUP, channel)
             if failures:
                 # While the layer was away other processes kept committing: the table has it.
