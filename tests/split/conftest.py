@@ -23,22 +23,14 @@ TIMEOUTS = {"handshakeMs": 600000, "closeMs": 300}
 LEASE_ENV = {"GROUPX_LEASE_HEARTBEAT_MS": "300", "GROUPX_LEASE_EXPIRY_MS": "6000", "GROUPX_WORKER_POLL_MS": "500"}
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "split_only: a test of split mode alone (run by make test-split)")
-
-
 def pytest_collection_modifyitems(config, items):
-    """The split param belongs to ``make test-split``, the embedded one to ``make test``."""
+    """In tests/split only the embedded param belongs to ``make test``; the split param and every
+    other test here (split mode alone) belong to ``make test-split``."""
     keep, drop = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
-        mode = callspec.params.get("mode_room") if callspec else None
-        split_only = item.get_closest_marker("split_only") is not None
-        wants_split = mode == "split" or split_only
-        if mode is None and not split_only:
-            keep.append(item)
-        else:
-            (keep if wants_split == SPLIT_TIER else drop).append(item)
+        embedded = callspec is not None and callspec.params.get("mode_room") == "embedded"
+        (keep if embedded != SPLIT_TIER else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

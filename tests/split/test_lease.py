@@ -17,7 +17,6 @@ from tests.server import REPO, GroupXServer
 from tests.split.conftest import LEASE_ENV, TIMEOUTS
 from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, free_port
 
-pytestmark = pytest.mark.split_only
 DEADLINE = 60
 
 
