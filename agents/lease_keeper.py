@@ -79,11 +79,14 @@ class LeaseKeeper:
                 self._changed.clear()
                 snapshot = health.all_snapshots()
             try:
-                kept = await db.write(lease.heartbeat)(self.me, snapshot)
+                # A heartbeat's one-row UPDATE may fit where a real write would not (a full disk):
+                # it must not tell health the store takes writes again (D24).
+                kept = await db.write(lease.heartbeat, clears_faults=False)(self.me, snapshot)
             except StoreUnavailable as fault:
                 logger.warning("the lease could not be renewed (%s)", fault.message)
                 if snapshot is not None:
-                    self._changed.set()
+                    self._changed.set()  # written with the next heartbeat that gets through
+                await asyncio.sleep(lease.heartbeat_seconds())  # the next beat, not at once
                 continue
             if not kept:
                 return await self._lost("another worker took it")

@@ -73,10 +73,11 @@ async def _start_agents() -> None:
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
         from agents import worker as agents_worker
 
-        _keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
-        await _keeper.claim()
-        _keeper.keep()
-        await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43)
+        keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
+        await keeper.claim()  # a store fault here is retried with the whole start (D24)
+        keeper.keep()
+        _keeper = keeper
+        await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
     await agent_runtime.start()
 
 
