@@ -94,6 +94,7 @@ class AgentsWorker(Worker):
         if AGENTS_CHANNEL in self.channels:
             tasks.append(asyncio.ensure_future(self._serve_agents()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        logger.info("the worker stops")
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -101,6 +102,7 @@ class AgentsWorker(Worker):
             await runtime.shutdown()  # closes the CLIs and releases the lease
         if self.keeper is not None:
             await self.keeper.release()  # a standby leaves the rows too (doctor and health list it no more)
+        logger.info("the worker stopped: its agents are closed and its lease released")
         for task in done:
             task.result()  # a listener's error ends the worker with it
 
