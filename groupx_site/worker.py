@@ -115,6 +115,9 @@ class AgentsWorker(Worker):
             await runtime.stop_agents_after_lease_lost()
             lost.set()
 
+        if not runtime.split_mode():
+            logger.warning("groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
+                           "(the embedded default, `groupx start`, runs the agents itself)")
         keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost)
         await keeper.acquire()  # a standby waits here
         runtime.run_as_worker(keeper)

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from agents.fakes import wirelog
 from tests.agents import fake_agents, send, wait_terminal
-from tests.server import REPO, GroupXServer
+from tests.server import GroupXServer
 from tests.split.conftest import LEASE_ENV, TIMEOUTS
-from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, free_port
+from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, doctor, free_port
 
 DEADLINE = 60
 
@@ -43,11 +41,6 @@ def workers(web):
     yield start
     for worker in started:
         worker.stop()
-
-
-def doctor(web: GroupXServer) -> str:
-    return subprocess.run([sys.executable, "-m", "groupx_site", "doctor"], cwd=REPO, env=web.env,
-                          capture_output=True, text=True, timeout=60).stdout
 
 
 def test_with_no_worker_the_room_says_so_starts_no_agent_and_its_turn_waits_until_a_worker_runs(web, workers):
