@@ -84,6 +84,7 @@ def agent_cards() -> list[dict[str, Any]]:
             "driver": agent.driver,
             "status": state["status"],
             "cwd": agent.cwd,
+            "host": agent.host,  # "local" or the ssh destination it runs on (D51)
             "enabled": agent.enabled,
             "capabilities": {
                 "transport": "structured",

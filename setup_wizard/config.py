@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agents.drivers.remote import DESTINATION_RE
 from agents.drivers.table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
 
 # The driver names, their display names and the default roster come from the driver table.
@@ -129,6 +130,25 @@ class AgentConfig(Strict):
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
     cwd: Annotated[str, Field(min_length=1)]
     enabled: bool = True
+    # Another machine's agent (docs/DECISIONS.md D51): ``user@host`` or an ssh config alias; ``cwd``
+    # is then an absolute path on that machine.
+    ssh: Annotated[str, Field(min_length=1, max_length=320)] | None = None
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh_destination(cls, destination: str | None) -> str | None:
+        if destination is not None and not DESTINATION_RE.match(destination):
+            raise ValueError(f"{destination!r} is not an ssh destination: write user@host or a Host alias of your "
+                             "ssh config (no ssh://, no port, no spaces, not starting with '-'; put ports and jump "
+                             "hosts in the ssh config)")
+        return destination
+
+    @model_validator(mode="after")
+    def _remote_cwd_is_absolute(self) -> AgentConfig:
+        if self.ssh is not None and not self.cwd.startswith("/"):
+            raise ValueError(f"cwd must be an absolute path on {self.ssh} when ssh is set (it is not resolved "
+                             f"against this machine), not {self.cwd!r}")
+        return self
 
 
 class AssistantBrain(Strict):
@@ -219,8 +239,14 @@ class ResolvedAgent(BaseModel):
     display_name: str
     identity: str
     command: tuple[str, ...]  # executable [+ script], resolved against PATH at launch time
-    cwd: str
+    cwd: str  # absolute; on the ssh destination when there is one
     enabled: bool
+    ssh: str | None = None  # where the CLI runs (D51); None: on this machine
+
+    @property
+    def host(self) -> str:
+        """Where the agent runs, as health and the room page show it."""
+        return self.ssh or "local"
 
 
 def _format_error(error: ValidationError) -> str:
@@ -297,11 +323,17 @@ def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgen
                 display_name=agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
                 identity=agent.identity,
                 command=command,
-                cwd=str((config_path.parent / agent.cwd).resolve()),
+                cwd=agent.cwd if agent.ssh else str((config_path.parent / agent.cwd).resolve()),
                 enabled=agent.enabled,
+                ssh=agent.ssh,
             )
         )
     return resolved
+
+
+def ssh_config_file() -> str | None:
+    """``GROUPX_SSH_CONFIG``: the ssh config GroupX's ssh reads instead of ``~/.ssh/config`` (D51)."""
+    return os.environ.get("GROUPX_SSH_CONFIG") or None
 
 
 def resolve_executable(command: tuple[str, ...]) -> tuple[str, ...] | None:
