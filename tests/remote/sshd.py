@@ -20,6 +20,7 @@ from tests.split.processes import free_port
 
 SSHD = "/usr/sbin/sshd"
 ALIAS = "groupx-remote"  # the Host alias agents name in groupx.json
+DEAD_ALIAS = "groupx-nowhere"  # an alias whose port nothing listens on
 
 
 def sshd_binary() -> str | None:
@@ -63,7 +64,8 @@ class Sshd:
             "  HostName 127.0.0.1", f"  Port {self.port}", f"  User {_user()}",
             f"  IdentityFile {folder / 'client_key'}", "  IdentitiesOnly yes",
             f"  UserKnownHostsFile {folder / 'known_hosts'}", "  GlobalKnownHostsFile /dev/null",
-            "  StrictHostKeyChecking yes", "  SendEnv GROUPX_FAKE_*", "",
+            "  StrictHostKeyChecking yes", "  SendEnv GROUPX_FAKE_*",
+            f"Host {DEAD_ALIAS}", "  HostName 127.0.0.1", f"  Port {free_port()}", "",
         ]))
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
         log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's life
