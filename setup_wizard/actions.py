@@ -23,6 +23,7 @@ from setup_wizard import detect
 from setup_wizard.config import (
     AGENT_ID_RE,
     DEFAULT_AGENT_IDS,
+    DESTINATION_RE,
     DISPLAY_NAMES,
     RESERVED_AGENT_IDS,
     AgentConfig,
@@ -65,6 +66,7 @@ class DraftAgent(Strict):
     command: DraftCommand
     cwd: Annotated[str, Field(min_length=1)]
     enabled: bool = True
+    ssh: Annotated[str, Field(min_length=1, max_length=320)] | None = None  # kept as the file has it (D51)
 
 
 class DraftBrain(Strict):
@@ -113,7 +115,7 @@ def draft_from_config(config: GroupXConfig) -> dict[str, Any]:
         entries.append({
             "id": agent_id, "driver": driver, "name": agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
             "identity": agent.identity, "command": command_draft(agent.command, driver), "cwd": agent.cwd,
-            "enabled": agent.enabled,
+            "enabled": agent.enabled, **({"ssh": agent.ssh} if agent.ssh else {}),
         })
     # An existing file without an assistant keeps it off (PROTOCOL §10.6).
     assistant: dict[str, Any] = {"enabled": False, "name": ASSISTANT_NAME, "brain": None, "extraInstructions": ""}
@@ -232,7 +234,9 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         elif agent.id in seen:
             issues.append(issue(f"{at}.id", "duplicate_id", f"another agent already has the id {agent.id!r}"))
         seen.add(agent.id)
-        if not (config_dir / agent.cwd).is_dir():
+        if agent.ssh:  # a remote cwd cannot be looked at from here: `groupx doctor` checks the host
+            issues += _ssh_issues(at, agent)
+        elif not (config_dir / agent.cwd).is_dir():
             issues.append(issue(f"{at}.cwd", "cwd_not_found", f"no such directory: {agent.cwd}"))
         issues += _command_issues(f"{at}.command", agent.command)
     if not any(agent.enabled for agent in draft.agents):
@@ -240,6 +244,15 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
     if draft.assistant and draft.assistant.brain:
         issues += _command_issues("config.assistant.brain.command", draft.assistant.brain.command)
     return issues
+
+
+def _ssh_issues(at: str, agent: DraftAgent) -> list[dict[str, str]]:
+    """The schema's own rules for an agent on another machine (setup_wizard/config.py, D51)."""
+    if not DESTINATION_RE.match(agent.ssh or ""):
+        return [issue(f"{at}.ssh", "invalid_ssh", "write user@host or a Host alias of your ssh config")]
+    if not agent.cwd.startswith("/"):
+        return [issue(f"{at}.cwd", "cwd_not_absolute", f"an absolute path on {agent.ssh}")]
+    return []
 
 
 def validate_draft(body: Any, config_dir: Path) -> Draft:
@@ -281,7 +294,8 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
         "storage": {"path": draft.storagePath},
         "agents": {
             agent.id: {"driver": agent.driver, "name": agent.name, "identity": agent.identity,
-                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled}
+                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled,
+                       **({"ssh": agent.ssh} if agent.ssh else {})}
             for agent in draft.agents
         },
     }

@@ -126,3 +126,16 @@ def test_storage_resolves_relative_to_the_config_file(tmp_path):
 
     config = parse_config({"storage": {"path": "data/room.db"}})
     assert storage_path(config, tmp_path / "groupx.json") == tmp_path / "data" / "room.db"
+
+
+def test_a_remote_agent_survives_a_round_trip_through_the_setup_draft():
+    from setup_wizard.actions import Draft, build_config, draft_from_config
+
+    raw = {"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@box"}, "grok": {"cwd": "."}}}
+    editable = draft_from_config(parse_config(raw))
+
+    written = build_config(Draft.model_validate(editable), raw)
+
+    assert written["agents"]["kimi"]["ssh"] == "me@box" and written["agents"]["kimi"]["cwd"] == "/srv/repo"
+    assert "ssh" not in written["agents"]["grok"]
+    assert parse_config(written).agents["kimi"].ssh == "me@box"

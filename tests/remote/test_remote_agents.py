@@ -75,7 +75,19 @@ def test_a_dropped_ssh_connection_fails_only_the_running_turn_and_the_next_turn_
     assert not any(e["type"] in TERMINALS for e in turn_events(mixed_room, bystander))  # the local Turn runs on
     after = send(mixed_room, "agent:claude", "are you back?")["turns"][0]["turnId"]
     assert wait_terminal(mixed_room, after, timeout=TERMINAL_WAIT)["type"] == "turn.completed"
-    assert len(started_records(mixed_room, "claude")) > launches_before  # a new ssh connection and CLI
+    relaunch = started_records(mixed_room, "claude")[launches_before:]
+    assert relaunch and "--resume" in relaunch[0]["argv"]  # a new connection, the same native session
     assert [e["type"] for e in turn_events(mixed_room, running) if e["type"] in TERMINALS] == ["turn.failed"]
     cancel(mixed_room, bystander)
     assert wait_terminal(mixed_room, bystander, timeout=TERMINAL_WAIT)["type"] == "turn.cancelled"
+
+
+def test_a_remote_turn_is_cancelled_natively_through_the_connection(mixed_room):
+    running = send(mixed_room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(mixed_room, running)),
+               timeout=TERMINAL_WAIT, message="kimi's Turn running")
+
+    cancel(mixed_room, running)
+
+    assert wait_terminal(mixed_room, running, timeout=TERMINAL_WAIT)["type"] == "turn.cancelled"
+    assert any(r["msg"].get("method") == "session/cancel" for r in wire(mixed_room, "kimi", kind="in"))
