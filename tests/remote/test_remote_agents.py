@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.agents import active_binding, cancel, send, turn_events, wait_terminal, wire
-from tests.remote.sshd import ALIAS
-from tests.server import wait_until
+from tests.remote.conftest import remote_agent
+from tests.remote.sshd import ALIAS, DEAD_ALIAS
+from tests.server import GroupXServer, wait_until
 
 TERMINALS = ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")
 TERMINAL_WAIT = 90  # deadlines, not sleeps: ssh start-ups are slow on a loaded 2-core machine
@@ -91,3 +94,25 @@ def test_a_remote_turn_is_cancelled_natively_through_the_connection(mixed_room):
 
     assert wait_terminal(mixed_room, running, timeout=TERMINAL_WAIT)["type"] == "turn.cancelled"
     assert any(r["msg"].get("method") == "session/cancel" for r in wire(mixed_room, "kimi", kind="in"))
+
+
+@pytest.fixture
+def room_with_a_dead_destination(tmp_path, sshd):
+    agents = {"lost": {**remote_agent("kimi", tmp_path, "lost"), "ssh": DEAD_ALIAS},
+              "kimi": remote_agent("kimi", tmp_path, "kimi")}
+    room = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
+                        env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)})
+    yield room.start()
+    room.stop()
+
+
+def test_an_unreachable_destination_fails_the_start_with_ssh_s_reason_and_only_that_agents_turn(
+        room_with_a_dead_destination):
+    room = room_with_a_dead_destination
+    turns = {t["target"]: t["turnId"] for t in send(room, "@all", "anyone there?")["turns"]}
+
+    assert wait_terminal(room, turns["agent:kimi"], timeout=TERMINAL_WAIT)["type"] == "turn.completed"
+    failed = wait_terminal(room, turns["agent:lost"], timeout=TERMINAL_WAIT)
+    assert failed["type"] == "turn.failed" and failed["body"]["errorCode"] == "ADAPTER_START_FAILED"
+    lost = next(a for a in room.get("/api/health").json()["agents"] if a["agentId"] == "lost")
+    assert lost["host"] == DEAD_ALIAS and "Connection refused" in lost["lastError"]["message"]
