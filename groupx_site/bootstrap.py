@@ -47,6 +47,7 @@ class AgentCard(Response):
     driver: str
     status: str
     cwd: str
+    host: str = "local"  # where the agent runs: "local" or its ssh destination (D51)
     enabled: bool
     capabilities: dict[str, Any]
     instanceId: str | None = None

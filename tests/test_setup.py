@@ -131,7 +131,7 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
     assert [a["actorId"] for a in snapshot["agents"]] == ["agent:sleeper"]
     assert snapshot["pendingAgents"] == [{
         "actorId": "agent:reviewer", "displayName": "Reviewer", "driver": "kimi", "status": "pending_restart",
-        "cwd": str(server.workdir), "enabled": True,
+        "cwd": str(server.workdir), "host": "local", "enabled": True,
     }]
     refused = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:reviewer"],
                                             "content": "hello"})

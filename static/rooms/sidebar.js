@@ -109,7 +109,7 @@ export class Sidebar {
         h("span", { class: "agent-status" }, h("span", { class: "dot", "aria-hidden": "true" }), STATUS_LABEL.pending_restart)),
       h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: "Saved in settings; starts after groupx restart" })),
       h("p", { class: "agent-meta" },
-        card.cwd ? h("span", { class: "agent-cwd", title: card.cwd, text: shortPath(card.cwd) }) : null,
+        card.cwd ? h("span", { class: "agent-cwd", title: hostTitle(card), text: hostPrefix(card) + shortPath(card.cwd) }) : null,
         card.driver ? h("span", { class: "agent-driver", text: card.driver }) : null)), card.actorId);
   }
 
