@@ -74,7 +74,7 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
         (lambda cwd: [agent("kimi", cwd / "missing")], {"config.agents.0.cwd": "cwd_not_found"}),
         (lambda cwd: [agent("kimi", cwd, sandbox="off")], {"config.agents.0.sandbox": "forbidden_field"}),
         (lambda cwd: [agent("kimi", cwd, colour="red")], {"config.agents.0.colour": "unknown_field"}),
-        (lambda cwd: [agent("kimi", cwd, ssh="-oProxyCommand=sh")], {"config.agents.0.ssh": "invalid_ssh"}),
+        (lambda cwd: [agent("kimi", cwd, ssh="-oProxyCommand=sh")], {"config.agents.0.ssh": "string_pattern_mismatch"}),
         (lambda cwd: [{**agent("kimi", cwd), "cwd": "repo", "ssh": "me@box"}],
          {"config.agents.0.cwd": "cwd_not_absolute"}),
     ],
