@@ -31,6 +31,7 @@ from setup_wizard.config import (
     ConfigError,
     DriverName,
     GroupXConfig,
+    check_script_here,
     load_config,
     parse_config,
     write_config,
@@ -212,13 +213,18 @@ def _structural_issues(error: ValidationError) -> list[dict[str, str]]:
     return issues
 
 
-def _command_issues(path: str, command: DraftCommand | None) -> list[dict[str, str]]:
+def _command_issues(path: str, command: DraftCommand | None, *, remote: bool = False) -> list[dict[str, str]]:
     if command is None or not command.prefixArgs:
         return []
     try:
-        CommandSpec.model_validate(command.model_dump())
+        spec = CommandSpec.model_validate(command.model_dump())
     except ValidationError as error:
         return [issue(path, "invalid_command", _message(error.errors()[0]))]
+    try:
+        if not remote:  # a remote agent's script is on its host (D51)
+            check_script_here(spec)
+    except ValueError as error:
+        return [issue(path, "invalid_command", str(error))]
     return []
 
 
@@ -239,7 +245,7 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
             issues += _ssh_issues(at, agent)
         elif not (config_dir / agent.cwd).is_dir():
             issues.append(issue(f"{at}.cwd", "cwd_not_found", f"no such directory: {agent.cwd}"))
-        issues += _command_issues(f"{at}.command", agent.command)
+        issues += _command_issues(f"{at}.command", agent.command, remote=agent.ssh is not None)
     if not any(agent.enabled for agent in draft.agents):
         issues.append(issue("config.agents", "none_enabled", "enable at least one agent"))
     if draft.assistant and draft.assistant.brain:

@@ -118,9 +118,14 @@ class CommandSpec(Strict):
         script = self.prefixArgs[0]
         if script.startswith("-") or not script.endswith(SCRIPT_SUFFIXES):
             raise ValueError("prefixArgs[0] must be a .py/.js/.mjs/.cjs script, not a flag")
-        if not Path(script).is_file():
-            raise ValueError(f"prefixArgs[0] does not exist: {script}")
         return self
+
+
+def check_script_here(command: str | CommandSpec | None) -> None:
+    """A script run by a local interpreter must exist on this machine (a remote agent's is on its
+    host: `groupx doctor` runs it there, D51)."""
+    if isinstance(command, CommandSpec) and command.prefixArgs and not Path(command.prefixArgs[0]).is_file():
+        raise ValueError(f"command.prefixArgs[0] does not exist: {command.prefixArgs[0]}")
 
 
 class AgentConfig(Strict):
@@ -144,8 +149,10 @@ class AgentConfig(Strict):
         return destination
 
     @model_validator(mode="after")
-    def _remote_cwd_is_absolute(self) -> AgentConfig:
-        if self.ssh is not None and not self.cwd.startswith("/"):
+    def _local_script_or_remote_cwd(self) -> AgentConfig:
+        if self.ssh is None:
+            check_script_here(self.command)
+        elif not self.cwd.startswith("/"):
             raise ValueError(f"cwd must be an absolute path on {self.ssh} when ssh is set (it is not resolved "
                              f"against this machine), not {self.cwd!r}")
         return self
@@ -155,6 +162,11 @@ class AssistantBrain(Strict):
     driver: DriverName
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
     cwd: Annotated[str, Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _local_script(self) -> AssistantBrain:
+        check_script_here(self.command)
+        return self
 
 
 class AssistantConfig(Strict):

@@ -84,6 +84,15 @@ def test_a_remote_agent_keeps_its_remote_cwd_as_written_and_a_local_one_runs_her
     assert (local.cwd, local.ssh, local.host) == (str(tmp_path), None, "local")
 
 
+def test_a_remote_agents_script_is_not_looked_for_on_this_machine():
+    command = {"executable": "python3", "prefixArgs": ["/opt/remote-only/agent.py"]}
+    config = parse_config({"agents": {"x": {"driver": "kimi", "cwd": "/srv", "ssh": "box", "command": command}}})
+
+    assert config.agents["x"].command.prefixArgs == ["/opt/remote-only/agent.py"]
+    with pytest.raises(ConfigError, match="prefixArgs"):
+        parse_config({"agents": {"x": {"driver": "kimi", "cwd": "/srv", "command": command}}})
+
+
 def test_without_a_channel_layer_the_config_names_none():
     assert parse_config({}).channelLayer is None
 
