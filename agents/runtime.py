@@ -1,5 +1,6 @@
 """The agent runtime: restart recovery, one session and one FIFO lane per live agent, and what the
-wake-ups from the web side do (they arrive over the channel layer, agents/worker.py) (docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
+wake-ups from the web side do (they arrive over the channel layer: agents/worker.py)
+(docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
 
 ``start`` keeps FEATURES §7's order (docs/DECISIONS.md D42): close the stale launches of the last
 process, start every agent's session (in parallel; readiness waits for them, at most the

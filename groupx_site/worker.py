@@ -46,6 +46,7 @@ class AgentsWorker(Worker):
     router is the same one) rather than the whole ASGI application."""
 
     lost_lease = False
+    keeper: LeaseKeeper | None = None
 
     def __init__(self, application, channels, channel_layer, max_applications=1000):
         super().__init__(agents_worker.channel_router, channels, channel_layer, max_applications)
@@ -93,11 +94,15 @@ class AgentsWorker(Worker):
         if AGENTS_CHANNEL in self.channels:
             tasks.append(asyncio.ensure_future(self._serve_agents()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        logger.info("the worker stops")
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         if not self.lost_lease:
             await runtime.shutdown()  # closes the CLIs and releases the lease
+        if self.keeper is not None:
+            await self.keeper.release()  # a standby leaves the rows too (doctor and health list it no more)
+        logger.info("the worker stopped: its agents are closed and its lease released")
         for task in done:
             task.result()  # a listener's error ends the worker with it
 
@@ -109,7 +114,7 @@ class AgentsWorker(Worker):
             await runtime.stop_agents_after_lease_lost()
             lost.set()
 
-        keeper = LeaseKeeper("worker", on_lost=on_lost)
+        keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost)
         await keeper.acquire()  # a standby waits here
         runtime.run_as_worker(keeper)
         keeper.keep()

@@ -78,6 +78,9 @@ def test_a_second_worker_stands_by_and_takes_over_when_the_owner_stops(web, work
 
     owner.stop()  # SIGTERM: it closes its agents and releases the lease
 
+    assert owner.proc.returncode == 0, owner.log()  # it ended by itself (stop() SIGKILLs after its deadline)
+    assert "its agents are closed and its lease released" in owner.log()
+
     standby.wait_for(OWNS, timeout=DEADLINE)
     turn_id = send(web, "agent:kimi", "after the handover")["turns"][0]["turnId"]
     assert wait_terminal(web, turn_id, timeout=DEADLINE)["type"] == "turn.completed"
