@@ -57,7 +57,7 @@ test-split: install
 
 # The remote-agent tier (tests/remote, docs/DECISIONS.md D52): a throwaway sshd on loopback (Debian's
 # openssh-server, installed with apt when missing, as root) with its own keys, known_hosts and
-# ssh_config; a room with a local and two remote fake agents: @all, an MCP ask over the forward,
+# ssh_config; a room with a local and three remote fake agents: @all, an MCP ask over the forward,
 # a dropped connection mid-Turn, the remote working directory.
 test-remote: install
 	@test -x /usr/sbin/sshd || { \

@@ -36,8 +36,8 @@ def remote_agent(driver: str, workdir, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def mixed_room(tmp_path_factory, sshd):
-    """One local agent (codex) and two remote ones: claude (its MCP config file travels through
-    ssh's stdin) and kimi (ACP)."""
+    """One local agent (codex) and three remote ones, one per wire: claude (its MCP config file
+    travels through ssh's stdin), kimi (ACP) and coder (Codex, its MCP server a thread config)."""
     workdir = tmp_path_factory.mktemp("mixed")
     local_cwd = workdir / "local-codex"
     local_cwd.mkdir()
@@ -45,6 +45,7 @@ def mixed_room(tmp_path_factory, sshd):
         "codex": {"driver": "codex", "command": str(FAKES_BIN / "codex"), "cwd": str(local_cwd)},
         "claude": remote_agent("claude", workdir, "claude"),
         "kimi": remote_agent("kimi", workdir, "kimi"),
+        "coder": remote_agent("codex", workdir, "coder"),
     }
     server = GroupXServer(workdir, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
                           env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)})

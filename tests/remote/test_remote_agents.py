@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.agents import active_binding, cancel, send, turn_events, wait_terminal, wire
+from tests.agents import active_binding, cancel, prompts_sent, send, turn_events, wait_terminal, wire
 from tests.remote.conftest import remote_agent
 from tests.remote.sshd import ALIAS, DEAD_ALIAS
 from tests.server import GroupXServer, wait_until
@@ -27,13 +27,17 @@ def test_at_all_reaches_the_local_and_the_remote_agents_and_each_remote_cli_runs
                  for t in accepted["turns"]}
 
     assert {actor: t["type"] for actor, t in terminals.items()} == dict.fromkeys(
-        ["agent:codex", "agent:claude", "agent:kimi"], "turn.completed")
+        ["agent:codex", "agent:claude", "agent:kimi", "agent:coder"], "turn.completed")
     agents = {a["agentId"]: a for a in mixed_room.get("/api/health").json()["agents"]}
-    assert agents["claude"]["host"] == ALIAS and agents["kimi"]["host"] == ALIAS
+    assert [agents[name]["host"] for name in ("claude", "kimi", "coder")] == [ALIAS] * 3
     assert agents["codex"]["host"] == "local"
-    for flavor in ("claude", "kimi"):
-        start = started_records(mixed_room, flavor)[-1]
-        assert start["cwd"] == str(mixed_room.workdir / f"remote-{flavor}")
+    for flavor, name in (("claude", "claude"), ("kimi", "kimi"), ("codex", "coder")):
+        cwds = {start["cwd"] for start in started_records(mixed_room, flavor)}
+        assert str(mixed_room.workdir / f"remote-{name}") in cwds
+    mcp_urls = {frame["params"]["config"]["mcp_servers.groupx"]["url"]
+                for frame in prompts_sent(mixed_room, "codex", "thread/start")}
+    room_url = f"http://127.0.0.1:{mixed_room.port}/mcp"
+    assert room_url in mcp_urls and len(mcp_urls - {room_url}) == 1  # the remote Codex got the forward
 
 
 def test_the_remote_claude_reads_its_mcp_config_from_a_private_remote_file_and_no_binding_is_on_a_command_line(
