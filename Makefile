@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real test-split bench bench-compare bench-profile lint install browser-deps
+.PHONY: run test test-fast test-faults test-real test-split test-remote bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,18 @@ test-split: install
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "redis-server is not installed and cannot be installed here: the split-mode tier will be skipped"; fi; }
 	GROUPX_SPLIT_TIER=1 $(PY) -m pytest -q -n 2 --dist loadfile tests/split
+
+# The remote-agent tier (tests/remote, docs/DECISIONS.md D52): a throwaway sshd on loopback (Debian's
+# openssh-server, installed with apt when missing, as root) with its own keys, known_hosts and
+# ssh_config; a room with a local and three remote fake agents: @all, an MCP ask over the forward,
+# a dropped connection mid-Turn, the remote working directory.
+test-remote: install
+	@test -x /usr/sbin/sshd || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's openssh-server for the remote-agent tier..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; \
+	  else echo "openssh-server is not installed and cannot be installed here: the remote-agent tier will be skipped"; fi; }
+	GROUPX_REMOTE_TIER=1 $(PY) -m pytest -q -p no:xdist tests/remote
 
 # The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
 # models on a SQLite test database, no server and no CLI; well under a minute. `make test` runs it too.

@@ -17,7 +17,7 @@ from pathlib import Path
 from django.conf import settings
 
 from agents import health, instances
-from agents.drivers import secret_file
+from agents.drivers import remote, secret_file
 from agents.drivers.base import (
     RESUME_FALLBACK_CODES,
     DriverError,
@@ -30,7 +30,7 @@ from agents.drivers.registry import get_driver
 from groupx_site.core import db, listen
 from rooms import event_types, events
 from rooms.events import ActorRef
-from setup_wizard.config import ResolvedAgent, resolve_executable
+from setup_wizard.config import ResolvedAgent, resolve_executable, ssh_config_file
 
 logger = logging.getLogger("groupx.sessions")
 START_ATTEMPTS = 3
@@ -40,6 +40,21 @@ BACKOFF_BASE_SECONDS = 0.4
 def private_dir_path() -> str:
     """Where the CLIs' secret files go (D39): beside the room's database, 0700."""
     return str(Path(settings.GROUPX_DB_PATH).parent / "private")
+
+
+def launch_place(agent: ResolvedAgent) -> tuple[tuple[str, ...], remote.SshTarget | None]:
+    """The argv prefix and, for an agent on another machine, its ssh target (D51): a fresh forward
+    port per launch. Raises DriverError(ADAPTER_NOT_FOUND) for a local command that is not there;
+    a remote one is looked up by the remote shell (``groupx doctor`` checks it beforehand)."""
+    if agent.ssh:
+        target = remote.SshTarget(destination=agent.ssh, local_port=listen.bound_address()[1],
+                                  remote_port=remote.pick_remote_port(), config_file=ssh_config_file())
+        return agent.command, target
+    command = resolve_executable(agent.command)
+    if command is None:
+        raise DriverError("ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found or is not "
+                                               "executable", retryable=False)
+    return command, None
 
 
 def _db(fn):
@@ -134,20 +149,17 @@ class AgentSessions:
 
     async def _launch(self, resume_id: str | None) -> NativeSession:
         agent = self.agent
-        command = resolve_executable(agent.command)
-        if command is None:
-            raise DriverError("ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found or is not "
-                                                   "executable", retryable=False)
+        command, ssh = launch_place(agent)
         driver = get_driver(agent.driver)
         self.instance_id, self.binding_id = await _db(instances.create_launch)(agent.actor_id, agent.driver, agent.cwd)
         timeouts = settings.GROUPX_CONFIG.timeouts
         profile = LaunchProfile(
             agent_id=agent.agent_id, actor_id=agent.actor_id, driver=agent.driver, command=command, cwd=agent.cwd,
             instance_id=self.instance_id, binding_id=self.binding_id,
-            mcp=McpAttachment(url=f"{listen.origin()}/mcp", binding_id=self.binding_id),
+            mcp=McpAttachment(url=f"{ssh.mcp_origin if ssh else listen.origin()}/mcp", binding_id=self.binding_id),
             timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
                               cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
-            private_dir=secret_file.private_directory(private_dir_path()),
+            private_dir=secret_file.private_directory(private_dir_path()), ssh=ssh,
         )
         try:
             session = await driver.start(profile, resume_native_session_id=resume_id)

@@ -19,9 +19,9 @@ from django.conf import settings
 from agents import turn_collector
 from agents.drivers.base import DriverError, LaunchProfile, Timeouts
 from agents.drivers.registry import get_driver
+from agents.sessions import launch_place
 from agents.turn_collector import Collected, TurnHooks
 from memory.summariser import SummariserError, SummaryRequest, set_summariser
-from setup_wizard.config import resolve_executable
 
 logger = logging.getLogger("groupx.agents.summariser")
 
@@ -45,9 +45,7 @@ class CliSummariser:
 
     async def _run(self, request: SummaryRequest) -> str:
         agent = request.agent
-        command = resolve_executable(agent.command)
-        if command is None:
-            raise SummariserError("ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found")
+        command, ssh = launch_place(agent)  # DriverError(ADAPTER_NOT_FOUND) becomes a SummariserError
         timeouts = settings.GROUPX_CONFIG.timeouts
         tag = secrets.token_hex(6)
         profile = LaunchProfile(
@@ -55,6 +53,7 @@ class CliSummariser:
             instance_id=f"{agent.agent_id}/{request.purpose}@{tag}", binding_id="", mcp=None,
             timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
                               cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
+            ssh=ssh,
         )
         session = await get_driver(agent.driver).start(profile)
         try:

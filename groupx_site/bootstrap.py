@@ -47,6 +47,7 @@ class AgentCard(Response):
     driver: str
     status: str
     cwd: str
+    host: str = "local"  # where the agent runs: "local" or its ssh destination (D51)
     enabled: bool
     capabilities: dict[str, Any]
     instanceId: str | None = None
@@ -84,6 +85,7 @@ def agent_cards() -> list[dict[str, Any]]:
             "driver": agent.driver,
             "status": state["status"],
             "cwd": agent.cwd,
+            "host": agent.host,  # "local" or the ssh destination it runs on (D51)
             "enabled": agent.enabled,
             "capabilities": {
                 "transport": "structured",

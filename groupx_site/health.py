@@ -68,7 +68,8 @@ def agent_health(worker: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     states = agent_states(worker)
     for agent in roster.live_agents():
         state = states[agent.actor_id]
-        entries.append({"actorId": agent.actor_id, "adapterId": agent.driver, "driver": agent.driver, **state})
+        entries.append({"actorId": agent.actor_id, "agentId": agent.agent_id, "adapterId": agent.driver,
+                        "driver": agent.driver, "host": agent.host, **state})
     return entries
 
 

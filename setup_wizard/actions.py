@@ -23,6 +23,7 @@ from setup_wizard import detect
 from setup_wizard.config import (
     AGENT_ID_RE,
     DEFAULT_AGENT_IDS,
+    DESTINATION_RE,
     DISPLAY_NAMES,
     RESERVED_AGENT_IDS,
     AgentConfig,
@@ -30,6 +31,7 @@ from setup_wizard.config import (
     ConfigError,
     DriverName,
     GroupXConfig,
+    check_script_here,
     load_config,
     parse_config,
     write_config,
@@ -65,6 +67,8 @@ class DraftAgent(Strict):
     command: DraftCommand
     cwd: Annotated[str, Field(min_length=1)]
     enabled: bool = True
+    # Kept as the file has it (D51); the pattern is the schema's, so the document states it.
+    ssh: Annotated[str, Field(max_length=320, pattern=DESTINATION_RE.pattern)] | None = None
 
 
 class DraftBrain(Strict):
@@ -113,7 +117,7 @@ def draft_from_config(config: GroupXConfig) -> dict[str, Any]:
         entries.append({
             "id": agent_id, "driver": driver, "name": agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
             "identity": agent.identity, "command": command_draft(agent.command, driver), "cwd": agent.cwd,
-            "enabled": agent.enabled,
+            "enabled": agent.enabled, **({"ssh": agent.ssh} if agent.ssh else {}),
         })
     # An existing file without an assistant keeps it off (PROTOCOL §10.6).
     assistant: dict[str, Any] = {"enabled": False, "name": ASSISTANT_NAME, "brain": None, "extraInstructions": ""}
@@ -209,13 +213,18 @@ def _structural_issues(error: ValidationError) -> list[dict[str, str]]:
     return issues
 
 
-def _command_issues(path: str, command: DraftCommand | None) -> list[dict[str, str]]:
+def _command_issues(path: str, command: DraftCommand | None, *, remote: bool = False) -> list[dict[str, str]]:
     if command is None or not command.prefixArgs:
         return []
     try:
-        CommandSpec.model_validate(command.model_dump())
+        spec = CommandSpec.model_validate(command.model_dump())
     except ValidationError as error:
         return [issue(path, "invalid_command", _message(error.errors()[0]))]
+    try:
+        if not remote:  # a remote agent's script is on its host (D51)
+            check_script_here(spec)
+    except ValueError as error:
+        return [issue(path, "invalid_command", str(error))]
     return []
 
 
@@ -232,9 +241,11 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         elif agent.id in seen:
             issues.append(issue(f"{at}.id", "duplicate_id", f"another agent already has the id {agent.id!r}"))
         seen.add(agent.id)
-        if not (config_dir / agent.cwd).is_dir():
+        if agent.ssh:  # a remote cwd cannot be looked at from here: `groupx doctor` checks the host
+            issues += _ssh_issues(at, agent)
+        elif not (config_dir / agent.cwd).is_dir():
             issues.append(issue(f"{at}.cwd", "cwd_not_found", f"no such directory: {agent.cwd}"))
-        issues += _command_issues(f"{at}.command", agent.command)
+        issues += _command_issues(f"{at}.command", agent.command, remote=agent.ssh is not None)
     if not any(agent.enabled for agent in draft.agents):
         issues.append(issue("config.agents", "none_enabled", "enable at least one agent"))
     if draft.assistant and draft.assistant.brain:
@@ -246,6 +257,13 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         issues.append(issue("config.assistant.brain.cwd", "missing",
                             "an enabled assistant needs a working directory for its CLI"))
     return issues
+
+
+def _ssh_issues(at: str, agent: DraftAgent) -> list[dict[str, str]]:
+    """The rule between ``ssh`` and ``cwd`` of an agent on another machine (setup_wizard/config.py, D51)."""
+    if not agent.cwd.startswith("/"):
+        return [issue(f"{at}.cwd", "cwd_not_absolute", f"an absolute path on {agent.ssh}")]
+    return []
 
 
 def validate_draft(body: Any, config_dir: Path) -> Draft:
@@ -287,7 +305,8 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
         "storage": {"path": draft.storagePath},
         "agents": {
             agent.id: {"driver": agent.driver, "name": agent.name, "identity": agent.identity,
-                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled}
+                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled,
+                       **({"ssh": agent.ssh} if agent.ssh else {})}
             for agent in draft.agents
         },
     }

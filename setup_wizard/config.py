@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agents.drivers.remote import DESTINATION_RE
 from agents.drivers.table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
 
 # The driver names, their display names and the default roster come from the driver table.
@@ -117,9 +118,14 @@ class CommandSpec(Strict):
         script = self.prefixArgs[0]
         if script.startswith("-") or not script.endswith(SCRIPT_SUFFIXES):
             raise ValueError("prefixArgs[0] must be a .py/.js/.mjs/.cjs script, not a flag")
-        if not Path(script).is_file():
-            raise ValueError(f"prefixArgs[0] does not exist: {script}")
         return self
+
+
+def check_script_here(command: str | CommandSpec | None) -> None:
+    """A script run by a local interpreter must exist on this machine (a remote agent's is on its
+    host: `groupx doctor` runs it there, D51)."""
+    if isinstance(command, CommandSpec) and command.prefixArgs and not Path(command.prefixArgs[0]).is_file():
+        raise ValueError(f"command.prefixArgs[0] does not exist: {command.prefixArgs[0]}")
 
 
 class AgentConfig(Strict):
@@ -129,12 +135,38 @@ class AgentConfig(Strict):
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
     cwd: Annotated[str, Field(min_length=1)]
     enabled: bool = True
+    # Another machine's agent (docs/DECISIONS.md D51): ``user@host`` or an ssh config alias; ``cwd``
+    # is then an absolute path on that machine.
+    ssh: Annotated[str, Field(min_length=1, max_length=320)] | None = None
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh_destination(cls, destination: str | None) -> str | None:
+        if destination is not None and not DESTINATION_RE.match(destination):
+            raise ValueError(f"{destination!r} is not an ssh destination: write user@host or a Host alias of your "
+                             "ssh config (no ssh://, no port, no spaces, not starting with '-'; put ports and jump "
+                             "hosts in the ssh config)")
+        return destination
+
+    @model_validator(mode="after")
+    def _local_script_or_remote_cwd(self) -> AgentConfig:
+        if self.ssh is None:
+            check_script_here(self.command)
+        elif not self.cwd.startswith("/"):
+            raise ValueError(f"cwd must be an absolute path on {self.ssh} when ssh is set (it is not resolved "
+                             f"against this machine), not {self.cwd!r}")
+        return self
 
 
 class AssistantBrain(Strict):
     driver: DriverName
     command: Annotated[str, Field(min_length=1)] | CommandSpec | None = None
     cwd: Annotated[str, Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _local_script(self) -> AssistantBrain:
+        check_script_here(self.command)
+        return self
 
 
 class AssistantConfig(Strict):
@@ -219,8 +251,14 @@ class ResolvedAgent(BaseModel):
     display_name: str
     identity: str
     command: tuple[str, ...]  # executable [+ script], resolved against PATH at launch time
-    cwd: str
+    cwd: str  # absolute; on the ssh destination when there is one
     enabled: bool
+    ssh: str | None = None  # where the CLI runs (D51); None: on this machine
+
+    @property
+    def host(self) -> str:
+        """Where the agent runs, as health and the room page show it."""
+        return self.ssh or "local"
 
 
 def _format_error(error: ValidationError) -> str:
@@ -292,8 +330,9 @@ def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgen
                 display_name=agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
                 identity=agent.identity,
                 command=command,
-                cwd=str((config_path.parent / agent.cwd).resolve()),
+                cwd=agent.cwd if agent.ssh else str((config_path.parent / agent.cwd).resolve()),
                 enabled=agent.enabled,
+                ssh=agent.ssh,
             )
         )
     return resolved
@@ -306,6 +345,11 @@ def command_argv(driver: str, command: str | CommandSpec | None) -> tuple[str, .
     if isinstance(command, str):
         return (command,)
     return (command.executable, *command.prefixArgs)
+
+
+def ssh_config_file() -> str | None:
+    """``GROUPX_SSH_CONFIG``: the ssh config GroupX's ssh reads instead of ``~/.ssh/config`` (D51)."""
+    return os.environ.get("GROUPX_SSH_CONFIG") or None
 
 
 def resolve_executable(command: tuple[str, ...]) -> tuple[str, ...] | None:

@@ -2,7 +2,8 @@
 
 The exit status answers "can GroupX drive a real agent CLI here?": 0 when at least one of the five
 native CLIs resolves on PATH, 1 otherwise, and 1 as well when the config names a channel layer
-(``channelLayer.redisUrl``, split mode, docs/DECISIONS.md D43) whose Redis does not answer. The
+(``channelLayer.redisUrl``, split mode, docs/DECISIONS.md D43) whose Redis does not answer, or an
+agent's SSH destination (D51) that is unreachable or lacks the agent's CLI. The
 bundled demo agents are listed but do not count: they make a working room for a first look, not a
 working setup (the setup wizard offers them anyway).
 """
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from setup_wizard.config import ConfigError, GroupXConfig, load_config, resolve_agents, resolve_executable
 from setup_wizard.detect import demo_shims, detect_drivers
+from setup_wizard.doctor_ssh import ssh_lines
 
 
 def package_version(name: str) -> str:
@@ -71,14 +73,14 @@ def channel_layer_lines(config: GroupXConfig) -> tuple[list[str], bool]:
             "or fix channelLayer.redisUrl"], False
 
 
-def config_lines(path: Path) -> tuple[list[str], bool]:
-    """What the config says, and whether its channel layer (if any) answers."""
+def config_lines(path: Path) -> tuple[list[str], list[str]]:
+    """What the config says, and what of it does not answer (its channel layer, its SSH destinations)."""
     if not path.exists():
-        return [f"config: {path} (missing: `groupx start` runs the setup wizard)"], True
+        return [f"config: {path} (missing: `groupx start` runs the setup wizard)"], []
     try:
         config = load_config(path)
     except ConfigError as error:
-        return [f"config: {path}", f"  parse error: {error}"], True
+        return [f"config: {path}", f"  parse error: {error}"], []
     agents = resolve_agents(config, path)
     lines = [
         f"config: {path}",
@@ -86,11 +88,17 @@ def config_lines(path: Path) -> tuple[list[str], bool]:
         f"  agents: {len(agents)} ({sum(a.enabled for a in agents)} enabled)",
     ]
     for agent in agents:
-        runnable = "ok" if resolve_executable(agent.command) else "command not found"
+        if agent.ssh:
+            runnable = f"on {agent.ssh}, {agent.cwd}"
+        else:
+            runnable = "ok" if resolve_executable(agent.command) else "command not found"
         state = "enabled" if agent.enabled else "disabled"
         lines.append(f"    {agent.actor_id} [{agent.driver}, {state}]: {' '.join(agent.command)} ({runnable})")
+    remote_lines, remote_usable = ssh_lines(agents)
     layer_lines, usable = channel_layer_lines(config)
-    return lines + layer_lines, usable
+    problems = ([] if usable else ["the channel layer's Redis does not answer"]) + (
+        [] if remote_usable else ["an SSH destination or its CLI does not answer"])
+    return lines + remote_lines + layer_lines, problems
 
 
 def run(config_path: Path, out=None) -> int:
@@ -110,11 +118,11 @@ def run(config_path: Path, out=None) -> int:
     demos = demo_shims()
     if demos:
         lines.append(f"demo agents (bundled, not counted): {', '.join(demos)}")
-    more, layer_usable = config_lines(config_path)
+    more, problems = config_lines(config_path)
     lines += more
     found = sum(d.found for d in drivers)
     lines.append(f"result: {found} of {len(drivers)} agent CLIs found" + ("" if found else " (need at least one)")
-                 + ("" if layer_usable else "; the channel layer's Redis does not answer"))
+                 + "".join(f"; {problem}" for problem in problems))
     out.write("\n".join(lines) + "\n")
     out.flush()
-    return 0 if found and layer_usable else 1
+    return 0 if found and not problems else 1

@@ -56,6 +56,11 @@ def test_direct_transport_is_refused_with_a_clear_message():
         ({"channelLayer": {"redisUrl": ""}}, "channelLayer.redisUrl"),
         ({"channelLayer": {}}, "channelLayer.redisUrl"),
         ({"channelLayer": {"redisUrl": "redis://127.0.0.1", "db": 1}}, "channelLayer.db: unknown key"),
+        ({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "-oProxyCommand=sh"}}}, "not an ssh destination"),
+        ({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "ssh://box:22"}}}, "not an ssh destination"),
+        ({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@box repo"}}}, "not an ssh destination"),
+        ({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": ""}}}, "agents.kimi.ssh"),
+        ({"agents": {"kimi": {"cwd": "repo", "ssh": "me@box"}}}, "absolute path on me@box"),
     ],
 )
 def test_invalid_configs_name_the_offending_key(raw, names):
@@ -68,6 +73,24 @@ def test_invalid_configs_name_the_offending_key(raw, names):
                                  "redis://127.0.0.2:7000", "unix:///run/redis/redis.sock"])
 def test_a_channel_layer_on_loopback_or_a_unix_socket_is_accepted(url):
     assert parse_config({"channelLayer": {"redisUrl": url}}).channelLayer.redisUrl == url
+
+
+def test_a_remote_agent_keeps_its_remote_cwd_as_written_and_a_local_one_runs_here(tmp_path):
+    config = parse_config({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@build-box.lan"},
+                                      "grok": {"cwd": "."}}})
+    remote, local = resolve_agents(config, tmp_path / "groupx.json")
+
+    assert (remote.cwd, remote.ssh, remote.host) == ("/srv/repo", "me@build-box.lan", "me@build-box.lan")
+    assert (local.cwd, local.ssh, local.host) == (str(tmp_path), None, "local")
+
+
+def test_a_remote_agents_script_is_not_looked_for_on_this_machine():
+    command = {"executable": "python3", "prefixArgs": ["/opt/remote-only/agent.py"]}
+    config = parse_config({"agents": {"x": {"driver": "kimi", "cwd": "/srv", "ssh": "box", "command": command}}})
+
+    assert config.agents["x"].command.prefixArgs == ["/opt/remote-only/agent.py"]
+    with pytest.raises(ConfigError, match="prefixArgs"):
+        parse_config({"agents": {"x": {"driver": "kimi", "cwd": "/srv", "command": command}}})
 
 
 def test_without_a_channel_layer_the_config_names_none():
@@ -112,3 +135,16 @@ def test_storage_resolves_relative_to_the_config_file(tmp_path):
 
     config = parse_config({"storage": {"path": "data/room.db"}})
     assert storage_path(config, tmp_path / "groupx.json") == tmp_path / "data" / "room.db"
+
+
+def test_a_remote_agent_survives_a_round_trip_through_the_setup_draft():
+    from setup_wizard.actions import Draft, build_config, draft_from_config
+
+    raw = {"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@box"}, "grok": {"cwd": "."}}}
+    editable = draft_from_config(parse_config(raw))
+
+    written = build_config(Draft.model_validate(editable), raw)
+
+    assert written["agents"]["kimi"]["ssh"] == "me@box" and written["agents"]["kimi"]["cwd"] == "/srv/repo"
+    assert "ssh" not in written["agents"]["grok"]
+    assert parse_config(written).agents["kimi"].ssh == "me@box"

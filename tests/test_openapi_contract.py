@@ -42,7 +42,7 @@ SEED = int(os.environ.get("GROUPX_FUZZ_SEED") or random.SystemRandom().randrange
 EXAMPLES = int(os.environ.get("GROUPX_FUZZ_EXAMPLES") or 15)
 # A setup the document accepts can still be wrong for this machine or as a whole roster.
 SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {"cwd_not_found", "duplicate_id", "invalid_id", "none_enabled", "reserved_id",
-                                  "invalid_command", "invalid_config"}
+                                  "invalid_command", "invalid_config", "cwd_not_absolute"}
 # Rules between two fields, which the document states in words.
 CROSS_FIELD_RULES = {"from must be earlier than to"}
 # Refusals the store makes against the room as it is (FEATURES §12: an observer that is not an

@@ -74,9 +74,12 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
         (lambda cwd: [agent("kimi", cwd / "missing")], {"config.agents.0.cwd": "cwd_not_found"}),
         (lambda cwd: [agent("kimi", cwd, sandbox="off")], {"config.agents.0.sandbox": "forbidden_field"}),
         (lambda cwd: [agent("kimi", cwd, colour="red")], {"config.agents.0.colour": "unknown_field"}),
+        (lambda cwd: [agent("kimi", cwd, ssh="-oProxyCommand=sh")], {"config.agents.0.ssh": "string_pattern_mismatch"}),
+        (lambda cwd: [{**agent("kimi", cwd), "cwd": "repo", "ssh": "me@box"}],
+         {"config.agents.0.cwd": "cwd_not_absolute"}),
     ],
     ids=["duplicate", "reserved", "reserved-dunder", "malformed", "none-enabled", "missing-cwd", "sandbox",
-         "unknown"],
+         "unknown", "ssh-option", "ssh-relative-cwd"],
 )
 def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents, expected):
     server = running
@@ -146,7 +149,7 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
     assert [a["actorId"] for a in snapshot["agents"]] == ["agent:sleeper"]
     assert snapshot["pendingAgents"] == [{
         "actorId": "agent:reviewer", "displayName": "Reviewer", "driver": "kimi", "status": "pending_restart",
-        "cwd": str(server.workdir), "enabled": True,
+        "cwd": str(server.workdir), "host": "local", "enabled": True,
     }]
     refused = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:reviewer"],
                                             "content": "hello"})

@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 from groupx_site.core.errors import ErrorCode, declared
 
+from .remote import SshTarget
+
 # Short names (plain str) for the codes a driver raises or puts in TurnFailed. The codes themselves, and their
 # HTTP statuses, are declared once in groupx_site/core/errors.py (Django-free, so drivers may import it).
 ADAPTER_START_FAILED = ErrorCode.ADAPTER_START_FAILED.value
@@ -97,6 +99,9 @@ class LaunchProfile:
     # Where a driver writes a secret its CLI reads from a file (secret_file.py, D39); None: the
     # system's temp directory.
     private_dir: str | None = None
+    # Set for an agent on another machine (remote.py, D51): the CLI runs there through ssh, ``cwd``
+    # is a path on that machine and ``mcp.url`` the forwarded address on its loopback.
+    ssh: SshTarget | None = None
 
 
 # ---- adapter events -------------------------------------------------------------------------

@@ -92,7 +92,8 @@ class ClaudeDriver(Driver):
         argv = claude_argv(profile, session_id, resume=resume, mcp_config_path=config_file and config_file.path)
         try:
             return await start_native_session(session, argv, profile, _Handshake(session, profile).run,
-                                              label="claude", line_limit=CLAUDE_LINE_LIMIT)
+                                              label="claude", line_limit=CLAUDE_LINE_LIMIT,
+                                              secrets=[config_file] if config_file is not None else [])
         except BaseException:
             if config_file is not None:
                 config_file.remove()  # a CLI that could not even be launched leaves no session to close

@@ -13,9 +13,10 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from . import remote
 from .base import (
     ADAPTER_START_FAILED,
     MCP_BINDING_MISMATCH,
@@ -25,7 +26,8 @@ from .base import (
     LaunchProfile,
 )
 from .jsonrpc import ConnectionLost, JsonRpcClient, JsonRpcError, PendingRequest, ProtocolViolation
-from .process import JsonLineProcess
+from .process import JsonLineProcess, ProcessClosedError
+from .secret_file import SecretFile
 from .turnkit import launch_env, stderr_excerpt
 
 log = logging.getLogger(__name__)
@@ -51,12 +53,13 @@ def require_mcp_binding(profile: LaunchProfile) -> None:
 
 async def start_native_session(session: SessionT, argv: list[str], profile: LaunchProfile,
                                handshake: Callable[[], Awaitable[None]], *, label: str,
-                               **spawn_options: Any) -> SessionT:
+                               secrets: Sequence[SecretFile] = (), **spawn_options: Any) -> SessionT:
     """Spawn ``argv`` in the agent's cwd and environment, attach ``session`` and run ``handshake``.
+    ``secrets`` are the files ``argv`` names; on a remote agent they travel through ssh's stdin.
     A child that cannot be launched is ``ADAPTER_START_FAILED``; whatever the handshake raises
     (including a cancellation) is re-raised after the child was closed."""
     try:
-        process = await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile), **spawn_options)
+        process = await _spawn(argv, profile, secrets, **spawn_options)
     except OSError as exc:
         raise DriverError(ADAPTER_START_FAILED, f"cannot launch {argv[0]!r}: {exc}") from exc
     session.attach(process)
@@ -66,6 +69,25 @@ async def start_native_session(session: SessionT, argv: list[str], profile: Laun
         await _abort(session, label)
         raise
     return session
+
+
+async def _spawn(argv: list[str], profile: LaunchProfile, secrets: Sequence[SecretFile],
+                 **spawn_options: Any) -> JsonLineProcess:
+    """The one place an agent's argv becomes a process: here, or on its SSH destination (D51)."""
+    if profile.ssh is None:
+        return await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile), **spawn_options)
+    named = [(secret.path, secret.name) for secret in secrets]
+    ssh_argv = remote.wrap(argv, profile.cwd, profile.ssh, named)
+    process = await JsonLineProcess.spawn(ssh_argv, env=launch_env(profile), **spawn_options)
+    if secrets:
+        try:
+            await process.write_preamble(remote.preamble([secret.read() for secret in secrets]))
+        except BaseException as exc:
+            await process.close(0)
+            if isinstance(exc, ProcessClosedError):
+                raise OSError(f"ssh took no secret on its stdin: {exc}") from exc
+            raise
+    return process
 
 
 async def _abort(session: StartingSession, label: str) -> None:

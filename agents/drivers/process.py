@@ -403,7 +403,14 @@ class JsonLineProcess:
         Raises ValueError for a frame that is not a JSON-serialisable dict (nothing is written)
         and ProcessClosedError when stdin is gone.
         """
-        data = encode_frame(obj)
+        await self._write(encode_frame(obj))
+
+    async def write_preamble(self, data: bytes) -> None:
+        """Raw bytes for the launcher in front of the CLI (ssh's remote script reads its secrets
+        from here, remote.py), written before the first frame. Raises ProcessClosedError."""
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
         stdin = self._proc.stdin
         if stdin is None or stdin.is_closing() or self._close_task is not None:
             raise ProcessClosedError("stdin is closed")

@@ -30,6 +30,7 @@ class SecretFile:
     def __init__(self, name: str, content: str, *, parent: str | None = None):
         """Write ``content`` to ``<parent>/groupx-XXXX/<name>``; ``parent`` None: the system's temp
         directory (a driver started outside a room, as in the drivers' own tests)."""
+        self.name = name
         self.directory = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
         self.path = os.path.join(self.directory, name)
         try:
@@ -39,6 +40,11 @@ class SecretFile:
         except BaseException:
             self.remove()
             raise
+
+    def read(self) -> str:
+        """The content, for a launcher that hands it on by another private path (remote.py)."""
+        with open(self.path, encoding="utf-8") as file:
+            return file.read()
 
     def remove(self) -> None:
         """Idempotent: the file and its directory are gone afterwards (or were never there)."""

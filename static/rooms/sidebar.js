@@ -37,6 +37,16 @@ function shortPath(path) {
   return tail.length <= 28 ? `…/${tail}` : `…/${parts[parts.length - 1]}`;
 }
 
+/** Where an agent runs: nothing for this machine, ``host:`` for an SSH destination (D51). */
+function hostPrefix(card) {
+  return card.host && card.host !== "local" ? `${card.host}:` : "";
+}
+
+function hostTitle(card) {
+  const where = card.host && card.host !== "local" ? `runs on ${card.host} (ssh): ` : "";
+  return where + (card.cwd || "");
+}
+
 export class Sidebar {
   /** @param onMemory(actorId, button) opens the agent's memory drawer;
    *  @param onRestart(actorId, displayName, button) restarts the agent's CLI (agent_restart.js) */
@@ -75,7 +85,7 @@ export class Sidebar {
           parts.status),
         h("p", { class: "agent-now" }, parts.activity, parts.queued),
         h("p", { class: "agent-meta" },
-          h("span", { class: "agent-cwd", title: card.cwd || "", text: shortPath(card.cwd) }),
+          h("span", { class: "agent-cwd", title: hostTitle(card), text: hostPrefix(card) + shortPath(card.cwd) }),
           h("span", { class: "agent-driver-row" },
             h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }),
             h("span", { class: "agent-buttons" }, memory, restart))),
@@ -99,7 +109,7 @@ export class Sidebar {
         h("span", { class: "agent-status" }, h("span", { class: "dot", "aria-hidden": "true" }), STATUS_LABEL.pending_restart)),
       h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: "Saved in settings; starts after groupx restart" })),
       h("p", { class: "agent-meta" },
-        card.cwd ? h("span", { class: "agent-cwd", title: card.cwd, text: shortPath(card.cwd) }) : null,
+        card.cwd ? h("span", { class: "agent-cwd", title: hostTitle(card), text: hostPrefix(card) + shortPath(card.cwd) }) : null,
         card.driver ? h("span", { class: "agent-driver", text: card.driver }) : null)), card.actorId);
   }
 
