@@ -254,7 +254,7 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
             issues.append(issue("config.assistant.brain.cwd", "cwd_not_found",
                                 f"no such directory: {draft.assistant.brain.cwd}"))
     elif draft.assistant and draft.assistant.enabled:
-        issues.append(issue("config.assistant.brain.cwd", "missing",
+        issues.append(issue("config.assistant.brain.cwd", "brain_required",
                             "an enabled assistant needs a working directory for its CLI"))
     return issues
 

@@ -77,7 +77,7 @@ class GroupXServer:
             capture_output=True, text=True,
         )
 
-    def start(self, *, timeout: float = 30.0, port: int = 0, migrate: bool = True,
+    def start(self, *, timeout: float = 60.0, port: int = 0, migrate: bool = True,
               wait_ready: bool = True) -> GroupXServer:
         """Start daphne on ``port`` (0: any free port) and wait until it listens and, unless
         ``wait_ready`` is False, until it is ready."""
@@ -107,7 +107,7 @@ class GroupXServer:
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1])
 
-    def restart(self, *, timeout: float = 30.0) -> GroupXServer:
+    def restart(self, *, timeout: float = 60.0) -> GroupXServer:
         """Stop, then start again on the same port (a "network drop" for clients that reconnect)."""
         port = self.port
         self.stop()

@@ -95,7 +95,7 @@ def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents
 @pytest.mark.parametrize(
     ("assistant", "expected"),
     [
-        (lambda cwd: {"enabled": True, "brain": None}, "missing"),
+        (lambda cwd: {"enabled": True, "brain": None}, "brain_required"),
         (lambda cwd: {"enabled": False, "brain": {"driver": "claude", "cwd": str(cwd / "missing")}}, "cwd_not_found"),
     ],
     ids=["enabled-without-brain", "brain-cwd-missing"],
