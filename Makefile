@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real bench bench-compare bench-profile lint install browser-deps
+.PHONY: run test test-fast test-faults test-real test-split bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ test: install browser-deps
 # mount a tmpfs (root; they skip elsewhere). It prints the figures RELIABILITY.md quotes.
 test-faults: install
 	$(PY) -m pytest -q -n 4 --dist loadfile tests/faults
+
+# The split-mode tier (tests/split, docs/DECISIONS.md D46): the same room as `make test` runs in one
+# process, here with daphne web processes and `manage.py runworker groupx-agents` workers over a
+# Redis on loopback (Debian's redis-server, installed with apt when missing, as root): streaming,
+# cancels, SIGKILL of the worker, a Redis restart, two web processes, the lease's handovers.
+test-split: install
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's redis-server for the split-mode tier..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else echo "redis-server is not installed and cannot be installed here: the split-mode tier will be skipped"; fi; }
+	GROUPX_SPLIT_TIER=1 $(PY) -m pytest -q -n 2 --dist loadfile tests/split
 
 # The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
 # models on a SQLite test database, no server and no CLI; well under a minute. `make test` runs it too.

@@ -19,6 +19,7 @@ session, whose status says ``ready`` again, and is cleared by the next Turn the 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.utils import timezone
@@ -31,6 +32,8 @@ _state: dict[str, dict[str, Any]] = {}
 _failures: dict[str, int] = {}  # consecutive session failures per agent
 _lock = threading.Lock()
 ERROR_MESSAGE_CHARACTERS = 500
+# Who keeps the health where other processes read it (agents/lease_keeper.py): told of every change.
+_change_listeners: list[Callable[[], None]] = []
 
 
 def _now() -> str:
@@ -42,6 +45,8 @@ def update(actor_id: str, **fields: Any) -> None:
         entry = _state.setdefault(actor_id, {"status": "stopped"})
         entry.update(fields)
         entry["updatedAt"] = _now()
+    for listener in list(_change_listeners):
+        listener()
 
 
 def record_failure(actor_id: str, code: str, message: str) -> None:
@@ -104,6 +109,17 @@ def session_started(actor_id: str, **fields: Any) -> None:
 def snapshot(actor_id: str) -> dict[str, Any]:
     with _lock:
         return dict(_state.get(actor_id, {"status": "stopped"}))
+
+
+def all_snapshots() -> dict[str, dict[str, Any]]:
+    with _lock:
+        return {actor_id: dict(entry) for actor_id, entry in _state.items()}
+
+
+def on_change(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener`` (from any thread) after each change; returns the function that stops it."""
+    _change_listeners.append(listener)
+    return lambda: _change_listeners.remove(listener) if listener in _change_listeners else None
 
 
 def reset() -> None:

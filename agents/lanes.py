@@ -23,7 +23,7 @@ from agents import dispatch, fault_points, health, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
-from groupx_site.core import db, store_probe
+from groupx_site.core import db, layer, store_probe
 from groupx_site.core.errors import ErrorCode
 from groupx_site.core.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
@@ -35,6 +35,7 @@ from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
 
 logger = logging.getLogger("groupx.lanes")
 CHECKPOINT_CHARACTERS = 4_096
+QUEUE_RECHECK_SECONDS = 5.0  # split mode: how late a Turn whose wake-up was lost starts, at most
 # The caps (D23) and the one-event queue live with the routine that reads a turn's events.
 REPLY_LIMIT_CHARACTERS = turn_collector.REPLY_LIMIT_CHARACTERS
 REASONING_LIMIT_CHARACTERS = turn_collector.REASONING_LIMIT_CHARACTERS
@@ -148,8 +149,15 @@ class Lane:
         await self.start_session()  # a session that failed to start is tried again by the first Turn
         self.wake.set()
         backoff = Backoff()
+        recheck = QUEUE_RECHECK_SECONDS if layer.is_shared() else None
         while True:
-            await self.wake.wait()
+            # On a shared layer (split mode) a wake-up may be lost (Redis restarted, a full
+            # channel): the queue is read again at an interval, since the table is the truth (D43).
+            if recheck is None:
+                await self.wake.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), recheck)
             self.wake.clear()
             try:
                 await self._run_queue()

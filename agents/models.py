@@ -68,3 +68,32 @@ class DeliveryCursor(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["actor", "room_id"], name="delivery_cursor_per_actor_room")]
+
+
+class RuntimeWorker(models.Model):
+    """One process that runs, or stands by to run, the room's agents (PROTOCOL §10.6's lease;
+    ``agents/lease.py``, docs/DECISIONS.md D45). The row whose ``role`` is ``owner`` holds the lease
+    until ``expires_at``: it renews it with a heartbeat and keeps the agents' health beside it, so
+    web processes read who owns the room and how its agents are from here. In the embedded default
+    the port bind is the lease and the process records itself here as the owner all the same."""
+
+    OWNER, STANDBY, STOPPED = "owner", "standby", "stopped"
+    ROLES = [(OWNER, OWNER), (STANDBY, STANDBY), (STOPPED, STOPPED)]
+
+    worker_id = models.CharField(max_length=128, primary_key=True)
+    mode = models.CharField(max_length=16)  # embedded | worker
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    role = models.CharField(max_length=16, choices=ROLES)
+    started_at = models.DateTimeField()
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    agents_health = models.JSONField(default=dict)  # actorId -> agents/health.py's entry (the owner's)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["role"], condition=models.Q(role="owner"),
+                                               name="one_owner_of_the_agents")]
+
+    def __str__(self) -> str:
+        return f"{self.worker_id} ({self.role})"

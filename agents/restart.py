@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
-from agents import instances, runtime
+from agents import instances
 from agents.models import Actor
+from groupx_site.core import layer
 from groupx_site.core.errors import GroupXError
 from rooms import commands, validation
 from setup_wizard import roster
@@ -58,7 +57,7 @@ def accept_restart(binding_id: str, actor_id: str, client_command_id: str) -> di
         previous = instances.current_instance_id(actor_id)
         if previous:
             result["previousInstanceId"] = previous
-        transaction.on_commit(lambda: runtime.request_restart(actor_id))
+        layer.wake_agents_on_commit({"type": "agents.restart", "actorId": actor_id})  # agents/worker.py
         return result
 
     return commands.run_once(binding_id=binding_id, client_command_id=client_command_id,

@@ -1,5 +1,6 @@
-"""The agent runtime: restart recovery, one session and one FIFO lane per live agent, and the
-commit-time wake-ups from the turn actions (docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
+"""The agent runtime: restart recovery, one session and one FIFO lane per live agent, and what the
+wake-ups from the web side do (they arrive over the channel layer: agents/worker.py)
+(docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
 
 ``start`` keeps FEATURES §7's order (docs/DECISIONS.md D42): close the stale launches of the last
 process, start every agent's session (in parallel; readiness waits for them, at most the
@@ -20,15 +21,13 @@ from agents.drivers import secret_file
 from agents.lanes import Lane
 from agents.sessions import AgentSessions, private_dir_path
 from groupx_site.core import db
-from memory import native_reset
 from memory import scheduler as memory_scheduler
 from setup_wizard import roster
-from turns import lifecycle, wakeups
+from turns import lifecycle
 
 logger = logging.getLogger("groupx.runtime")
 
 _lanes: dict[str, Lane] = {}
-_loop: asyncio.AbstractEventLoop | None = None
 _stale_closed = False  # once per process: a start retried after a store fault keeps its new bindings
 _restarts: set[asyncio.Task] = set()
 
@@ -62,47 +61,48 @@ def session_start_wait_seconds() -> float:
     return settings.GROUPX_CONFIG.timeouts.handshakeMs / 1000
 
 
-def _on_new_work(actor_ids: list[str]) -> None:
-    if _loop is None:
-        return
+# ---- the wake-ups, called on the runtime's loop by its consumer on the channel layer (agents/worker.py)
+
+
+def wake(actor_ids: list[str]) -> None:
+    """These agents have new work (or must look at the native-reset mark)."""
     for actor_id in actor_ids:
         lane = _lanes.get(actor_id)
         if lane is not None:
-            _loop.call_soon_threadsafe(lane.poke)
+            lane.poke()
 
 
-def _on_cancel(turn_id: str) -> None:
-    if _loop is None:
-        return
-
-    def deliver() -> None:
-        for lane in _lanes.values():
-            if lane.request_cancel(turn_id):
-                return
-
-    _loop.call_soon_threadsafe(deliver)
+def cancel(turn_id: str) -> None:
+    for lane in _lanes.values():
+        if lane.request_cancel(turn_id):
+            return
 
 
-def _on_native_reset() -> None:
+def native_reset() -> None:
     # Every lane looks at the native-reset mark when it wakes and renews its session between Turns.
-    _on_new_work(list(_lanes))
+    wake(list(_lanes))
+
+
+async def deliver_pending_cancels() -> None:
+    """Pass on every cancel the store says was asked for. A worker in split mode calls it now and
+    then (``groupx_site/worker.py``): a cancel whose wake-up the channel layer lost (Redis
+    restarted) still reaches its lane, late; the lanes re-read their queues themselves (D43, D45).
+    Idempotent: a lane takes a cancel once."""
+    if not _lanes:
+        return
+    for turn_id in await db.read(lifecycle.cancelling_turn_ids)():
+        cancel(turn_id)
 
 
 def request_restart(actor_id: str) -> None:
-    """Restart one agent's CLI on the runtime's loop (thread-safe; agents/restart.py calls it after
-    its command commits). Nothing to do when the runtime does not run that agent."""
-    if _loop is None or _loop.is_closed():
+    """Restart one agent's CLI (agents/restart.py asks after its command commits). Nothing to do
+    when this runtime does not run that agent."""
+    lane = _lanes.get(actor_id)
+    if lane is None:
         return
-
-    def begin() -> None:
-        lane = _lanes.get(actor_id)
-        if lane is None:
-            return
-        task = _loop.create_task(lane.restart("restart"), name=f"restart:{actor_id}")
-        _restarts.add(task)
-        task.add_done_callback(_restart_done)
-
-    _loop.call_soon_threadsafe(begin)
+    task = asyncio.get_running_loop().create_task(lane.restart("restart"), name=f"restart:{actor_id}")
+    _restarts.add(task)
+    task.add_done_callback(_restart_done)
 
 
 def _restart_done(task: asyncio.Task) -> None:
@@ -112,16 +112,9 @@ def _restart_done(task: asyncio.Task) -> None:
 
 
 async def start() -> None:
-    global _loop
-    _loop = asyncio.get_running_loop()
     if not _lanes:  # no session of this process holds a secret file yet: any there is a leftover
         secret_file.sweep(private_dir_path())
     await db.write(_close_stale_launches)()
-    wakeups.clear()
-    wakeups.on_new_work(_on_new_work)
-    wakeups.on_cancel(_on_cancel)
-    native_reset.clear()
-    native_reset.on_reset(_on_native_reset)
     for agent in roster.live_agents():
         if agent.actor_id in _lanes:  # a start retried after a store fault (D24) keeps its lanes
             continue

@@ -92,6 +92,9 @@ class HealthReport(Response):
     runtimeScopeKey: str
     store: dict[str, Any] | None = None
     agents: list[dict[str, Any]] | None = None
+    # Who owns the room's agents (D45): mode, owner {workerId, mode, host, pid, since, heartbeatAt,
+    # expiresAt} or null with a message, and the live standbys.
+    worker: dict[str, Any] | None = None
 
 
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",

@@ -1,9 +1,15 @@
-"""The ASGI entry point: a small router in front of Django (docs/ARCHITECTURE.md "One process, four surfaces").
+"""The ASGI entry point: a Channels ``ProtocolTypeRouter`` in front of Django (docs/ARCHITECTURE.md
+"One process, four surfaces"; docs/DECISIONS.md D43).
 
-- ``/mcp`` goes to the member MCP server (``agents.mcp.server``); ``/mcp/operator`` is reserved and
-  answers 503 ``MCP_UNAVAILABLE`` until the operator surface is built;
-- everything else goes to Django (API, room page, admin, static files); the event stream's
-  ``send`` waits while the client is not reading (``groupx_site/core/flow.py``).
+- ``http``, through a ``URLRouter``: ``/api/events`` to the event-stream consumer
+  (``rooms/consumers.py``), whose ``send`` waits while the client is not reading
+  (``groupx_site/core/flow.py``); ``/mcp`` to the member MCP server (``agents.mcp.server``);
+  ``/mcp/operator`` to the room assistant's operator server (``assistant.mcp.server``); any other
+  ``/mcp/…`` answers 503 ``MCP_UNAVAILABLE``; everything else to Django (API, room page, admin, static files);
+- ``lifespan`` (uvicorn; daphne sends none);
+- ``channel``, through a ``ChannelNameRouter``: ``groupx-agents`` to the agent runtime's consumer
+  (``agents/worker.py``), served in this process by default, or by ``manage.py runworker
+  groupx-agents`` in split mode.
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
 or lazily by the first request; ``ensure_started`` is idempotent.
@@ -24,10 +30,15 @@ from groupx_site.handler import get_application  # noqa: E402
 
 django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
 
-from agents.mcp import server as member_mcp  # noqa: E402  (after Django is set up)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
+
+from agents import worker as agents_worker  # noqa: E402  (after Django is set up)
+from agents.mcp import server as member_mcp  # noqa: E402
 from assistant.mcp import server as operator_mcp  # noqa: E402
-from groupx_site import body_limit, runtime  # noqa: E402
+from groupx_site import body_limit, runtime, shutdown  # noqa: E402
 from groupx_site.core import flow  # noqa: E402
+from rooms.consumers import EventStreamConsumer  # noqa: E402
 
 
 async def send_json(send, status: int, body: dict) -> None:
@@ -60,26 +71,39 @@ async def lifespan(scope, receive, send) -> None:
             return
 
 
-def is_mcp_path(path: str) -> bool:
-    return path == "/mcp" or path.startswith("/mcp/")
+def with_backpressure(app):
+    async def paced(scope, receive, send):
+        # a slow reader pauses its stream instead of filling memory (D21)
+        return await app(scope, receive, flow.with_backpressure(send))
+
+    return paced
 
 
-async def application(scope, receive, send):
-    if scope["type"] == "lifespan":
-        return await lifespan(scope, receive, send)
-    if scope["type"] == "http" and scope["path"] == "/api/health":
+http_routes = URLRouter([
+    path("api/events", with_backpressure(
+        EventStreamConsumer.as_asgi(django_app=django_app, end_on_drain=shutdown.end_on_drain))),
+    re_path(r"^mcp/?$", member_mcp.handle),
+    re_path(r"^mcp/operator/?$", operator_mcp.handle),  # the room assistant's tools (FEATURES §13)
+    re_path(r"^mcp/", mcp_unavailable),
+    re_path(r"", django_app),
+])
+
+
+async def http(scope, receive, send):
+    if scope["path"] == "/api/health":
         # Health answers while the runtime starts (migrations included), so a racing `groupx start`
         # recognises this instance within its 500 ms probe instead of calling it a conflict.
         runtime.begin_start()
     else:
         await runtime.wait_for_store()
-    if scope["type"] == "http" and is_mcp_path(scope["path"]):
-        if scope["path"].rstrip("/") == "/mcp":
-            return await member_mcp.handle(scope, receive, send)
-        return await operator_mcp.handle(scope, receive, send)  # /mcp/operator: the room assistant's tools
-    if scope["type"] == "http" and scope["path"] == "/api/events":
-        send = flow.with_backpressure(send)  # a slow reader pauses its stream instead of filling memory
-    return await django_app(scope, receive, send)
+    return await http_routes(scope, receive, send)
+
+
+application = ProtocolTypeRouter({
+    "http": http,
+    "lifespan": lifespan,
+    "channel": agents_worker.channel_router,
+})
 
 
 def _start_with_the_reactor() -> None:

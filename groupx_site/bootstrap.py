@@ -17,11 +17,11 @@ from django.http import HttpRequest
 from ninja import Router
 from pydantic import BaseModel, Field
 
-from agents import health
 from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
+from groupx_site.health import agent_states
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
@@ -75,8 +75,9 @@ class Bootstrap(Response):
 
 def agent_cards() -> list[dict[str, Any]]:
     cards = []
+    states = agent_states()
     for agent in roster.live_agents():
-        state = health.snapshot(agent.actor_id)
+        state = states[agent.actor_id]
         card = {
             "actorId": agent.actor_id,
             "displayName": agent.display_name,

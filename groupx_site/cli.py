@@ -39,7 +39,7 @@ POLL_SECONDS = 0.1
 UNREACHABLE_IN_A_ROW = 3
 
 USAGE = """\
-usage: groupx [command] [--config PATH] [--port PORT] [--no-open]
+usage: groupx [command] [--config PATH] [--port PORT] [--no-open] [--split]
 
 commands:
   start     start GroupX for this config (the default command); writes a starter
@@ -59,10 +59,12 @@ options:
   --config PATH   the groupx.json to use (default: $GROUPX_CONFIG, else ./groupx.json)
   --port PORT     the port a new starter config listens on (start, init; default 4310)
   --no-open       do not open a browser (start, restart, init)
+  --split         start: the web process and the agent worker as two processes
+                  over the Redis named by channelLayer.redisUrl (README "Split mode")
 """
 
 OPTIONS = {
-    "start": {"--config", "--port", "--no-open"},
+    "start": {"--config", "--port", "--no-open", "--split"},
     "restart": {"--config", "--no-open"},
     "init": {"--config", "--port", "--no-open"},
     "stop": {"--config"},
@@ -82,6 +84,7 @@ class Invocation:
     port: int | None = None
     open_browser: bool = True
     agent: str | None = None  # restart-agent's NAME
+    split: bool = False  # start --split (groupx_site/split.py)
 
 
 def parse_args(argv: list[str]) -> Invocation:
@@ -118,6 +121,8 @@ def parse_args(argv: list[str]) -> Invocation:
                 invocation.port = parse_port(value)
         elif inline:
             raise UsageError(f"{name} takes no value")
+        elif name == "--split":
+            invocation.split = True
         else:
             invocation.open_browser = False
         i += 1
@@ -357,9 +362,15 @@ def ensure_config(path: Path, port: int | None) -> Target | None:
     return target
 
 
-def cmd_start(path: Path, open_browser: bool, port: int | None = None) -> int:
+def cmd_start(path: Path, open_browser: bool, port: int | None = None, *, split: bool = False) -> int:
     target = ensure_config(path, port)
-    return 1 if target is None else start_race(target, open_browser=open_browser)
+    if target is None:
+        return 1
+    if split:
+        from groupx_site.split import start_split
+
+        return start_split(target)
+    return start_race(target, open_browser=open_browser)
 
 
 def cmd_init(path: Path, open_browser: bool, port: int | None = None) -> int:
@@ -473,9 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     path = config_path_from_env(invocation.config)
     os.environ["GROUPX_CONFIG"] = str(path)  # what Django's settings will read, if this process serves
     if invocation.command == "doctor":
+        from groupx_site.doctor_workers import worker_lines
         from setup_wizard.doctor import run as doctor
 
-        return doctor(path)
+        status = doctor(path)
+        print("\n".join(worker_lines(path)))
+        return status
     if invocation.command == "stop":
         return cmd_stop(path)
     if invocation.command == "restart":
@@ -486,4 +500,4 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_restart_agent(path, invocation.agent)
     if invocation.command == "init":
         return cmd_init(path, invocation.open_browser, invocation.port)
-    return cmd_start(path, invocation.open_browser, invocation.port)
+    return cmd_start(path, invocation.open_browser, invocation.port, split=invocation.split)

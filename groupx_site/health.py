@@ -7,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from agents import health
-from groupx_site import identity
+from agents import health, lease
+from groupx_site import identity, runtime
 from groupx_site.core import lifecycle, store_integrity, store_probe
 from setup_wizard import roster
 from turns.models import Turn
@@ -45,12 +45,44 @@ def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, A
     return store
 
 
-def agent_health() -> list[dict[str, Any]]:
+def worker_report() -> dict[str, Any]:
+    """Who owns the room's agents (``agents/lease.py``): the mode, the owner and since when, the
+    live standbys; with no live owner, ``owner`` is null and ``message`` says so (D45)."""
+    report = lease.describe()
+    report["mode"] = "split" if runtime.split_mode() else "embedded"
+    return report
+
+
+def agent_states(worker: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each live agent's health. A process that runs the agents knows it; a web process of split
+    mode reads what the owning worker stored beside its lease (``stopped`` with no live owner)."""
+    agents = roster.live_agents()
+    if runtime.runs_agents():
+        return {agent.actor_id: health.snapshot(agent.actor_id) for agent in agents}
+    stored = (worker or worker_report())["agentsHealth"]
+    return {agent.actor_id: dict(stored.get(agent.actor_id) or {"status": "stopped"}) for agent in agents}
+
+
+def agent_health(worker: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     entries = []
+    states = agent_states(worker)
     for agent in roster.live_agents():
-        state = health.snapshot(agent.actor_id)
+        state = states[agent.actor_id]
         entries.append({"actorId": agent.actor_id, "adapterId": agent.driver, "driver": agent.driver, **state})
     return entries
+
+
+def _worker_or_none(store: dict[str, Any]) -> dict[str, Any] | None:
+    if "journalMode" not in store:
+        return None  # the store does not answer: health says so, not who owns the agents
+    try:
+        return worker_report()
+    except Exception:  # noqa: BLE001 - before the migrations, or a broken store: health still answers
+        return None
+
+
+def _public_worker(worker: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in worker.items() if key != "agentsHealth"}
 
 
 def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]]:
@@ -60,9 +92,11 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
     if readiness == "closing":
         return 503, {"status": "closing", "readiness": readiness, **identity_fields()}
     store = store_status(suspect=readiness != "ready", check_integrity=check_integrity)
-    agents = agent_health()
+    worker = _worker_or_none(store)
+    agents = agent_health(worker)
     start_retry = lifecycle.start_retry()
-    degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None
+    no_owner = readiness == "ready" and worker is not None and worker["owner"] is None
+    degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None or no_owner
                 or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
     counts = {"activeTurns": 0, "queuedTurns": 0}
     if readiness == "ready" and "journalMode" in store:  # while starting, the tables may still be migrating
@@ -79,6 +113,7 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
         "access": "unrestricted",
         "store": store,
         "agents": agents,
+        **({"worker": _public_worker(worker)} if worker is not None else {}),
         **counts,
         **(start_retry or {}),
     }

@@ -8,6 +8,12 @@ Startup order (FEATURES §7, docs/DECISIONS.md D42), after the bind: the integri
 migrations; then requests are admitted (reads answer, writes get 503 ``SESSION_NOT_AVAILABLE``
 until readiness); then stale-state recovery, the agents' sessions, Broker (Turn) recovery, the
 lanes and dated-memory recovery (``agents/runtime.py``); then readiness.
+
+Three roles (docs/DECISIONS.md D45): the embedded default runs the agents here and records itself as
+the lease's owner (the port bind is the lease); a web process of split mode (groupx.json names a
+Redis channel layer) never starts an agent session, and its readiness is its store's; a worker
+(``manage.py runworker groupx-agents``, ``groupx_site/worker.py``) holds the lease row and runs the
+agents.
 Nothing here may hold a database transaction across an ``await``: ORM work runs in
 ``sync_to_async`` functions.
 """
@@ -18,7 +24,11 @@ import asyncio
 import gc
 import logging
 
-from groupx_site.core import db, lifecycle, store_faults, store_integrity
+from django.conf import settings
+
+from agents.lease_keeper import LeaseKeeper
+from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity
+from rooms import bus
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -26,6 +36,52 @@ _started: asyncio.Future | None = None
 _admitted: asyncio.Event | None = None  # set once requests may come in (see wait_for_store)
 _stopped: asyncio.Future | None = None
 _migrate_first = False
+_keeper: LeaseKeeper | None = None  # set by the worker before it starts; the embedded role makes its own
+
+
+def split_mode() -> bool:
+    """groupx.json names a Redis channel layer: the agents run in a worker process, not here."""
+    return settings.GROUPX_CONFIG.channelLayer is not None
+
+
+def run_as_worker(keeper: LeaseKeeper) -> None:
+    """This process is the agents' worker and already holds the lease through ``keeper``."""
+    global _keeper
+    _keeper = keeper
+
+
+def runs_agents() -> bool:
+    """Whether this process runs the agents: a worker, or the embedded default."""
+    return _keeper is not None or not split_mode()
+
+
+async def stop_agents_after_lease_lost() -> None:
+    """Another process owns the agents now: ours stop at once and this process is not ready."""
+    from agents import runtime as agent_runtime
+
+    lifecycle.set_readiness("failed")
+    await agent_runtime.stop()
+
+
+async def _start_agents() -> None:
+    global _keeper
+    from agents import runtime as agent_runtime
+
+    if not runs_agents():
+        logger.info("split mode: this web process starts no agent session; a worker runs them")
+        return
+    if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
+        from agents import worker as agents_worker
+
+        keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
+        await keeper.claim()  # a store fault here is retried with the whole start (D24)
+        keeper.keep()
+        _keeper = keeper
+        await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
+    await agent_runtime.start()
+    from assistant import runtime as assistant_runtime
+
+    await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
 
 
 def migrate_before_start() -> None:
@@ -53,6 +109,8 @@ async def _start() -> None:
     """Start, and while the store is at fault (a read-only or full disk, a lock another process
     holds) wait and start again: readiness stays ``starting``, health says when the next try is
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
+    layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
+    bus.start_relay()
     backoff = store_faults.Backoff()
     while True:
         try:
@@ -60,12 +118,7 @@ async def _start() -> None:
             await db.write(_prepare_store)()
             await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
-            from agents import runtime as agent_runtime
-
-            await agent_runtime.start()
-            from assistant import runtime as assistant_runtime
-
-            await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
+            await _start_agents()
             break
         except store_faults.StoreUnavailable as fault:
             delay = backoff.next_delay()
@@ -127,16 +180,20 @@ def schedule_start() -> None:
 
 async def _stop() -> None:
     from agents import runtime as agent_runtime
+    from agents import worker as agents_worker
     from agents.mcp import server as member_mcp
-
-    lifecycle.set_readiness("closing")
-    await member_mcp.stop()
     from assistant import runtime as assistant_runtime
     from assistant.mcp import server as operator_mcp
 
+    lifecycle.set_readiness("closing")
+    await member_mcp.stop()
     await operator_mcp.stop()
     await assistant_runtime.stop()
+    await agents_worker.stop_in_process()
     await agent_runtime.stop()
+    if _keeper is not None:
+        await _keeper.release()
+    await bus.stop_relay()
 
 
 async def shutdown() -> None:

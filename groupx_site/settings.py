@@ -8,6 +8,7 @@ process is opened; a missing one falls back to the defaults so ``manage.py`` com
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -34,6 +35,7 @@ INSTALLED_APPS = [
     # before staticfiles (whose WSGI runserver it replaces).
     "groupx_site",
     "daphne",
+    "channels",  # runworker (split mode's agent worker, docs/DECISIONS.md D43)
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -67,6 +69,25 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "groupx_site.urls"
 ASGI_APPLICATION = "groupx_site.asgi.application"
+
+
+def _channel_layers() -> dict:
+    """Redis on loopback when groupx.json names one (split mode: web and agent worker in separate
+    processes), else the in-memory layer of the one process (docs/DECISIONS.md D43). The prefix
+    keeps two rooms sharing one Redis apart: a room is its database file."""
+    if GROUPX_CONFIG.channelLayer is None:
+        # One process: the wake-ups to the agents' consumer (the bus relays nothing, rooms/bus.py).
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1_000}}}
+    room = hashlib.sha256(str(GROUPX_DB_PATH).encode()).hexdigest()[:16]
+    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+        "hosts": [GROUPX_CONFIG.channelLayer.redisUrl],
+        "prefix": f"groupx:{room}:",
+        # The bus relay's channel takes every commit of the other processes: room for a burst.
+        "capacity": 1_000,
+    }}}
+
+
+CHANNEL_LAYERS = _channel_layers()
 APPEND_SLASH = False
 
 TEMPLATES = [

@@ -6,24 +6,20 @@ A context reset with ``resetNativeSessions: true`` is recorded as a ``ContextRes
 closed before its agent's next Turn), and ``latest()`` also gives the moment before which native
 session ids are never resumed again (they stay recorded on their bindings).
 
-Memory may not reach the agent runtime (docs/ARCHITECTURE.md "Layers"): the runtime registers a
-receiver here, and a reset wakes it after its commit so idle agents renew their sessions at once.
-A reset written by another process (``manage.py reset_context --native``) reaches no receiver;
-the lanes find its mark before their next Turn.
+Memory may not reach the agent runtime (docs/ARCHITECTURE.md "Layers"): a reset wakes it over
+the channel layer after its commit (``agents.native_reset``, docs/DECISIONS.md D43) so idle agents
+renew their sessions at once. A reset written by a process that serves no layer
+(``manage.py reset_context --native``) wakes nobody; the lanes find its mark before their next Turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
-from django.db import transaction
-
+from groupx_site.core import layer
 from memory import sql as memory_sql
 from memory.models import ContextReset
 from rooms.models import ROOM_ID
-
-_receivers: list[Callable[[], None]] = []
 
 
 def latest() -> tuple[int, datetime | None]:
@@ -41,13 +37,5 @@ def mark() -> int:
     return memory_sql.native_reset_mark(ROOM_ID)
 
 
-def on_reset(receiver: Callable[[], None]) -> None:
-    _receivers.append(receiver)
-
-
-def clear() -> None:
-    _receivers.clear()
-
-
 def notify_on_commit() -> None:
-    transaction.on_commit(lambda: [receiver() for receiver in list(_receivers)])
+    layer.wake_agents_on_commit({"type": "agents.native_reset"})

@@ -11,19 +11,35 @@ members live on the server's event loop and are offered items with ``call_soon_t
 hand-off per loop for a whole burst of commits. A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
 ``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
-that paces their wake-ups (rooms/tail.py). The seam for scaling out is this module: a channel-layer
-backend would implement the same calls (docs/DECISIONS.md).
+that paces their wake-ups (rooms/tail.py).
+
+Other processes (split mode, docs/DECISIONS.md D43) are reached through the channel layer: every
+commit and transient also goes, batched per burst and tagged with this process's id, to the group
+``groupx.bus``; each process runs one relay that receives on its own channel in that group and
+hands the other processes' items to its local members exactly as if they had been written here.
+With the in-memory layer (the embedded default) there is no other process: no relay runs and
+nothing is sent, so the local fast path costs what it did. A message the layer loses only delays:
+the SSE tail reads the table on any gap and every two seconds (rooms/tail.py), and the waits of
+``ask`` and ``watch`` read it again at an interval too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections import deque
 from typing import Any
 
+from groupx_site.core import layer
 from rooms.event_types import TURN_CONTENT_DELTA
+
+logger = logging.getLogger("groupx.bus")
+
+BUS_GROUP = "groupx.bus"
+REJOIN_SECONDS = 3_600.0  # a group membership expires (channels_redis: a day): renew it well before
+RELAY_RETRY_SECONDS = 5.0  # the longest pause before the relay reconnects to an unreachable layer
 
 _listeners: set = set()  # Listeners and other members (see the module docstring)
 _lock = threading.Lock()
@@ -109,6 +125,12 @@ def listener_count() -> int:
     return len(_listeners)
 
 
+def wants_frames() -> bool:
+    """Whether a commit should hand its encoded frame over: a local member or another process
+    (through the relay) may take it without a read of the table."""
+    return bool(_listeners) or _relay is not None
+
+
 def _by_loop() -> dict[asyncio.AbstractEventLoop, list]:
     with _lock:
         groups: dict[asyncio.AbstractEventLoop, list[Listener]] = {}
@@ -144,6 +166,12 @@ def committed(seq: int, frame: bytes | None) -> None:
     """A durable event was committed (from ``transaction.on_commit``, on the committing thread, in
     commit order), with its SSE frame (None: encode it from the table). Events pile up per loop
     until that loop takes them: one hand-off however many commits a burst holds."""
+    _hand_to_members(seq, frame)
+    if _relay is not None:
+        _send_to_other_processes(["c", seq, frame])
+
+
+def _hand_to_members(seq: int, frame: bytes | None) -> None:
     for loop in _by_loop():
         with _lock:
             batch = _committed_by_loop.setdefault(loop, [])
@@ -164,5 +192,113 @@ def _hand_over_committed(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def publish_transient(envelope: dict[str, Any]) -> None:
+    _offer_to_members(envelope)
+    if _relay is not None:
+        _send_to_other_processes(["t", envelope])
+
+
+def _offer_to_members(envelope: dict[str, Any]) -> None:
     size = len(json.dumps(envelope, ensure_ascii=False))
     _call_each("_offer_transient", envelope, size)
+
+
+# ---- the other processes, through the channel layer (split mode) ---------------------------------
+
+_relay: asyncio.Task | None = None
+_outgoing: list[list[Any]] = []  # ["c", seq, frame] and ["t", envelope], in the order they happened
+
+
+def _send_to_other_processes(item: list[Any]) -> None:
+    """One layer message per burst, like the local hand-off: the first item of a burst schedules
+    the send on the layer's loop, the ones that follow before it runs go with it."""
+    loop = layer.bound_loop()
+    if loop is None:
+        return
+    with _lock:
+        _outgoing.append(item)
+        if len(_outgoing) > 1:
+            return
+    try:
+        loop.call_soon_threadsafe(_send_outgoing)
+    except RuntimeError:  # the loop is closed: the process stops; the table has it all
+        with _lock:
+            _outgoing.clear()
+
+
+def _send_outgoing() -> None:
+    with _lock:
+        items = list(_outgoing)
+        _outgoing.clear()
+    if items:
+        layer.send_soon(BUS_GROUP, items_message(items))
+
+
+def items_message(items: list[list[Any]]) -> dict[str, Any]:
+    """The layer message of a burst: tagged with this process, whose relay skips its own."""
+    return {"type": "bus.items", "origin": layer.PROCESS_ID, "items": items}
+
+
+def start_relay() -> None:
+    """Relay the other processes' commits and deltas to this process's members; on the loop the
+    process has bound to the layer (``groupx_site/core/layer.py``). Only on a shared layer."""
+    global _relay
+    if _relay is None and layer.is_shared():
+        _relay = asyncio.get_running_loop().create_task(_run_relay(), name="groupx-bus-relay")
+
+
+async def stop_relay() -> None:
+    global _relay
+    relay, _relay = _relay, None
+    if relay is not None:
+        relay.cancel()
+        await asyncio.gather(relay, return_exceptions=True)
+
+
+async def _run_relay() -> None:
+    channel_layer = layer.channel_layer()
+    failures = 0
+    while True:
+        try:
+            # The default prefix: channels_redis reads all of a process's channels from one Redis
+            # key, named after the first one's prefix; another prefix would never be read.
+            channel = await channel_layer.new_channel()
+            await channel_layer.group_add(BUS_GROUP, channel)
+            if failures:
+                # While the layer was away other processes kept committing: the table has it.
+                _call_each("_wake_durable")
+                logger.info("bus relay: the channel layer is back")
+            failures = 0
+            await _relay_from(channel_layer, channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            failures += 1
+            if failures == 1:
+                logger.warning("bus relay: the channel layer failed (%s); retrying", error)
+            await asyncio.sleep(min(RELAY_RETRY_SECONDS, 0.25 * 2**failures))
+
+
+async def _relay_from(channel_layer, channel: str) -> None:
+    receiving: asyncio.Future | None = None
+    try:
+        while True:
+            if receiving is None:
+                receiving = asyncio.ensure_future(channel_layer.receive(channel))
+            done, _ = await asyncio.wait({receiving}, timeout=REJOIN_SECONDS)
+            if not done:
+                await channel_layer.group_add(BUS_GROUP, channel)
+                continue
+            message, receiving = receiving.result(), None
+            if message.get("origin") != layer.PROCESS_ID:  # our own come back through the group
+                _hand_over_remote(message.get("items") or [])
+    finally:
+        if receiving is not None:
+            receiving.cancel()
+
+
+def _hand_over_remote(items: list[list[Any]]) -> None:
+    for item in items:
+        if item[0] == "c":
+            _hand_to_members(int(item[1]), item[2] if isinstance(item[2], bytes) else None)
+        elif item[0] == "t" and isinstance(item[1], dict):
+            _offer_to_members(item[1])

@@ -129,7 +129,7 @@ def append_event(
     event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS  # what save() leaves on an instance
     # The streams get the committed frame itself (encoded now: exactly the row just written, even
     # if the caller changes ``body`` later), so the SSE tail need not read the table back.
-    frame = durable_frame(envelope_of(event)).encode() if bus.listener_count() else None
+    frame = durable_frame(envelope_of(event)).encode() if bus.wants_frames() else None
     transaction.on_commit(functools.partial(bus.committed, event.seq, frame))
     return event
 

@@ -309,7 +309,7 @@ class Tail:
     def _on_poll(self) -> None:
         now = self.loop.time()
         if now - self._last_read >= POLL_SECONDS:
-            self._read_wanted = True  # rows written by another process wake no bus
+            self._read_wanted = True  # a notice the channel layer lost (D43), or a process on no layer
         for inbox in self.inboxes:
             if inbox.waiting and now - inbox.last_sent >= HEARTBEAT_SECONDS:
                 inbox.heartbeat_due = True

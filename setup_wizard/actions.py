@@ -301,7 +301,7 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
         raw["assistant"] = assistant
     elif previous and "assistant" in previous:
         raw["assistant"] = previous["assistant"]  # the draft may leave the assistant out: keep it
-    for section in ("limits", "timeouts"):  # not part of the draft: the file's own values stay
+    for section in ("limits", "timeouts", "channelLayer"):  # not part of the draft: the file's own values stay
         if previous and section in previous:
             raw[section] = previous[section]
     return raw

@@ -6,12 +6,14 @@ refused here, before settings open the database or the runtime starts any proces
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 import shutil
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -54,6 +56,50 @@ class ServerConfig(Strict):
 
 class StorageConfig(Strict):
     path: Annotated[str, Field(min_length=1)] = ".groupx/groupx.db"
+
+
+def check_redis_url(url: str) -> str:
+    """``redis://<loopback host>[:port][/db]`` or ``unix:///absolute/path[?db=N]``: GroupX talks to
+    nothing beyond this machine (docs/DECISIONS.md D43), so a remote Redis is a config error."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        if parts.netloc or not parts.path.startswith("/"):
+            raise ValueError("a unix socket URL must be unix:///absolute/path")
+        return url
+    if parts.scheme != "redis":
+        raise ValueError("must be redis://127.0.0.1[:port][/db] (loopback) or unix:///path/to/redis.sock")
+    try:
+        port = parts.port  # urlsplit raises on a port that is not a number in range
+    except ValueError:
+        raise ValueError("the port must be a number from 1 to 65535") from None
+    if port == 0:
+        raise ValueError("the port must be a number from 1 to 65535")
+    if not _is_loopback(parts.hostname or ""):
+        raise ValueError(f"the host must be loopback (127.0.0.1, ::1 or localhost), not {parts.hostname or '(none)'!r}")
+    if parts.path not in ("", "/") and not re.fullmatch(r"/[0-9]{1,2}", parts.path):
+        raise ValueError("the path must be a database number, e.g. /0")
+    return url
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ChannelLayerConfig(Strict):
+    """The channel layer between GroupX's processes (split mode, docs/DECISIONS.md D43). Absent,
+    everything runs in one process on Channels' in-memory layer."""
+
+    redisUrl: Annotated[str, Field(min_length=1, max_length=2_048)]
+
+    @field_validator("redisUrl")
+    @classmethod
+    def _loopback_only(cls, url: str) -> str:
+        return check_redis_url(url)
 
 
 class CommandSpec(Strict):
@@ -133,6 +179,7 @@ class GroupXConfig(Strict):
     assistant: AssistantConfig | None = None
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
+    channelLayer: ChannelLayerConfig | None = None
 
     @field_validator("transport", mode="before")
     @classmethod

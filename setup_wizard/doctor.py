@@ -1,18 +1,22 @@
 """``groupx doctor`` (FEATURES §2.2): what this machine can run, and what the config says.
 
 The exit status answers "can GroupX drive a real agent CLI here?": 0 when at least one of the five
-native CLIs resolves on PATH, 1 otherwise. The bundled demo agents are listed but do not count: they
-make a working room for a first look, not a working setup (the setup wizard offers them anyway).
+native CLIs resolves on PATH, 1 otherwise, and 1 as well when the config names a channel layer
+(``channelLayer.redisUrl``, split mode, docs/DECISIONS.md D43) whose Redis does not answer. The
+bundled demo agents are listed but do not count: they make a working room for a first look, not a
+working setup (the setup wizard offers them anyway).
 """
 
 from __future__ import annotations
 
 import platform
 import sys
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from setup_wizard.config import ConfigError, load_config, resolve_agents, resolve_executable
+from setup_wizard.config import ConfigError, GroupXConfig, load_config, resolve_agents, resolve_executable
 from setup_wizard.detect import demo_shims, detect_drivers
 
 
@@ -23,13 +27,58 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
-def config_lines(path: Path) -> list[str]:
+REDIS_TIMEOUT_SECONDS = 1.0  # per connect and per reply: doctor and `start --split` never hang
+
+
+@dataclass(frozen=True)
+class RedisProbe:
+    reachable: bool
+    detail: str  # the server's version, or why it did not answer
+
+
+def probe_redis(url: str, timeout: float = REDIS_TIMEOUT_SECONDS) -> RedisProbe:
+    """Connect to the channel layer's Redis, ask its version, and close; bounded by ``timeout``."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout, retry=None)
+    try:
+        version_found = client.info("server").get("redis_version", "unknown")
+    except redis.RedisError as error:
+        return RedisProbe(False, str(error) or type(error).__name__)
+    finally:
+        client.close()
+    return RedisProbe(True, f"redis {version_found}")
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def channel_layer_lines(config: GroupXConfig) -> tuple[list[str], bool]:
+    """(the lines, whether the layer is usable)."""
+    if config.channelLayer is None:
+        return ["  channel layer: in memory (one process; set channelLayer.redisUrl for split mode)"], True
+    url = config.channelLayer.redisUrl
+    found = probe_redis(url)
+    if found.reachable:
+        return [f"  channel layer: {shown_url(url)} ({found.detail})"], True
+    return [f"  channel layer: {shown_url(url)} is unreachable ({found.detail}); start redis-server there "
+            "or fix channelLayer.redisUrl"], False
+
+
+def config_lines(path: Path) -> tuple[list[str], bool]:
+    """What the config says, and whether its channel layer (if any) answers."""
     if not path.exists():
-        return [f"config: {path} (missing: `groupx start` runs the setup wizard)"]
+        return [f"config: {path} (missing: `groupx start` runs the setup wizard)"], True
     try:
         config = load_config(path)
     except ConfigError as error:
-        return [f"config: {path}", f"  parse error: {error}"]
+        return [f"config: {path}", f"  parse error: {error}"], True
     agents = resolve_agents(config, path)
     lines = [
         f"config: {path}",
@@ -40,7 +89,8 @@ def config_lines(path: Path) -> list[str]:
         runnable = "ok" if resolve_executable(agent.command) else "command not found"
         state = "enabled" if agent.enabled else "disabled"
         lines.append(f"    {agent.actor_id} [{agent.driver}, {state}]: {' '.join(agent.command)} ({runnable})")
-    return lines
+    layer_lines, usable = channel_layer_lines(config)
+    return lines + layer_lines, usable
 
 
 def run(config_path: Path, out=None) -> int:
@@ -60,9 +110,11 @@ def run(config_path: Path, out=None) -> int:
     demos = demo_shims()
     if demos:
         lines.append(f"demo agents (bundled, not counted): {', '.join(demos)}")
-    lines += config_lines(config_path)
+    more, layer_usable = config_lines(config_path)
+    lines += more
     found = sum(d.found for d in drivers)
-    lines.append(f"result: {found} of {len(drivers)} agent CLIs found" + ("" if found else " (need at least one)"))
+    lines.append(f"result: {found} of {len(drivers)} agent CLIs found" + ("" if found else " (need at least one)")
+                 + ("" if layer_usable else "; the channel layer's Redis does not answer"))
     out.write("\n".join(lines) + "\n")
     out.flush()
-    return 0 if found else 1
+    return 0 if found and layer_usable else 1

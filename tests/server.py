@@ -44,11 +44,11 @@ def peak_resident_bytes(pid: int) -> int:
 
 
 class GroupXServer:
-    def __init__(self, workdir: Path, config: dict, *, env: dict | None = None):
+    def __init__(self, workdir: Path, config: dict, *, env: dict | None = None, name: str = "server"):
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "groupx.json"
-        self.log_path = workdir / "server.log"
+        self.log_path = workdir / f"{name}.log"  # two processes of one room (split mode) log apart
         self.fake_log_dir = workdir / "fake-logs"
         self.fake_log_dir.mkdir(exist_ok=True)
         self.write_config(config)

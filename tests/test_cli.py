@@ -13,7 +13,17 @@ import threading
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, cli_env, fake, free_port, groupx, health, port_refuses, write_config
+from tests.groupx_cli import (
+    Foreground,
+    cli_env,
+    fake,
+    free_port,
+    groupx,
+    health,
+    isolated_path,
+    port_refuses,
+    write_config,
+)
 from tests.server import FAKES_BIN, GroupXServer, hanging_agent, wait_until
 from tests.sse import SseClient
 
@@ -392,3 +402,47 @@ def test_doctor_fails_without_any_agent_cli_and_shows_a_config_error(tmp_path):
 
     assert result.returncode == 1
     assert "parse error" in result.stdout and "deprecated" in result.stdout
+
+
+def test_doctor_says_when_the_channel_layers_redis_does_not_answer_without_hanging(tmp_path):
+    port = free_port()  # nothing listens there
+    config = write_config(tmp_path, 4310, channelLayer={"redisUrl": f"redis://127.0.0.1:{port}/0"})
+    env = cli_env(tmp_path, PATH=f"{isolated_path(tmp_path, 'kimi')}{os.pathsep}/usr/bin:/bin")
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env, timeout=30)
+
+    assert result.returncode == 1, result.stdout
+    assert f"channel layer: redis://127.0.0.1:{port}/0 is unreachable" in result.stdout
+    assert "the channel layer's Redis does not answer" in result.stdout
+
+
+def test_doctor_without_a_channel_layer_names_the_in_memory_one(tmp_path):
+    config = write_config(tmp_path, 4310)
+    env = cli_env(tmp_path, PATH=f"{isolated_path(tmp_path, 'kimi')}{os.pathsep}/usr/bin:/bin")
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert result.returncode == 0, result.stdout
+    assert "channel layer: in memory" in result.stdout
+
+
+def test_split_mode_refuses_to_start_without_a_redis_url_and_starts_nothing(tmp_path):
+    port = free_port()
+    config = write_config(tmp_path, port)
+
+    result = groupx("start", "--split", "--no-open", "--config", str(config), workdir=tmp_path)
+
+    assert result.returncode == 1
+    assert "split mode needs a channel layer" in result.stderr and "channelLayer" in result.stderr
+    assert port_refuses(port)
+
+
+def test_split_mode_refuses_to_start_when_redis_does_not_answer_and_starts_nothing(tmp_path):
+    port, redis_port = free_port(), free_port()
+    config = write_config(tmp_path, port, channelLayer={"redisUrl": f"redis://127.0.0.1:{redis_port}"})
+
+    result = groupx("start", "--split", "--no-open", "--config", str(config), workdir=tmp_path, timeout=30)
+
+    assert result.returncode == 1
+    assert f"the Redis at redis://127.0.0.1:{redis_port} (channelLayer.redisUrl) does not answer" in result.stderr
+    assert port_refuses(port) and not (tmp_path / ".groupx" / "groupx.db").exists()

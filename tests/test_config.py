@@ -47,12 +47,31 @@ def test_direct_transport_is_refused_with_a_clear_message():
         ({"agents": {"kimi": {}}}, "agents.kimi.cwd"),
         ({"agents": {"kimi": {"cwd": ".", "command": {"executable": "kimi", "prefixArgs": ["--yolo"]}}}},
          "prefixArgs"),
+        ({"channelLayer": {"redisUrl": "redis://10.0.0.5:6379/0"}}, "channelLayer.redisUrl"),
+        ({"channelLayer": {"redisUrl": "redis://redis.example.com:6379"}}, "host must be loopback"),
+        ({"channelLayer": {"redisUrl": "rediss://127.0.0.1:6379"}}, "channelLayer.redisUrl"),
+        ({"channelLayer": {"redisUrl": "redis://127.0.0.1:99999"}}, "port"),
+        ({"channelLayer": {"redisUrl": "redis://127.0.0.1:6379/zero"}}, "database number"),
+        ({"channelLayer": {"redisUrl": "unix://host/tmp/redis.sock"}}, "unix:///absolute/path"),
+        ({"channelLayer": {"redisUrl": ""}}, "channelLayer.redisUrl"),
+        ({"channelLayer": {}}, "channelLayer.redisUrl"),
+        ({"channelLayer": {"redisUrl": "redis://127.0.0.1", "db": 1}}, "channelLayer.db: unknown key"),
     ],
 )
 def test_invalid_configs_name_the_offending_key(raw, names):
     with pytest.raises(ConfigError) as error:
         parse_config(raw)
     assert names in str(error.value)
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "redis://localhost", "redis://[::1]:6380/2",
+                                 "redis://127.0.0.2:7000", "unix:///run/redis/redis.sock"])
+def test_a_channel_layer_on_loopback_or_a_unix_socket_is_accepted(url):
+    assert parse_config({"channelLayer": {"redisUrl": url}}).channelLayer.redisUrl == url
+
+
+def test_without_a_channel_layer_the_config_names_none():
+    assert parse_config({}).channelLayer is None
 
 
 def test_an_interpreter_may_run_exactly_one_existing_script(tmp_path):

@@ -439,3 +439,7 @@ def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None,
 def lanes_with_work() -> list[str]:
     return list(Turn.objects.filter(status=QUEUED).values_list("target_actor_id", flat=True).distinct())
 
+
+def cancelling_turn_ids() -> list[str]:
+    return list(Turn.objects.filter(status=CANCELLING).values_list("turn_id", flat=True))
+

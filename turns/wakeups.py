@@ -1,36 +1,21 @@
-"""Commit-time hooks from the turn actions to whoever runs the lanes.
+"""Commit-time wake-ups from the turn actions to whoever runs the lanes.
 
-``turns`` never talks to a subprocess; it only says "these agents have new work" or "this turn was
-asked to cancel" after the transaction commits. The agent runtime registers the receivers.
+``turns`` never talks to a subprocess; after the transaction commits it says "these agents have new
+work" or "this turn was asked to cancel" on the channel layer, to the agent runtime's consumer
+(``agents/worker.py``), in this process or in the agent worker (split mode, docs/DECISIONS.md D43).
+A wake-up the layer loses only delays: the lanes read their queue from the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from django.db import transaction
-
-_lane_receivers: list[Callable[[list[str]], None]] = []
-_cancel_receivers: list[Callable[[str], None]] = []
-
-
-def on_new_work(receiver: Callable[[list[str]], None]) -> None:
-    _lane_receivers.append(receiver)
-
-
-def on_cancel(receiver: Callable[[str], None]) -> None:
-    _cancel_receivers.append(receiver)
-
-
-def clear() -> None:
-    _lane_receivers.clear()
-    _cancel_receivers.clear()
+from groupx_site.core import layer
 
 
 def new_work_on_commit(actor_ids: Iterable[str]) -> None:
-    actor_ids = sorted(set(actor_ids))
-    transaction.on_commit(lambda: [receiver(actor_ids) for receiver in list(_lane_receivers)])
+    layer.wake_agents_on_commit({"type": "agents.wake", "actorIds": sorted(set(actor_ids))})
 
 
 def cancel_on_commit(turn_id: str) -> None:
-    transaction.on_commit(lambda: [receiver(turn_id) for receiver in list(_cancel_receivers)])
+    layer.wake_agents_on_commit({"type": "agents.cancel", "turnId": turn_id})

@@ -13,7 +13,6 @@ Context Packet, memory or a compaction's input.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from turns.states import CANCELLED, DISPATCHING, RUNNING, TERMINAL_STATUSES
 UNTIL = ("next_milestone", "terminal")
 MAX_WATCH_MS = 3_600_000
 CONTENT_MILESTONE = 4_096  # characters of streamed reply between two milestones
+RECHECK_SECONDS = 2.0  # a waiting watch reads the statuses again this often (as ask's wait does)
 EXCERPT = 500
 MAX_MESSAGES = 8
 MAX_TOOLS = 64
@@ -263,5 +263,9 @@ async def _wait(watch: _Watch, request: WatchRequest, listener: bus.Listener) ->
         listener.signal.clear()
         if listener.durable_pending or listener.transients:
             continue
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(listener.signal.wait(), timeout=remaining)
+        try:
+            await asyncio.wait_for(listener.signal.wait(), timeout=min(remaining, RECHECK_SECONDS))
+        except TimeoutError:
+            # The commit may come from another process (split mode), whose notice the channel
+            # layer may lose: the table is read again at an interval (docs/DECISIONS.md D43).
+            listener.durable_pending = True

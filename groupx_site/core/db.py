@@ -41,9 +41,10 @@ _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write"
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
-def write(fn: Callable[..., Any]):
-    """``fn`` as a coroutine function that runs on the writer thread."""
-    return _on(_writer, _faults_as_codes(fn, clears=True))
+def write(fn: Callable[..., Any], *, clears_faults: bool = True):
+    """``fn`` as a coroutine function that runs on the writer thread. ``clears_faults=False`` for a
+    tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk."""
+    return _on(_writer, _faults_as_codes(fn, clears=clears_faults))
 
 
 def read(fn: Callable[..., Any]):

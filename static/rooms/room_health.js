@@ -1,6 +1,6 @@
 // room_health.js — one line under the header that says plainly when the room is not all well:
 // GroupX still starting (writes wait), failed to start, or degraded (the store, its integrity
-// check, an agent that keeps failing). Hidden when /api/health says ready and ok
+// check, an agent that keeps failing, no worker owning the room in split mode). Hidden when /api/health says ready and ok
 // (FEATURES §16, docs/DECISIONS.md D42).
 
 import { h } from "./dom.js";
@@ -12,9 +12,15 @@ function agentName(entry) {
   return String(entry.displayName || entry.actorId || "an agent").replace(/^agent:/, "");
 }
 
+/** Split mode with no live agents' worker: queued Turns wait, and the page says why (D45). */
+function noOwner(health) {
+  return Boolean(health.worker) && !health.worker.owner;
+}
+
 /** The reasons behind a degraded status, one short sentence each. */
 function reasons(health) {
   const found = [];
+  if (noOwner(health)) found.push(health.worker.message || "no worker owns the room");
   const store = health.store || {};
   if (store.available === false) found.push(store.faultMessage || "the database does not take writes");
   if (store.integrityOk === false) {
@@ -34,7 +40,8 @@ export class RoomHealth {
     this.el = el;
   }
 
-  /** Show /api/health; returns true while GroupX is still starting (the caller polls sooner). */
+  /** Show /api/health; returns true while GroupX is still starting or no worker owns the room
+   * (the caller polls sooner). */
   show(health) {
     const readiness = health.readiness;
     let state = "ok";
@@ -57,6 +64,6 @@ export class RoomHealth {
     this.el.dataset.state = state;
     this.el.hidden = state === "ok";
     this.el.replaceChildren(h("strong", { text: title }), detail.length ? ` — ${detail.join("; ")}` : "");
-    return readiness === "starting";
+    return readiness === "starting" || noOwner(health);
   }
 }

@@ -1,0 +1,113 @@
+"""The process side of the lease (``agents/lease.py``; PROTOCOL §10.6, docs/DECISIONS.md D45).
+
+A ``LeaseKeeper`` gets the lease (``claim`` in the embedded default, where the port bind already
+decided; ``acquire`` for a split-mode worker, which stands by until no owner is live), then renews
+it every heartbeat and writes the agents' health beside it whenever it changed, so web processes
+show what the worker sees. A keeper that finds its lease gone, or that could not renew it before
+it expired (the process stalled; a worker only, as the embedded default's lease is its port),
+calls ``on_lost`` at once: that process must stop its agents, because another one may already run
+them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from agents import health, lease
+from groupx_site.core import db
+from groupx_site.core.store_faults import StoreUnavailable
+
+logger = logging.getLogger("groupx.lease")
+
+
+class LeaseLost(RuntimeError):
+    """Another process owns the room's agents now."""
+
+
+class LeaseKeeper:
+    def __init__(self, mode: str, on_lost: Callable[[], Awaitable[None]]):
+        self.me = lease.Me.here(mode)
+        self.on_lost = on_lost
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._stop_listening: Callable[[], None] | None = None
+        self._renewed_at = 0.0  # monotonic time of the last heartbeat that kept the lease
+
+    async def claim(self) -> None:
+        await db.write(lease.claim)(self.me)
+        self._renewed_at = time.monotonic()
+
+    async def acquire(self) -> dict:
+        """Stand by until the lease is ours; returns the owner we replaced (empty: none)."""
+        announced = False
+        while True:
+            try:
+                replaced = await db.write(lease.acquire)(self.me)
+            except StoreUnavailable as fault:
+                logger.warning("the lease could not be read (%s); trying again", fault.message)
+                replaced = None
+            if replaced is not None:
+                self._renewed_at = time.monotonic()
+                logger.info("this worker owns the room's agents (%s)%s", self.me.worker_id,
+                            f"; it replaced {replaced['workerId']}" if replaced else "")
+                return replaced
+            if not announced:
+                logger.info("another worker owns the room's agents: %s stands by", self.me.worker_id)
+                announced = True
+            await asyncio.sleep(lease.heartbeat_seconds())  # a standby's poll; the lease is in the store
+
+    def keep(self) -> None:
+        """Renew the lease in the background from now on, and publish health changes."""
+        loop = asyncio.get_running_loop()
+        self._stop_listening = health.on_change(lambda: loop.call_soon_threadsafe(self._changed.set))
+        self._changed.set()  # the first heartbeat carries the health as it is
+        self._task = loop.create_task(self._keep(), name="lease-heartbeat")
+
+    async def _keep(self) -> None:
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=lease.heartbeat_seconds())
+            if self.me.mode == "worker" and time.monotonic() - self._renewed_at >= lease.expiry_seconds():
+                # We did not renew in time (a stall): another worker may own the agents already.
+                return await self._lost("not renewed before it expired")
+            snapshot = None
+            if self._changed.is_set():
+                self._changed.clear()
+                snapshot = health.all_snapshots()
+            try:
+                # A heartbeat's one-row UPDATE may fit where a real write would not (a full disk):
+                # it must not tell health the store takes writes again (D24).
+                kept = await db.write(lease.heartbeat, clears_faults=False)(self.me, snapshot)
+            except StoreUnavailable as fault:
+                logger.warning("the lease could not be renewed (%s)", fault.message)
+                if snapshot is not None:
+                    self._changed.set()  # written with the next heartbeat that gets through
+                await asyncio.sleep(lease.heartbeat_seconds())  # the next beat, not at once
+                continue
+            if not kept:
+                return await self._lost("another worker took it")
+            self._renewed_at = time.monotonic()
+
+    async def _lost(self, why: str) -> None:
+        logger.error("this process lost the lease of the room's agents (%s): its agents stop now", why)
+        self._unlisten()
+        await self.on_lost()
+
+    def _unlisten(self) -> None:
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+
+    async def release(self) -> None:
+        """A clean stop: end the heartbeat and the lease (a standby takes over at its next try)."""
+        self._unlisten()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(StoreUnavailable):
+            await db.write(lease.release)(self.me)

@@ -1,0 +1,60 @@
+"""``groupx doctor``'s lines on who runs the room's agents (docs/DECISIONS.md D45): the owner of the
+lease and since when, a second worker standing by, or nobody. Read straight from the lease rows of
+the room's SQLite file, read-only, so it answers whether or not a web process runs."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from setup_wizard.config import ConfigError, load_config, storage_path
+
+TABLE = "agents_runtimeworker"  # agents.models.RuntimeWorker
+
+
+def _moment(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # Django stores UTC
+
+
+def worker_lines(config_path: Path) -> list[str]:
+    try:
+        config = load_config(config_path) if config_path.exists() else None
+    except ConfigError:
+        return []  # the config lines above already say why
+    if config is None:
+        return []
+    split = config.channelLayer is not None
+    database = Path(os.environ.get("GROUPX_DB") or storage_path(config, config_path))  # as settings.py
+    if not database.exists():
+        return ["agents' worker: none yet (the room's database does not exist)"]
+    try:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=2)
+        try:
+            rows = connection.execute(
+                f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
+                " WHERE role != 'stopped'").fetchall()
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        return [f"agents' worker: unknown (the lease could not be read: {error})"]
+    now = datetime.now(UTC)
+    live = [row for row in rows if _moment(row[7]) > now]
+    owners = [row for row in live if row[4] == "owner"]
+    standbys = [row for row in live if row[4] == "standby"]
+    lines = []
+    if owners:
+        worker_id, mode, host, pid, _, acquired, heartbeat, _ = owners[0]
+        lines.append(f"agents' worker: {worker_id} ({mode}, host {host}, pid {pid}) owns the room since {acquired}"
+                     f" (last heartbeat {heartbeat})")
+    elif split:
+        lines.append("agents' worker: NONE owns the room: queued Turns wait; run `python manage.py runworker "
+                     "groupx-agents` (groupx.json names a Redis channel layer: split mode)")
+    else:
+        lines.append("agents' worker: none (GroupX is not running; `groupx start` runs web and agents in one process)")
+    for worker_id, _mode, host, pid, *_ in standbys:
+        lines.append(f"  a second worker stands by: {worker_id} (host {host}, pid {pid}); it takes over when the"
+                     " owner's lease expires")
+    return lines
