@@ -64,6 +64,10 @@ class Inbox:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if self.group and self.channel:  # a worker that lost the lease stops taking the requests
+            with contextlib.suppress(Exception):
+                await layer.channel_layer().group_discard(self.group, self.channel)
+        self.channel = None
 
     async def _run(self) -> None:
         channel_layer = layer.channel_layer()

@@ -26,9 +26,11 @@ def mode_room(request, tmp_path_factory):
     assistant = assistant_config(workdir)
     assistant["brain"]["command"] = str(FAKES_BIN / "demo-assistant")
     room = open_mode_room(request, workdir, assistant=assistant)
-    wait_ready(room.webs[-1])
-    yield room
-    room.stop()
+    try:
+        wait_ready(room.webs[-1])
+        yield room
+    finally:
+        room.stop()
 
 
 def state(web) -> dict:
