@@ -43,6 +43,8 @@ async def post_message(message: SideMessage) -> dict[str, Any]:
         done, _ = await asyncio.wait({run}, timeout=ANSWER_WAIT_SECONDS)
         if run in done:
             run.result()  # SESSION_NOT_AVAILABLE when no runtime runs the brain
+        else:  # stop waiting, not the run: a local brain's run is shielded, a worker's goes on there
+            run.cancel()
         reply = await db.read(conversation.reply_to)(user["messageId"])
     answer: dict[str, Any] = {"userMessage": user, **await brain_hook.state()}
     if reply is not None:
