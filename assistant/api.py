@@ -25,7 +25,7 @@ router = Router(tags=["assistant"])
 @router.get("/assistant", summary="The room assistant: enabled, name and status",
             **route({200: AssistantState}))
 async def get_assistant(request: HttpRequest):
-    return json_response(side_chat.assistant_state())
+    return json_response(await side_chat.assistant_state())
 
 
 @router.get("/assistant/messages", summary="The side chat with the assistant: the 200 most recent rows",

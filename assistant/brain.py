@@ -163,13 +163,18 @@ class Brain:
     # ---- the runs -------------------------------------------------------------------------------
     async def run(self, user_message_id: str) -> None:
         """Answer ``user_message_id``; a second caller for the same row joins the run in flight."""
+        await asyncio.shield(self.start_run(user_message_id))
+
+    def start_run(self, user_message_id: str) -> asyncio.Task:
+        """The run answering ``user_message_id``: the one in flight, or a new one. A request from a
+        web process of split mode starts it without waiting (``assistant/brain_link.py``)."""
         task = self._runs.get(user_message_id)
         if task is None:
             task = asyncio.get_running_loop().create_task(self._answer(user_message_id),
                                                           name=f"assistant:{user_message_id}")
             self._runs[user_message_id] = task
             task.add_done_callback(lambda _t: self._runs.pop(user_message_id, None))
-        await asyncio.shield(task)
+        return task
 
     def cancel(self, user_message_id: str) -> bool:
         if user_message_id not in self._runs:

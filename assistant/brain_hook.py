@@ -1,34 +1,46 @@
-"""The one request the side chat makes of whoever runs the assistant's brain: "answer this user
-row" (and "cancel that one"). Like ``turns/wakeups.py``: the REST side never starts a CLI; the
-runtime that owns the brain registers the receivers.
+"""The requests the side chat makes of whoever runs the assistant's brain: "answer this user
+row", "cancel that one" and "how are you". Like ``turns/wakeups.py``: the REST side never starts a
+CLI; the runtime registers the receivers.
 
-Today the receiver is ``assistant.runtime`` in the same process. In split mode (the agent runtime
-in its own Channels worker, docs/DECISIONS.md D47) the registered ``run`` becomes a channel-layer
-send to the worker and a wait for the reply row, with the same meaning: it returns once the reply
-to that user row is stored (or raises ``SESSION_NOT_AVAILABLE`` when nobody runs the brain).
+In the embedded default (and in the worker of split mode) they are the brain of this process
+(``assistant/runtime.py``). In a web process of split mode they are ``assistant.brain_link.
+RemoteBrain``: a channel-layer request to the worker that holds the lease and a wait for the reply
+row in the store, with the same meaning: ``run`` returns once the reply to that user row is stored
+(or raises ``SESSION_NOT_AVAILABLE`` when nobody runs the brain), and the state is the worker's
+brain's (docs/DECISIONS.md D55).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+from assistant import status
 from groupx_site.core.errors import GroupXError
 
 Runner = Callable[[str], Awaitable[None]]
-Canceller = Callable[[str], bool]
+Canceller = Callable[[str], Awaitable[bool]]
+StateReader = Callable[[], Awaitable[dict[str, Any]]]
 
 _runner: Runner | None = None
 _canceller: Canceller | None = None
+_state_reader: StateReader | None = None
 
 
-def register(runner: Runner, canceller: Canceller) -> None:
-    global _runner, _canceller
-    _runner, _canceller = runner, canceller
+def register(runner: Runner, canceller: Canceller, state_reader: StateReader | None = None) -> None:
+    """``state_reader``: where the brain's status is read (None: this process's own)."""
+    global _runner, _canceller, _state_reader
+    _runner, _canceller, _state_reader = runner, canceller, state_reader
 
 
 def clear() -> None:
-    global _runner, _canceller
-    _runner = _canceller = None
+    global _runner, _canceller, _state_reader
+    _runner = _canceller = _state_reader = None
+
+
+async def state() -> dict[str, Any]:
+    """``{status, detail?}`` of the brain the side chat would ask."""
+    return await _state_reader() if _state_reader is not None else status.snapshot()
 
 
 def available() -> bool:
@@ -43,6 +55,6 @@ async def run(user_message_id: str) -> None:
     await _runner(user_message_id)
 
 
-def cancel(user_message_id: str) -> bool:
+async def cancel(user_message_id: str) -> bool:
     """Ask the run answering ``user_message_id`` to stop; False when none is running or queued."""
-    return _canceller(user_message_id) if _canceller is not None else False
+    return await _canceller(user_message_id) if _canceller is not None else False

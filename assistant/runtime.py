@@ -2,6 +2,11 @@
 stopped before them. When the config enables it, the brain's session starts in the background (the
 room does not wait for it: the side chat answers ``SESSION_NOT_AVAILABLE`` while it starts) and the
 side chat's hook (``assistant/brain_hook.py``) is pointed at it.
+
+In split mode (docs/DECISIONS.md D55) ``start`` runs in the worker that holds the lease, with the
+agents (a standby that takes the lease starts it; a worker that loses it stops it), and also
+answers the web processes over the channel layer (``brain_link.serve``); a web process calls
+``start_remote`` instead, which points the hook at the worker's brain.
 """
 
 from __future__ import annotations
@@ -13,16 +18,18 @@ from pathlib import Path
 from django.conf import settings
 
 from agents.models import Actor
-from assistant import brain_hook, status
+from assistant import brain_hook, brain_link, status
 from assistant.brain import Brain, BrainSpec
 from assistant.operator_binding import ASSISTANT_ACTOR_ID
-from groupx_site.core import db
+from groupx_site.core import db, layer
 from setup_wizard.config import command_argv, load_config
 
 logger = logging.getLogger("groupx.assistant")
 
 _brain: Brain | None = None
 _starting: asyncio.Task | None = None
+_link: brain_link.Inbox | None = None  # the worker's side: the web processes' requests
+_remote: brain_link.RemoteBrain | None = None  # a web process's side: the worker's brain
 
 
 def configured_spec() -> BrainSpec | None:
@@ -58,7 +65,7 @@ def _sync_actor() -> None:
 
 
 async def start() -> None:
-    global _brain, _starting
+    global _brain, _starting, _link
     if _brain is not None:  # a start retried after a store fault (D24) keeps its brain
         return
     await db.write(_sync_actor)()
@@ -66,15 +73,35 @@ async def start() -> None:
     if spec is None:
         status.set_status("disabled")
         return
-    _brain = Brain(spec)
-    brain_hook.register(_brain.run, _brain.cancel)
+    brain = _brain = Brain(spec)
+
+    async def cancel(user_message_id: str) -> bool:
+        return brain.cancel(user_message_id)
+
+    brain_hook.register(brain.run, cancel)
     status.set_status("starting")
-    _starting = asyncio.get_running_loop().create_task(_brain.start(), name="assistant-brain-start")
+    _starting = asyncio.get_running_loop().create_task(brain.start(), name="assistant-brain-start")
+    if layer.is_shared():  # split mode: the web processes ask this brain
+        _link = brain_link.serve(brain)
+
+
+async def start_remote() -> None:
+    """A web process of split mode: the side chat asks the brain of the worker that owns the room."""
+    global _remote
+    if _remote is not None or configured_spec() is None:
+        return  # disabled: the status says so, and the side chat answers SESSION_NOT_AVAILABLE
+    remote = _remote = brain_link.RemoteBrain()
+    remote.start()
+    brain_hook.register(remote.run, remote.cancel, remote.state)
 
 
 async def stop() -> None:
-    global _brain, _starting
+    global _brain, _starting, _link, _remote
     brain_hook.clear()
+    for linked in (_link, _remote):
+        if linked is not None:
+            await linked.stop()
+    _link = _remote = None
     if _starting is not None:
         _starting.cancel()
         await asyncio.gather(_starting, return_exceptions=True)

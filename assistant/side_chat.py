@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from assistant import brain_hook, conversation, runtime, status
+from assistant import brain_hook, conversation, runtime
 from assistant.conversation import SideMessage
 from groupx_site.core import db
 from groupx_site.core.errors import GroupXError
@@ -22,12 +22,12 @@ ANSWER_WAIT_SECONDS = 300.0
 NOT_READY = ("disabled", "starting")
 
 
-def assistant_state() -> dict[str, Any]:
-    return {"enabled": runtime.enabled(), "name": runtime.display_name(), **status.snapshot()}
+async def assistant_state() -> dict[str, Any]:
+    return {"enabled": runtime.enabled(), "name": runtime.display_name(), **await brain_hook.state()}
 
 
 async def post_message(message: SideMessage) -> dict[str, Any]:
-    state = status.snapshot()
+    state = await brain_hook.state()
     if state["status"] in NOT_READY or not brain_hook.available():
         # Nothing is written: a disabled assistant saved as enabled reads restart_required, and
         # still has no brain to answer until GroupX restarts.
@@ -43,8 +43,10 @@ async def post_message(message: SideMessage) -> dict[str, Any]:
         done, _ = await asyncio.wait({run}, timeout=ANSWER_WAIT_SECONDS)
         if run in done:
             run.result()  # SESSION_NOT_AVAILABLE when no runtime runs the brain
+        else:  # stop waiting, not the run: a local brain's run is shielded, a worker's goes on there
+            run.cancel()
         reply = await db.read(conversation.reply_to)(user["messageId"])
-    answer: dict[str, Any] = {"userMessage": user, **status.snapshot()}
+    answer: dict[str, Any] = {"userMessage": user, **await brain_hook.state()}
     if reply is not None:
         answer["assistantMessage"] = reply
     else:
@@ -54,4 +56,4 @@ async def post_message(message: SideMessage) -> dict[str, Any]:
 
 async def cancel(client_command_id: str) -> dict[str, Any]:
     user_message_id = await db.read(conversation.user_message_of)(client_command_id)
-    return {"accepted": user_message_id is not None and brain_hook.cancel(user_message_id)}
+    return {"accepted": user_message_id is not None and await brain_hook.cancel(user_message_id)}

@@ -2,8 +2,11 @@
 ready | busy | failed | restart_required``, with a short ``detail`` when there is something to say.
 
 In-process, like the agents' health (``agents/health.py``): the runtime that runs the brain sets it,
-the REST views read it. ``restart_required`` is reported over whatever the brain is doing once the
-saved ``assistant`` block differs from the one this process started with (``setup_save``, ``/setup``).
+the REST views read it. It is also published beside the agents' health (under ``user:assistant``),
+which the worker of split mode keeps in its lease row, so that a web process shows the worker's
+brain (``assistant/brain_link.py``, docs/DECISIONS.md D55). ``restart_required`` is reported over
+whatever the brain is doing once the saved ``assistant`` block differs from the one this process
+started with (``setup_save``, ``/setup``).
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from agents import health
+from assistant.operator_binding import ASSISTANT_ACTOR_ID
+
 STATUSES = ("disabled", "starting", "ready", "busy", "failed", "restart_required")
 DETAIL_CHARACTERS = 300
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"status": "disabled", "detail": None}
 _restart_required = False
+PUBLISHED_AS = ASSISTANT_ACTOR_ID  # its key among the agents' health (never a roster agent's id)
 
 
 def set_status(status: str, detail: str | None = None) -> None:
@@ -24,6 +31,8 @@ def set_status(status: str, detail: str | None = None) -> None:
         raise ValueError(f"unknown assistant status {status!r}")
     with _lock:
         _state.update(status=status, detail=detail[:DETAIL_CHARACTERS] if detail else None)
+        published = dict(_state)
+    health.update(PUBLISHED_AS, **published)
 
 
 def require_restart() -> None:
@@ -36,9 +45,15 @@ def snapshot() -> dict[str, Any]:
     """``{status, detail?}``: the brain's own status, unless a restart is required."""
     with _lock:
         status, detail = _state["status"], _state["detail"]
-        if _restart_required:
-            status, detail = "restart_required", "the assistant's settings were saved; restart GroupX to apply them"
-    return {"status": status, **({"detail": detail} if detail else {})}
+    return shown(status, detail)
+
+
+def shown(status: str, detail: str | None = None) -> dict[str, Any]:
+    """A brain's status (this process's, or the worker's as published) as this process shows it:
+    ``restart_required`` once the settings were saved here."""
+    if _restart_required:
+        status, detail = "restart_required", "the assistant's settings were saved; restart GroupX to apply them"
+    return {"status": status if status in STATUSES else "failed", **({"detail": detail} if detail else {})}
 
 
 def reset() -> None:

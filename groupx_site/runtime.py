@@ -58,17 +58,21 @@ def runs_agents() -> bool:
 async def stop_agents_after_lease_lost() -> None:
     """Another process owns the agents now: ours stop at once and this process is not ready."""
     from agents import runtime as agent_runtime
+    from assistant import runtime as assistant_runtime
 
     lifecycle.set_readiness("failed")
+    await assistant_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
     await agent_runtime.stop()
 
 
 async def _start_agents() -> None:
     global _keeper
     from agents import runtime as agent_runtime
+    from assistant import runtime as assistant_runtime
 
     if not runs_agents():
         logger.info("split mode: this web process starts no agent session; a worker runs them")
+        await assistant_runtime.start_remote()  # the side chat asks the worker's brain (D55)
         return
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
         from agents import worker as agents_worker
@@ -79,8 +83,6 @@ async def _start_agents() -> None:
         _keeper = keeper
         await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
     await agent_runtime.start()
-    from assistant import runtime as assistant_runtime
-
     await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
 
 

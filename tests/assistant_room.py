@@ -3,6 +3,7 @@ real wire, and the side chat's calls."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 
@@ -32,6 +33,20 @@ def assistant_room(workdir: Path, *drivers: str, assistant: dict | None = None, 
 def say(server: GroupXServer, content: str, command_id: str | None = None, timeout: float = 120) -> httpx.Response:
     body = {"clientCommandId": command_id or f"side-{uuid.uuid4()}", "content": content}
     return server.post("/api/assistant/messages", body, timeout=timeout)
+
+
+def in_background(fn):
+    """Run ``fn`` in a thread; returns a getter that joins it and gives its result."""
+    results: list = []
+    worker = threading.Thread(target=lambda: results.append(fn()))
+    worker.start()
+
+    def result():
+        worker.join(timeout=300)
+        assert results, "the background request did not finish"
+        return results[0]
+
+    return result
 
 
 def directive(tool: str, args: str = "{}") -> str:

@@ -5,13 +5,12 @@ its real stream-json wire; nothing of GroupX is mocked."""
 from __future__ import annotations
 
 import json
-import threading
 
 import httpx
 import pytest
 
 from tests.agents import admin_session, db_rows, wire
-from tests.assistant_room import assistant_config, assistant_room, directive, say
+from tests.assistant_room import assistant_config, assistant_room, directive, in_background, say
 from tests.server import FAKES_BIN, hanging_agent, wait_until
 
 
@@ -106,20 +105,6 @@ def test_a_brain_crash_is_stored_as_a_short_failure_and_the_next_message_is_answ
     assert say(side, "are you back?").json()["assistantMessage"]["content"] == "echo: are you back?"
 
 
-def _in_background(fn):
-    """Run ``fn`` in a thread; returns a getter that joins it and gives its result."""
-    results: list = []
-    worker = threading.Thread(target=lambda: results.append(fn()))
-    worker.start()
-
-    def result():
-        worker.join(timeout=180)
-        assert results, "the background request did not finish"
-        return results[0]
-
-    return result
-
-
 def _brain_busy(server) -> bool:
     return server.get("/api/assistant").json()["status"] == "busy"
 
@@ -130,7 +115,7 @@ def _prompts_holding(server, token: str) -> int:
 
 def test_the_same_command_id_sent_while_answering_joins_the_run_in_flight(side):
     content = "[[fake: stream n=20 delay_ms=100]] join-token"
-    first = _in_background(lambda: say(side, content, "side-join"))
+    first = in_background(lambda: say(side, content, "side-join"))
     wait_until(lambda: _brain_busy(side), timeout=60, message="the brain busy")
     second = say(side, content, "side-join").json()
     first = first().json()
@@ -139,7 +124,7 @@ def test_the_same_command_id_sent_while_answering_joins_the_run_in_flight(side):
 
 
 def test_cancel_stops_the_answer_and_stores_a_cancelled_reply(side):
-    answer = _in_background(lambda: say(side, "[[fake: hang]]", "side-cancel"))
+    answer = in_background(lambda: say(side, "[[fake: hang]]", "side-cancel"))
     wait_until(lambda: _brain_busy(side), timeout=60, message="the brain busy")
     accepted = side.post("/api/assistant/cancel", {"clientCommandId": "side-cancel"})
     assert accepted.status_code == 200 and accepted.json() == {"accepted": True}
@@ -167,7 +152,7 @@ def test_a_user_row_left_without_a_reply_runs_the_brain_again_without_a_second_r
     # Last in this module: the server is killed while the brain answers, which leaves the user
     # row alone; after the restart the same clientCommandId answers it.
     content = "[[fake: stream n=30 delay_ms=100]] lone-token"
-    _in_background(lambda: _swallow(lambda: say(side, content, "side-lone", timeout=30)))
+    in_background(lambda: _swallow(lambda: say(side, content, "side-lone", timeout=30)))
     wait_until(lambda: db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE client_command_id = ?",
                                "side-lone"), timeout=60, message="the user row")
     side.kill()

@@ -77,10 +77,12 @@ class ModeRoom:
             web.stop()
 
 
-def start_split_room(workdir, agents: dict, redis: RedisServer, *, webs: int = 2, workers: int = 2) -> ModeRoom:
+def start_split_room(workdir, agents: dict, redis: RedisServer, *, webs: int = 2, workers: int = 2,
+                     **extra) -> ModeRoom:
+    """``extra``: more of groupx.json (the room assistant's block, say)."""
     port = free_port()
     config = {"server": {"host": "127.0.0.1", "port": port}, "timeouts": TIMEOUTS, "agents": agents,
-              "channelLayer": {"redisUrl": redis.url}}
+              "channelLayer": {"redisUrl": redis.url}, **extra}
     first = GroupXServer(workdir, config, env=LEASE_ENV, name="web1").start(port=port)
     servers = [first] + [GroupXServer(workdir, config, env=LEASE_ENV, name=f"web{n + 2}").start(migrate=False)
                          for n in range(webs - 1)]
@@ -92,14 +94,17 @@ def start_split_room(workdir, agents: dict, redis: RedisServer, *, webs: int = 2
     return room
 
 
-@pytest.fixture(scope="module", params=["embedded", "split"])
-def mode_room(request, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp(f"room-{request.param}")
+def open_mode_room(request, workdir, **extra) -> ModeRoom:
+    """The room of ``mode_room``'s param (``request.param``), with ``extra`` in its groupx.json."""
     agents = fake_agents(workdir, "kimi", "hermes")
     if request.param == "embedded":
-        web = GroupXServer(workdir, {"timeouts": TIMEOUTS, "agents": agents}, env=LEASE_ENV).start()
-        room = ModeRoom("embedded", [web], [])
-    else:
-        room = start_split_room(workdir, agents, request.getfixturevalue("redis_server"))
+        web = GroupXServer(workdir, {"timeouts": TIMEOUTS, "agents": agents, **extra}, env=LEASE_ENV).start()
+        return ModeRoom("embedded", [web], [])
+    return start_split_room(workdir, agents, request.getfixturevalue("redis_server"), **extra)
+
+
+@pytest.fixture(scope="module", params=["embedded", "split"])
+def mode_room(request, tmp_path_factory):
+    room = open_mode_room(request, tmp_path_factory.mktemp(f"room-{request.param}"))
     yield room
     room.stop()
