@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import compare_table
-from bench.compare_servers import ENTRY_POINTS, REPO, Server
+from bench.compare_servers import ENTRY_POINTS, REPO, Server, Unavailable
+from bench.memory import cpu_seconds, peak_rss
 
 BUILD = REPO / "bench" / "anchor" / "build_reference.sh"
 HARNESS = REPO / "bench" / "anchor" / "groupx_bench.py"
@@ -73,16 +74,25 @@ def run_harness(server: Server, args, out: Path) -> dict:
 
 
 def one_run(kind: str, args, workdir: Path, out: Path, reference: tuple) -> dict | None:
+    """The figures of one run; None when it failed. Raises ``Unavailable`` when the entry point
+    cannot run here at all (split mode without redis-server)."""
     server = Server(kind, workdir, reference_dir=reference[0], node=reference[1])
+    worker = {}
     try:
         server.start()
+        worker_cpu_before = cpu_seconds(server.worker_pid) if server.worker_pid else None
         document = run_harness(server, args, out)
+        if server.worker_pid:  # split mode: the agents' worker is a process of its own beside the web one
+            worker = {"worker_cpu_s": round(cpu_seconds(server.worker_pid) - worker_cpu_before, 3),
+                      "worker_rss_peak_mb": peak_rss(server.worker_pid)["server"]["peakMiB"]}  # MiB, as the harness
+    except Unavailable:
+        raise
     except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
         log(f"{kind}: run failed ({exc}); it is left out of the medians")
         return None
     finally:
         server.stop()
-    found = compare_table.figures(document)
+    found = {**compare_table.figures(document), **worker}
     log(f"{kind}: reply p50 {found['reply_p50_ms']} ms, p95 {found['reply_p95_ms']} ms, "
         f"{found['turns_per_s']} turns/s, {found['cpu_ms_per_turn']} ms CPU/turn, RSS {found['rss_peak_mb']} MB")
     return found
@@ -122,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     results_dir.mkdir(parents=True, exist_ok=True)
     kinds = ["reference", *entries]
     rounds: list[dict] = []
+    skipped: dict[str, str] = {}
     failed = 0
     with tempfile.TemporaryDirectory(prefix="groupx-bench-compare-") as scratch:
         for number in range(args.rounds):
@@ -129,16 +140,25 @@ def main(argv: list[str] | None = None) -> int:
             log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
             this_round = {}
             for kind in order:
-                found = one_run(kind, args, Path(scratch) / f"{number}-{kind}",
-                                results_dir / f"round{number + 1}-{kind}.json", reference)
+                if kind in skipped:
+                    continue
+                try:
+                    found = one_run(kind, args, Path(scratch) / f"{number}-{kind}",
+                                    results_dir / f"round{number + 1}-{kind}.json", reference)
+                except Unavailable as reason:
+                    log(f"{kind}: skipped, its column is left out of the table: {reason}")
+                    skipped[kind] = str(reason)
+                    continue
                 if found is None:
                     failed += 1
                 else:
                     this_round[kind] = found
             rounds.append(this_round)
+    entries = [e for e in entries if e not in skipped]
     summary = compare_table.summarise(rounds, entries)
     table = compare_table.markdown(summary, entries)
     text = describe(args, reference[2], started, load_start, len(rounds), failed) + "\n\n" + table
+    text += "".join(f"\n\n`{kind}` was skipped: {reason}." for kind, reason in skipped.items())
     (results_dir / "summary.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))
     print(text)
     if not args.no_write:

@@ -3,7 +3,11 @@
 - ``reference``: the public TypeScript GroupX, ``node dist/src/cli.js start --no-open --config …``;
 - ``start``: GroupX's ``groupx start`` (``python -m groupx_site start --config … --no-open``);
 - ``runserver``: GroupX's ``python manage.py runserver``, autoreloader included (what a developer
-  runs); the figures are the serving child's, the reloader parent only waits for it.
+  runs); the figures are the serving child's, the reloader parent only waits for it;
+- ``split``: GroupX's split mode, ``groupx start --split`` (issue 19: the web process and the
+  agents' worker, ``manage.py runworker groupx-agents``, over Redis), on its own ``redis-server``
+  started on a free loopback port without persistence, as ``tests/split/`` does. The harness
+  measures the web process; the worker's CPU and peak RSS are read beside it (``worker_pid``).
 
 All three serve one room on a free loopback port with the same three instant fake ACP agents
 (``bench/anchor/fake_acp_agent.py``, driver ``kimi``, ids ``kimi``, ``grok``, ``hermes``: the only
@@ -15,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +34,11 @@ from bench.server import settle, wait_until
 REPO = Path(__file__).resolve().parents[1]
 FAKE_AGENT = REPO / "bench" / "anchor" / "fake_acp_agent.py"
 AGENT_IDS = ("kimi", "grok", "hermes")
-ENTRY_POINTS = ("start", "runserver")
+ENTRY_POINTS = ("start", "runserver", "split")
+
+
+class Unavailable(RuntimeError):
+    """This entry point cannot run on this machine (its column is skipped, with the reason)."""
 
 
 def free_port() -> int:
@@ -59,7 +68,9 @@ class Server:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.reference_dir, self.node = reference_dir, node
         self.proc: subprocess.Popen | None = None
+        self.redis: subprocess.Popen | None = None
         self.pid = 0
+        self.worker_pid = 0
         self.log_path = workdir / "server.log"
         workdir.mkdir(parents=True, exist_ok=True)
 
@@ -82,10 +93,33 @@ class Server:
         command = {"executable": sys.executable, "prefixArgs": [str(FAKE_AGENT)]}
         agents = {agent: {"driver": "kimi", "name": f"Fake-{i}", "command": command, "cwd": str(self.workdir)}
                   for i, agent in enumerate(AGENT_IDS, 1)}
+        document = {"server": {"host": "127.0.0.1", "port": self.port}, "agents": agents}
+        if self.kind == "split":
+            document["channelLayer"] = {"redisUrl": self._start_redis()}
         config = self.workdir / "groupx.json"
-        config.write_text(json.dumps({"server": {"host": "127.0.0.1", "port": self.port}, "agents": agents},
-                                     indent=2))
+        config.write_text(json.dumps(document, indent=2))
         return config
+
+    def _start_redis(self) -> str:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise Unavailable("split mode needs redis-server (Debian's redis-server package; make test-split "
+                              "installs it)")
+        port = free_port()
+        self.redis = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                       "--appendonly", "no", "--dir", str(self.workdir)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{port}/0"
+        wait_until(lambda: self._redis_answers(port), 30.0, f"redis-server on port {port}")
+        return url
+
+    def _redis_answers(self, port: int) -> bool:
+        if self.redis.poll() is not None:
+            raise Unavailable(f"redis-server exited with {self.redis.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            probe.sendall(b"PING\r\n")
+            return probe.recv(16).startswith(b"+PONG")
+        return False
 
     def _command(self) -> tuple[list[str], dict]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}
@@ -97,6 +131,9 @@ class Server:
             return [sys.executable, "-m", "groupx_site", "start", "--config", env["GROUPX_CONFIG"], "--no-open"], env
         if self.kind == "runserver":
             return [sys.executable, "manage.py", "runserver"], env
+        if self.kind == "split":
+            return [sys.executable, "-m", "groupx_site", "start", "--split", "--config", env["GROUPX_CONFIG"],
+                    "--no-open"], env
         raise ValueError(f"unknown server kind {self.kind!r}")
 
     # ------------------------------------------------------------------ life
@@ -109,6 +146,8 @@ class Server:
         if self.kind == "runserver":  # the autoreloader's child serves
             self.pid = wait_until(self._serving_child, timeout, "runserver's serving child")
         wait_until(self._ready, timeout, f"{self.kind} to be ready with {len(AGENT_IDS)} agents (log: {self.log_path})")
+        if self.kind == "split":  # the supervisor waits; its web child serves, its worker child runs the agents
+            self.pid, self.worker_pid = self._split_children()
         settle(self.pid, bound=15.0)  # the same for every server: its start-up work is in no figure
         return self
 
@@ -116,6 +155,18 @@ class Server:
         self._check_alive()
         kids = children(self.proc.pid)
         return kids[0] if kids else None
+
+    def _split_children(self) -> tuple[int, int]:
+        web = worker = 0
+        for pid in children(self.proc.pid):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"runworker" in argv:
+                worker = pid
+            elif b"start" in argv:
+                web = pid
+        if not (web and worker):
+            raise RuntimeError(f"split mode's web and worker processes not found under pid {self.proc.pid}")
+        return web, worker
 
     def _check_alive(self) -> None:
         if self.proc.poll() is not None:
@@ -135,10 +186,12 @@ class Server:
         """SIGTERM to the serving process (runserver's reloader parent then exits with it), then
         SIGKILL, by id, to anything of this server's process tree still alive."""
         if self.proc is None:
+            self._stop_redis()
             return
         members = tree(self.proc.pid)
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
+            # split mode's supervisor stops both of its children on SIGTERM
+            os.kill(self.proc.pid if self.kind == "split" else self.pid, signal.SIGTERM)
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -148,3 +201,14 @@ class Server:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc = None
+        self._stop_redis()
+
+    def _stop_redis(self) -> None:
+        if self.redis is not None:
+            self.redis.terminate()
+            try:
+                self.redis.wait(10)
+            except subprocess.TimeoutExpired:
+                self.redis.kill()
+                self.redis.wait()
+            self.redis = None

@@ -25,6 +25,9 @@ FIGURES = (
     ("replay_s", "replay of the whole log (1 client), s", None, None),
     ("bootstrap_ms", "bootstrap after the runs, median ms", None, None),
     ("failed_turns", "failed turns (throughput)", None, None),
+    # split mode only: the agents' worker, a process of its own beside the web one (bench/compare.py)
+    ("worker_cpu_s", "split: the agents' worker's CPU over the whole harness run, s", None, None),
+    ("worker_rss_peak_mb", "split: peak RSS of the agents' worker, MB", None, None),
 )
 
 
@@ -75,11 +78,11 @@ def summarise(rounds: list[dict], entries: list[str]) -> dict:
     """``rounds``: [{"reference": figures, "start": figures, ...}, ...] (a failed run is absent)."""
     out: dict = {"reference": {}, "entries": {}}
     for key, *_ in FIGURES:
-        out["reference"][key] = _median([r["reference"][key] for r in rounds if "reference" in r])
+        out["reference"][key] = _median([r["reference"].get(key) for r in rounds if "reference" in r])
     for entry in entries:
         column: dict = {}
         for key, _label, comparison, target in FIGURES:
-            paired = [(r[entry][key], r["reference"][key]) for r in rounds if entry in r and "reference" in r]
+            paired = [(r[entry].get(key), r["reference"].get(key)) for r in rounds if entry in r and "reference" in r]
             ratios = [_ratio(mine, theirs) for mine, theirs in paired]
             ratio = _median(ratios)
             met = None
@@ -91,7 +94,7 @@ def summarise(rounds: list[dict], entries: list[str]) -> dict:
     return out
 
 
-ENTRY_TITLES = {"start": "`groupx start`", "runserver": "`manage.py runserver`"}
+ENTRY_TITLES = {"start": "`groupx start`", "runserver": "`manage.py runserver`", "split": "`groupx start --split`"}
 
 
 def markdown(summary: dict, entries: list[str]) -> str:
@@ -102,7 +105,7 @@ def markdown(summary: dict, entries: list[str]) -> str:
         rule += "---|---|---|"
     lines = [head, rule]
     for key, label, comparison, target in FIGURES:
-        digits = {"rss_peak_mb": 0, "replay_s": 3}.get(key, 2)
+        digits = {"rss_peak_mb": 0, "worker_rss_peak_mb": 0, "replay_s": 3}.get(key, 2)
         row = f"| {label} | {_num(summary['reference'][key], digits)} | "
         row += f"{comparison} {target}× |" if target is not None else "– |"
         for entry in entries:

@@ -18,6 +18,7 @@ or lazily by the first request; ``ensure_started`` is idempotent.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
@@ -34,8 +35,6 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from agents import worker as agents_worker  # noqa: E402  (after Django is set up)
-from agents.mcp import server as member_mcp  # noqa: E402
-from assistant.mcp import server as operator_mcp  # noqa: E402
 from groupx_site import body_limit, runtime, shutdown  # noqa: E402
 from groupx_site.core import flow  # noqa: E402
 from rooms.consumers import EventStreamConsumer  # noqa: E402
@@ -71,6 +70,25 @@ async def lifespan(scope, receive, send) -> None:
             return
 
 
+def imported_on_first_request(module_name: str):
+    """The ASGI app ``module_name.handle``, imported when the first request for it comes.
+
+    The MCP SDK behind ``/mcp`` and ``/mcp/operator`` is ~20 MiB of resident memory and ~0.3 s of
+    import, and most servers never receive an MCP call (a session is marked MCP-verified without
+    one): imported at start it was the largest part of the peak RSS above the 0.5x target (issue 22,
+    docs/DECISIONS.md D56). The import runs on a thread so the loop keeps serving meanwhile;
+    Python's import lock makes concurrent first requests wait for the one import."""
+    loaded = None
+
+    async def handle(scope, receive, send):
+        nonlocal loaded
+        if loaded is None:
+            loaded = (await asyncio.to_thread(importlib.import_module, module_name)).handle
+        return await loaded(scope, receive, send)
+
+    return handle
+
+
 def with_backpressure(app):
     async def paced(scope, receive, send):
         # a slow reader pauses its stream instead of filling memory (D21)
@@ -82,8 +100,8 @@ def with_backpressure(app):
 http_routes = URLRouter([
     path("api/events", with_backpressure(
         EventStreamConsumer.as_asgi(django_app=django_app, end_on_drain=shutdown.end_on_drain))),
-    re_path(r"^mcp/?$", member_mcp.handle),
-    re_path(r"^mcp/operator/?$", operator_mcp.handle),  # the room assistant's tools (FEATURES §13)
+    re_path(r"^mcp/?$", imported_on_first_request("agents.mcp.server")),
+    re_path(r"^mcp/operator/?$", imported_on_first_request("assistant.mcp.server")),  # the room assistant's tools (FEATURES §13)
     re_path(r"^mcp/", mcp_unavailable),
     re_path(r"", django_app),
 ])

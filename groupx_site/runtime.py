@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 
 from django.conf import settings
 
@@ -183,13 +184,13 @@ def schedule_start() -> None:
 async def _stop() -> None:
     from agents import runtime as agent_runtime
     from agents import worker as agents_worker
-    from agents.mcp import server as member_mcp
     from assistant import runtime as assistant_runtime
-    from assistant.mcp import server as operator_mcp
 
     lifecycle.set_readiness("closing")
-    await member_mcp.stop()
-    await operator_mcp.stop()
+    for mcp_server in ("agents.mcp.server", "assistant.mcp.server"):
+        # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before
+        if (loaded := sys.modules.get(mcp_server)) is not None:
+            await loaded.stop()
     await assistant_runtime.stop()
     await agents_worker.stop_in_process()
     await agent_runtime.stop()
