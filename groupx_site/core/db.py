@@ -59,7 +59,11 @@ def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
 
 
 def _total_changes() -> int:
+    """SQLite's count of rows changed on this connection. PostgreSQL keeps no such count: there a
+    write call that returned normally committed (or changed nothing), and -1 says "assume it wrote"."""
     raw = connection.connection  # None until this thread's connection is opened
+    if connection.vendor != "sqlite":
+        return -1
     return raw.total_changes if raw is not None else 0
 
 
@@ -102,7 +106,7 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
                 with contextlib.suppress(DatabaseError):
                     connection.close()
             raise fault from error
-        if clears and (after := _total_changes()) and after != before:
+        if clears and (after := _total_changes()) and (after != before or after == -1):
             store_faults.clear()
         return result
 
