@@ -60,3 +60,20 @@ def room_database_url(workdir: Path) -> str | None:
         return None
     name = "groupx_" + hashlib.sha256(str(workdir.resolve()).encode()).hexdigest()[:20]
     return create_database(cluster, name, template=_migrated_template(cluster))
+
+
+def room_url_of(config_path: Path) -> str | None:
+    """The ``storage.url`` a room's groupx.json names, if any."""
+    return (json.loads(config_path.read_text()).get("storage") or {}).get("url")
+
+
+def read_rows(url: str, sql: str, params: tuple) -> list[dict]:
+    """``db_rows`` (tests/agents.py) on PostgreSQL: the same SQL with ``?`` placeholders, and JSON
+    and timestamps as text, as SQLite returns them."""
+    from psycopg.rows import dict_row
+    from psycopg.types.string import TextLoader
+
+    with psycopg.connect(url, row_factory=dict_row, autocommit=True) as db:
+        for name in ("json", "jsonb", "timestamptz", "date"):
+            db.adapters.register_loader(name, TextLoader)
+        return db.execute(sql.replace("?", "%s"), params).fetchall()
