@@ -36,8 +36,9 @@ class MoveRefused(Exception):
 
 def add_target(url: str, *, lock_timeout_ms: int) -> str:
     """The PostgreSQL database at ``url`` as a second connection alias."""
-    connections.settings[TARGET] = connections.configure_settings(
-        {TARGET: postgresql_database(url, busy_timeout_ms=lock_timeout_ms)})[TARGET]
+    both = {"default": connections.settings["default"],
+            TARGET: postgresql_database(url, busy_timeout_ms=lock_timeout_ms)}
+    connections.settings[TARGET] = connections.configure_settings(both)[TARGET]
     return TARGET
 
 
