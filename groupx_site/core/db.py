@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import store_faults, store_integrity
+from groupx_site.core import postgresql, store_faults, store_integrity
 
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
@@ -77,6 +77,7 @@ def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
 
 
 connection_created.connect(_note_if_opened_read_only)
+connection_created.connect(postgresql.repair_nul_on_postgresql)
 
 
 def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., Any]:

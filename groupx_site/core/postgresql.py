@@ -10,6 +10,7 @@ part of SQLite's busy timeout: a lock another process holds longer than that is 
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 
@@ -42,3 +43,41 @@ def has_trigram_extension(schema_editor) -> bool:
             return False
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     return True
+
+
+# ---- NUL: SQLite stores it, PostgreSQL cannot ---------------------------------------------------
+
+# A JSON ``\u0000`` escape not itself escaped (preceded by an even run of backslashes).
+_JSON_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def repair_nul_on_postgresql(sender, connection, **kwargs) -> None:
+    """PostgreSQL's text and jsonb cannot hold U+0000 (SQLite's can): a message, a memory or a CLI's
+    output holding one would fail its write. On PostgreSQL every text and JSON parameter has each
+    NUL replaced by U+FFFD, as a lone surrogate is repaired (groupx_site/core/text.py, D53): the
+    write and any search for such a term go through, with the character shown as replaced."""
+    if connection.vendor != "postgresql":
+        return
+    from psycopg.types.json import Jsonb, JsonbBinaryDumper, JsonbDumper
+    from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
+
+    class NulSafeText(StrDumperUnknown):
+        def dump(self, obj: str):
+            return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+    class NulSafeTextBinary(StrBinaryDumper):
+        def dump(self, obj: str):
+            return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+    def nul_safe_json(base):
+        class Dumper(base):
+            def dump(self, obj):
+                data = bytes(super().dump(obj))
+                return _JSON_NUL.sub(rb"\1\\ufffd", data) if b"\\u0000" in data else data
+        return Dumper
+
+    adapters = connection.connection.adapters
+    adapters.register_dumper(str, NulSafeText)
+    adapters.register_dumper(str, NulSafeTextBinary)
+    adapters.register_dumper(Jsonb, nul_safe_json(JsonbDumper))
+    adapters.register_dumper(Jsonb, nul_safe_json(JsonbBinaryDumper))

@@ -77,3 +77,9 @@ def read_rows(url: str, sql: str, params: tuple) -> list[dict]:
         for name in ("json", "jsonb", "timestamptz", "date"):
             db.adapters.register_loader(name, TextLoader)
         return db.execute(sql.replace("?", "%s"), params).fetchall()
+
+
+def write_rows(url: str, sql: str, rows: list[tuple]) -> None:
+    """Insert ``rows`` with the SQLite spelling of ``sql`` (``?`` placeholders; naive times are UTC)."""
+    with psycopg.connect(url, options="-c timezone=UTC") as db, db.cursor() as cursor:
+        cursor.executemany(sql.replace("?", "%s"), rows)
