@@ -1,7 +1,9 @@
 """In-process agent health (FEATURES §3): what bootstrap, /api/health and the room show.
 
 Status values: ``stopped | starting | ready | degraded | failed | native_policy_blocked``.
-The runtime updates it; readers get a copy.
+The runtime updates it; readers get a copy. The process that owns the agents also stores it beside
+its lease on every change (``on_change``, ``agents/lease_keeper.py``), which is where a web process
+of split mode reads it (docs/DECISIONS.md D45).
 
 ``degraded`` (docs/DECISIONS.md D42): the agent's sessions failed ``DEGRADED_AFTER_FAILURES`` times
 in a row since it last completed a Turn (failed starts and sessions lost under a Turn alike), and

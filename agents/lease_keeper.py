@@ -36,6 +36,7 @@ class LeaseKeeper:
         self._task: asyncio.Task | None = None
         self._stop_listening: Callable[[], None] | None = None
         self._renewed_at = 0.0  # monotonic time of the last heartbeat that kept the lease
+        self._closing = False
 
     async def claim(self) -> None:
         await db.write(lease.claim)(self.me)
@@ -68,9 +69,11 @@ class LeaseKeeper:
         self._task = loop.create_task(self._keep(), name="lease-heartbeat")
 
     async def _keep(self) -> None:
-        while True:
+        while not self._closing:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout=lease.heartbeat_seconds())
+            if self._closing:
+                return
             if self.me.mode == "worker" and time.monotonic() - self._renewed_at >= lease.expiry_seconds():
                 # We did not renew in time (a stall): another worker may own the agents already.
                 return await self._lost("not renewed before it expired")
@@ -105,8 +108,12 @@ class LeaseKeeper:
     async def release(self) -> None:
         """A clean stop: end the heartbeat and the lease (a standby takes over at its next try)."""
         self._unlisten()
+        # A flag, not task.cancel(): Python 3.11's wait_for swallows a cancel that arrives as the
+        # event it waits for is set (the agents' health changes while they close), and the loop
+        # went on beating for ever.
+        self._closing = True
+        self._changed.set()
         if self._task is not None and self._task is not asyncio.current_task():
-            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(StoreUnavailable):

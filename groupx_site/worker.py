@@ -1,13 +1,13 @@
 """The agents' worker of split mode: ``manage.py runworker groupx-agents`` (docs/ARCHITECTURE.md
-"Two modes", docs/DECISIONS.md D45).
+"Channels: the layer and the two modes", docs/DECISIONS.md D45).
 
 Channels' worker would create the ``groupx-agents`` consumer on its first message; ours creates it
 at once (it joins its groups before any web process wakes it), then stands by for the lease and,
 once it holds it, runs the agents: sessions, lanes, schedulers and restart recovery
 (``groupx_site/runtime.py`` in its worker role). While it runs it reads the cancels asked for now
 and then (``agents.runtime.deliver_pending_cancels``; the lanes re-read their queues), so a
-wake-up the channel layer lost delays a cancel, never strands it. It stops its agents at once when it loses the lease, and on SIGTERM/SIGINT it closes
-them, releases the lease and ends.
+wake-up the channel layer lost delays a cancel, never strands it. It stops its agents at once when
+it loses the lease, and on SIGTERM/SIGINT it closes them, releases the lease and ends.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from agents import runtime as agent_runtime
 from agents import worker as agents_worker
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import runtime
+from groupx_site.core import layer
 from groupx_site.core.store_faults import Backoff, StoreUnavailable
 
 logger = logging.getLogger("groupx.worker")
 
-AGENTS_CHANNEL = "groupx-agents"
+AGENTS_CHANNEL = layer.AGENTS_CHANNEL  # "groupx-agents"
 CANCEL_RECHECK_SECONDS = 1.0  # and the consumers' check; GROUPX_WORKER_POLL_MS overrides it
 
 
@@ -94,6 +95,7 @@ class AgentsWorker(Worker):
         if AGENTS_CHANNEL in self.channels:
             tasks.append(asyncio.ensure_future(self._serve_agents()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        logger.info("the worker stops")
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -101,6 +103,7 @@ class AgentsWorker(Worker):
             await runtime.shutdown()  # closes the CLIs and releases the lease
         if self.keeper is not None:
             await self.keeper.release()  # a standby leaves the rows too (doctor and health list it no more)
+        logger.info("the worker stopped: its agents are closed and its lease released")
         for task in done:
             task.result()  # a listener's error ends the worker with it
 
@@ -112,6 +115,9 @@ class AgentsWorker(Worker):
             await runtime.stop_agents_after_lease_lost()
             lost.set()
 
+        if not runtime.split_mode():
+            logger.warning("groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
+                           "(the embedded default, `groupx start`, runs the agents itself)")
         keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost)
         await keeper.acquire()  # a standby waits here
         runtime.run_as_worker(keeper)

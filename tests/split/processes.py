@@ -86,6 +86,12 @@ class RedisServer:
         self.start()
 
 
+def doctor(web: GroupXServer) -> str:
+    """``groupx doctor`` for the room of ``web`` (its config, its database)."""
+    return subprocess.run([sys.executable, "-m", "groupx_site", "doctor"], cwd=REPO, env=web.env,
+                          capture_output=True, text=True, timeout=60).stdout
+
+
 class AgentsWorker:
     """``manage.py runworker groupx-agents`` for the room of ``web`` (same config, same database)."""
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from agents.fakes import wirelog
 from tests.agents import fake_agents, send, wait_terminal
-from tests.server import REPO, GroupXServer
+from tests.server import GroupXServer
 from tests.split.conftest import LEASE_ENV, TIMEOUTS
-from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, free_port
+from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, doctor, free_port
 
 DEADLINE = 60
 
@@ -45,11 +43,6 @@ def workers(web):
         worker.stop()
 
 
-def doctor(web: GroupXServer) -> str:
-    return subprocess.run([sys.executable, "-m", "groupx_site", "doctor"], cwd=REPO, env=web.env,
-                          capture_output=True, text=True, timeout=60).stdout
-
-
 def test_with_no_worker_the_room_says_so_starts_no_agent_and_its_turn_waits_until_a_worker_runs(web, workers):
     health = web.get("/api/health").json()
     assert health["worker"]["owner"] is None
@@ -77,6 +70,9 @@ def test_a_second_worker_stands_by_and_takes_over_when_the_owner_stops(web, work
     assert "a second worker stands by" in doctor(web)
 
     owner.stop()  # SIGTERM: it closes its agents and releases the lease
+
+    assert owner.proc.returncode == 0, owner.log()  # it ended by itself (stop() SIGKILLs after its deadline)
+    assert "its agents are closed and its lease released" in owner.log()
 
     standby.wait_for(OWNS, timeout=DEADLINE)
     turn_id = send(web, "agent:kimi", "after the handover")["turns"][0]["turnId"]

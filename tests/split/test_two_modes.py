@@ -7,6 +7,7 @@ import pytest
 
 from tests.agents import cancel, prompts_sent, send, turn_events, wait_terminal
 from tests.server import wait_until
+from tests.split.processes import doctor
 from tests.sse import SseClient
 
 TURN_DEADLINE = 60  # a loaded 2-core machine runs five suites at once: deadlines, not sleeps
@@ -67,6 +68,7 @@ def test_health_names_the_process_that_owns_the_agents_and_since_when(mode_room)
     assert worker["mode"] == mode_room.mode
     assert worker["owner"]["mode"] == ("embedded" if mode_room.mode == "embedded" else "worker")
     assert worker["owner"]["since"]
+    assert f"agents' worker: {worker['owner']['workerId']} " in doctor(mode_room.web)
     if mode_room.mode == "split":
         assert worker["owner"]["pid"] == mode_room.workers[0].pid
         assert [s["pid"] for s in worker["standbys"]] == [w.pid for w in mode_room.workers[1:]]

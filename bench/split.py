@@ -1,0 +1,116 @@
+"""Split mode against the embedded default, same machine, same run: ``python -m bench.split``.
+
+Each mode gets a fresh room with the three instant fake agents of ``bench/server.py``; split mode is
+that daphne process with ``channelLayer.redisUrl`` (it runs no agent) plus one ``manage.py runworker
+groupx-agents``, over a redis-server on a free loopback port with no persistence. The workloads are
+``make bench``'s: latency (sequential messages), throughput with the fan-out SSE clients attached,
+and the fan-out's delivery. Prints a table and the JSON (docs/PERFORMANCE.md "Split mode").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx
+
+from bench import latency, throughput
+from bench.fanout import FanOut
+from bench.server import REPO, BenchServer, _die_with_parent, _wait
+
+PLANS = {"full": {"latency": 50, "throughput": 200, "clients": 50},
+         "quick": {"latency": 10, "throughput": 30, "clients": 5}}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class SplitBenchServer(BenchServer):
+    """The web process (daphne, on groupx.json's port so the agents' MCP URL reaches it) and one
+    agents' worker, over the given Redis."""
+
+    def __init__(self, workdir: Path, redis_url: str):
+        super().__init__(workdir)
+        config = json.loads(self.config_path.read_text())
+        self.port = _free_port()
+        config["server"]["port"] = self.port
+        config["channelLayer"] = {"redisUrl": redis_url}
+        self.config_path.write_text(json.dumps(config))
+        self.worker: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> SplitBenchServer:
+        self.migrate()
+        with open(self.workdir / "worker.log", "ab") as log:
+            self.worker = subprocess.Popen([sys.executable, "manage.py", "runworker", "groupx-agents"], cwd=REPO,
+                                           env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                           preexec_fn=_die_with_parent)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "groupx_site.asgi:application"],
+                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        _wait(self._agents_ready, timeout, "all three agents ready (reported by the worker)")
+        self._settle()
+        return self
+
+    def stop(self, timeout: float = 20.0) -> None:
+        super().stop(timeout)
+        if self.worker and self.worker.poll() is None:
+            self.worker.terminate()
+            self.worker.wait(timeout)
+
+
+def measure(server: BenchServer, plan: dict) -> dict:
+    results = {"latency": asyncio.run(latency.run(server.base_url, messages=plan["latency"]))}
+    fan = FanOut(server.base_url, plan["clients"])
+    fan.start()
+    results["throughput"] = asyncio.run(throughput.run(server.base_url, messages=plan["throughput"]))
+    head = httpx.get(f"{server.base_url}/api/bootstrap", timeout=10).json()["room"]["throughSeq"]
+    results["fanout"] = fan.finish(server.durable_seqs(head))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.split", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run, not the figures")
+    args = parser.parse_args(argv)
+    plan = PLANS["quick" if args.quick else "full"]
+    binary = shutil.which("redis-server")
+    if binary is None:
+        print("redis-server is not installed (make test-split installs it)", file=sys.stderr)
+        return 1
+    root = Path(tempfile.mkdtemp(prefix="groupx-bench-split-"))
+    port = _free_port()
+    redis = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+                              "--dir", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_die_with_parent)
+    results = {}
+    try:
+        for mode, server in (("embedded", BenchServer(root / "embedded")),
+                             ("split", SplitBenchServer(root / "split", f"redis://127.0.0.1:{port}/0"))):
+            print(f"[bench.split] {mode}", file=sys.stderr, flush=True)
+            server.start()
+            try:
+                results[mode] = measure(server, plan)
+            finally:
+                server.stop()
+    finally:
+        redis.terminate()
+        redis.wait(10)
+        shutil.rmtree(root, ignore_errors=True)
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
