@@ -139,3 +139,13 @@ def test_a_postgresql_url_on_loopback_or_a_unix_socket_is_the_store(url):
 def test_a_postgresql_url_beyond_loopback_or_malformed_is_refused_with_the_reason(url, reason):
     with pytest.raises(ConfigError, match=reason):
         parse_config({"storage": {"url": url}})
+
+
+def test_saving_the_setup_draft_keeps_the_postgresql_url_of_the_file():
+    from setup_wizard.actions import Draft, build_config
+
+    previous = {"storage": {"path": ".groupx/groupx.db", "url": "postgresql://127.0.0.1/groupx"}}
+    draft = {"serverPort": 4310, "storagePath": "data/room.db",
+             "agents": [{"id": "kimi", "driver": "kimi", "name": "Kimi", "command": {"executable": "kimi"}, "cwd": "."}]}
+    raw = build_config(Draft.model_validate(draft), previous)
+    assert raw["storage"] == {"path": "data/room.db", "url": "postgresql://127.0.0.1/groupx"}
