@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real test-split test-remote bench bench-compare bench-profile lint install browser-deps
+.PHONY: run test test-fast test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,19 @@ test-remote: install
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; \
 	  else echo "openssh-server is not installed and cannot be installed here: the remote-agent tier will be skipped"; fi; }
 	GROUPX_REMOTE_TIER=1 $(PY) -m pytest -q -p no:xdist tests/remote
+
+# The PostgreSQL tier (tests/pg, docs/DECISIONS.md D53/D54): Debian's postgresql (installed with apt
+# when missing, as root) runs a throwaway cluster on loopback as `nobody` (PostgreSQL refuses root);
+# the SQL parity test, an end-to-end set of tests/ with every room on PostgreSQL, seq order with two
+# web processes posting at once, the SQLite -> PostgreSQL move and the split tier's two-mode tests
+# (Redis too) run against it (tests/pg/tier.py).
+test-pg: install
+	@command -v redis-server >/dev/null 2>&1 && { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Debian's postgresql and redis-server for the PostgreSQL tier..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; \
+	  else echo "postgresql or redis-server is missing and cannot be installed here"; exit 1; fi; }
+	$(PY) -m tests.pg.cluster -- $(PY) -m tests.pg.tier
 
 # The in-process tier alone (tests/unit, docs/DECISIONS.md D29): the commands against the real
 # models on a SQLite test database, no server and no CLI; well under a minute. `make test` runs it too.

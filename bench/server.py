@@ -57,7 +57,7 @@ def settle(pid: int, quiet: float = 0.05, window: float = 0.5, bound: float = 10
 
 
 class BenchServer:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, *, storage_url: str | None = None):
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "groupx.json"
@@ -69,7 +69,10 @@ class BenchServer:
             cwd.mkdir(exist_ok=True)
             (cwd / ".groupx-fake.json").write_text(json.dumps(INSTANT))
             agents[name] = {"command": str(FAKES_BIN / name), "cwd": str(cwd)}
-        self.config_path.write_text(json.dumps({"server": {"host": "127.0.0.1", "port": 4310}, "agents": agents}))
+        config = {"server": {"host": "127.0.0.1", "port": 4310}, "agents": agents}
+        if storage_url:  # bench/postgresql.py: the same room on PostgreSQL (docs/DECISIONS.md D53)
+            config["storage"] = {"url": storage_url}
+        self.config_path.write_text(json.dumps(config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}  # no stray config/log dir
         self.env = {**env, "GROUPX_CONFIG": str(self.config_path), "GROUPX_FAKE_TIME_SCALE": "0",
                     "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"), "PYTHONUNBUFFERED": "1"}

@@ -1,6 +1,7 @@
 """``groupx doctor``'s lines on who runs the room's agents (docs/DECISIONS.md D45): the owner of the
 lease and since when, a second worker standing by, or nobody. Read straight from the lease rows of
-the room's SQLite file, read-only, so it answers whether or not a web process runs."""
+the room's SQLite file (or its PostgreSQL database, ``storage.url``, D53), read-only, so it answers
+whether or not a web process runs."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from setup_wizard.config import ConfigError, load_config, storage_path
 TABLE = "agents_runtimeworker"  # agents.models.RuntimeWorker
 
 
-def _moment(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
+def _moment(value: str | datetime) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # Django stores UTC
 
 
@@ -27,19 +28,38 @@ def worker_lines(config_path: Path) -> list[str]:
     if config is None:
         return []
     split = config.channelLayer is not None
+    if config.storage.url:
+        try:
+            rows = _postgresql_rows(config.storage.url)
+        except Exception as error:  # noqa: BLE001 - psycopg's errors: doctor reports, never raises
+            return [f"agents' worker: unknown (the lease could not be read: {error})"]
+        return _lines(rows, split)
     database = Path(os.environ.get("GROUPX_DB") or storage_path(config, config_path))  # as settings.py
     if not database.exists():
         return ["agents' worker: none yet (the room's database does not exist)"]
     try:
         connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=2)
         try:
-            rows = connection.execute(
-                f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
-                " WHERE role != 'stopped'").fetchall()
+            rows = connection.execute(SELECT).fetchall()
         finally:
             connection.close()
     except sqlite3.Error as error:
         return [f"agents' worker: unknown (the lease could not be read: {error})"]
+    return _lines(rows, split)
+
+
+SELECT = (f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
+          " WHERE role != 'stopped'")
+
+
+def _postgresql_rows(url: str) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(url, connect_timeout=2, options="-c default_transaction_read_only=on") as connection:
+        return connection.execute(SELECT).fetchall()
+
+
+def _lines(rows: list[tuple], split: bool) -> list[str]:
     now = datetime.now(UTC)
     live = [row for row in rows if _moment(row[7]) > now]
     owners = [row for row in live if row[4] == "owner"]

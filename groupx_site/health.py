@@ -36,7 +36,9 @@ def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, A
         store.update(integrity.as_json())
     try:
         with connection.cursor() as cursor:
-            store["journalMode"] = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            # PostgreSQL always writes ahead to its WAL: "wal" there too (docs/DECISIONS.md D53).
+            store["journalMode"] = (cursor.execute("PRAGMA journal_mode").fetchone()[0]
+                                    if connection.vendor == "sqlite" else "wal")
             store["schemaVersion"] = store_integrity.recorded_schema_version(cursor)
     except Exception:  # a broken store is reported, never raised at the health endpoint
         store["available"] = False

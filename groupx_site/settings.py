@@ -12,6 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from groupx_site.core.postgresql import postgresql_database
 from setup_wizard.config import GroupXConfig, config_path_from_env, load_config, storage_path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -127,6 +128,8 @@ DATABASES = {
         "TEST": {"NAME": os.environ.get("GROUPX_TEST_DB") or None},
     }
 }
+if GROUPX_CONFIG.storage.url:  # PostgreSQL (docs/DECISIONS.md D53): same models, migrations, behaviour
+    DATABASES["default"] = postgresql_database(GROUPX_CONFIG.storage.url, busy_timeout_ms=GROUPX_BUSY_TIMEOUT_MS)
 
 # groupx_site/core/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
 # True so database work runs on the test's own thread and connection (docs/DECISIONS.md D29).

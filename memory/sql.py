@@ -29,18 +29,18 @@ from memory.models import (
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, placeholders, records
+from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders, records
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 
 D = Names(DatedMemoryRollup)
 # A completed Turn joins its agent's pending dated-memory batch for the day. (The ORM's
 # F/Greatest/Coalesce form costs ~20× SQLite's.)
-_BUMP_DATED_ROLLUP = f"""
+_BUMP_DATED_ROLLUP = per_engine(lambda d: f"""
     UPDATE {D} SET {D.pending_turns} = {D.pending_turns} + 1, {D.pending_chars} = {D.pending_chars} + %s,
-        {D.pending_through_seq} = MAX({D.pending_through_seq}, %s),
+        {D.pending_through_seq} = {d.greatest(D.pending_through_seq, "%s")},
         {D.first_pending_at} = COALESCE({D.first_pending_at}, %s), {D.last_pending_at} = %s
-    WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s"""
+    WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s""")
 
 # ---- the Context Packet (memory/context.py) --------------------------------------------------------
 
@@ -92,34 +92,35 @@ _ADVANCE_DELIVERY_CURSOR = f"""
 E = Names(Event)
 
 
-def _context_range_sql(event_type: str) -> str:
+def _context_range_sql(d, event_type: str) -> str:
     return f"""
     FROM {E}
     WHERE {E.room_id} = %s AND {event_type} IN ({placeholders(CONTEXT_TYPES)})
-        AND json_extract({E.body}, '$.kind') IS NOT %s
-        AND {E.seq} > %s AND {E.seq} < %s AND {E.event_id} NOT IN (SELECT value FROM json_each(%s))"""
+        AND {d.json_text(E.body, "kind")} {d.is_distinct_from} %s
+        AND {E.seq} > %s AND {E.seq} < %s AND {E.event_id} NOT IN {d.json_list()}"""
 
 
 # The unread rows are read newest first and the caller stops once the budget is full, so they must
 # come straight off the seq (rowid) range: with the event_type index SQLite sorted the whole range
 # before the first row (6.3 s at 1,000,000 unread events; 0.3 ms this way, docs/DECISIONS.md D56).
-# The unary ``+`` keeps the planner off that index; the rows and their order are the same.
-_PACKET_UNREAD = f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} {_context_range_sql('+' + E.event_type)} ORDER BY {E.seq} DESC"
-_PACKET_UNREAD_COUNT = f"SELECT COUNT(*) {_context_range_sql(E.event_type)}"
+# ``not_indexed`` keeps SQLite's planner off that index; the rows and their order are the same.
+_PACKET_UNREAD = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
+                                      f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC")
+_PACKET_UNREAD_COUNT = per_engine(lambda d: f"SELECT COUNT(*) {_context_range_sql(d, E.event_type)}")
 
 # One step up a reply chain: the parent, if it is room context above the reset floor (a watch
 # brief is not: an observer's reply answers one, and it stays out of every other packet).
-_PACKET_PARENT = f"""
+_PACKET_PARENT = per_engine(lambda d: f"""
     SELECT {E.list(PACKET_ENTRY_COLUMNS)} FROM {E}
     WHERE {E.event_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)})
-        AND json_extract({E.body}, '$.kind') IS NOT %s AND {E.seq} > %s"""
+        AND {d.json_text(E.body, "kind")} {d.is_distinct_from} %s AND {E.seq} > %s""")
 
 
 def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
                       now: datetime) -> bool:
     """Add one Turn to the day's rollup row; False when that row does not exist yet."""
     with connection.cursor() as cursor:
-        cursor.execute(_BUMP_DATED_ROLLUP, [chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id,
+        cursor.execute(on_this_engine(_BUMP_DATED_ROLLUP), [chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id,
                                             actor_id, connection.ops.adapt_datefield_value(day)])
         return cursor.rowcount == 1
 
@@ -173,21 +174,21 @@ def packet_unread(*, room_id: str, after_seq: int, before_seq: int, excluded: li
     """Room context with after_seq < seq < before_seq, newest first, as entry dicts; read in chunks
     of 200 rows, so a caller that stops early does not pay for the rest."""
     with connection.cursor() as cursor:
-        cursor.execute(_PACKET_UNREAD, _context_range(room_id, after_seq, before_seq, excluded))
+        cursor.execute(on_this_engine(_PACKET_UNREAD), _context_range(room_id, after_seq, before_seq, excluded))
         while rows := cursor.fetchmany(200):
             yield from map(_entry, rows)
 
 
 def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(_PACKET_UNREAD_COUNT, _context_range(room_id, after_seq, before_seq, excluded))
+        cursor.execute(on_this_engine(_PACKET_UNREAD_COUNT), _context_range(room_id, after_seq, before_seq, excluded))
         return cursor.fetchone()[0]
 
 
 def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
     """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
     with connection.cursor() as cursor:
-        cursor.execute(_PACKET_PARENT, [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
+        cursor.execute(on_this_engine(_PACKET_PARENT), [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
         row = cursor.fetchone()
     return None if row is None else _entry(row)
 

@@ -18,6 +18,7 @@ behave as for ORM queries. Each statement has a parity test against the ORM
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -67,9 +68,54 @@ def adapt_datetime(value: datetime | None) -> str | None:
     return connection.ops.adapt_datetimefield_value(value)
 
 
+class Dialect:
+    """The few spellings that differ between SQLite and PostgreSQL (docs/DECISIONS.md D53). A statement
+    that needs one is built once per engine (``per_engine``) and picked at run time (``on_this_engine``)."""
+
+    def __init__(self, vendor: str) -> None:
+        self.vendor = vendor
+
+    def json_text(self, column: str, key: str) -> str:
+        """The text of ``column``'s top-level ``key`` (NULL when absent)."""
+        if self.vendor == "postgresql":
+            return f"({column} ->> '{key}')"
+        return f"json_extract({column}, '$.{key}')"
+
+    def json_list(self) -> str:
+        """A subquery over the items of a JSON list of strings bound to one placeholder."""
+        if self.vendor == "postgresql":
+            return "(SELECT jsonb_array_elements_text(%s::jsonb))"
+        return "(SELECT value FROM json_each(%s))"
+
+    def greatest(self, a: str, b: str) -> str:
+        return f"GREATEST({a}, {b})" if self.vendor == "postgresql" else f"MAX({a}, {b})"
+
+    def not_indexed(self, column: str) -> str:
+        """``column`` as an expression SQLite's planner will not use an index for (the unary ``+``);
+        PostgreSQL plans by its statistics and has no ``+`` for text, so there it is the column."""
+        return column if self.vendor == "postgresql" else f"+{column}"
+
+    @property
+    def is_distinct_from(self) -> str:
+        """``a IS NOT b`` of SQLite: true when they differ, NULLs compared as values."""
+        return "IS DISTINCT FROM" if self.vendor == "postgresql" else "IS NOT"
+
+
+ENGINES = ("sqlite", "postgresql")
+
+
+def per_engine(build: Callable[[Dialect], str]) -> dict[str, str]:
+    """One statement's text for each engine."""
+    return {vendor: build(Dialect(vendor)) for vendor in ENGINES}
+
+
+def on_this_engine(statement: dict[str, str]) -> str:
+    return statement[connection.vendor]
+
+
 def records(model, sql: str, params: list) -> list:
     """The rows of a ``SELECT *`` as model instances, converted as ``Model.objects.raw`` would (on
-    SQLite only the datetime columns need it). A plain cursor: raw() costs ~35 µs even for no rows,
+    SQLite only the datetime columns need it; on PostgreSQL none). A plain cursor: raw() costs ~35 µs even for no rows,
     and most Context Packets find none."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -79,7 +125,9 @@ def records(model, sql: str, params: list) -> list:
         return []
     by_column = {field.column: field for field in model._meta.concrete_fields}
     fields = [by_column[name] for name in names]
-    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"]
+    # PostgreSQL's driver returns aware datetimes already (SQLite's, text).
+    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"
+             ] if connection.vendor == "sqlite" else []
     attnames = [field.attname for field in fields]
     result = []
     for row in rows:

@@ -320,6 +320,8 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
         raw["assistant"] = assistant
     elif previous and "assistant" in previous:
         raw["assistant"] = previous["assistant"]  # the draft may leave the assistant out: keep it
+    if previous and (previous.get("storage") or {}).get("url"):  # not part of the draft (D53): it stays
+        raw["storage"]["url"] = previous["storage"]["url"]
     for section in ("limits", "timeouts", "channelLayer"):  # not part of the draft: the file's own values stay
         if previous and section in previous:
             raw[section] = previous[section]

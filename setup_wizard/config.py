@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -56,7 +56,46 @@ class ServerConfig(Strict):
 
 
 class StorageConfig(Strict):
+    """Where the room is stored: the SQLite file at ``path`` (the embedded default), or, when ``url``
+    names one, a PostgreSQL database (docs/DECISIONS.md D53). ``path``'s folder still holds the
+    room's private files (agent sessions) either way."""
+
     path: Annotated[str, Field(min_length=1)] = ".groupx/groupx.db"
+    url: Annotated[str, Field(min_length=1, max_length=2_048)] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _loopback_postgresql(cls, value: str | None) -> str | None:
+        return None if value is None else check_postgresql_url(value)
+
+
+def check_postgresql_url(url: str) -> str:
+    """``postgresql://[user[:password]@]<loopback host>[:port]/dbname`` or, for a Unix socket,
+    ``postgresql:///dbname?host=/socket/dir``: like Redis (D43), GroupX talks to no database beyond
+    this machine, so any other host is a config error."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError("must be postgresql://127.0.0.1[:port]/dbname (loopback) or "
+                         "postgresql:///dbname?host=/socket/dir (a Unix socket)")
+    try:
+        parts.port  # noqa: B018 (urlsplit raises on a port that is not a number in range)
+    except ValueError:
+        raise ValueError("the port must be a number from 1 to 65535") from None
+    if not re.fullmatch(r"/[A-Za-z0-9_][A-Za-z0-9_-]{0,62}", parts.path):
+        raise ValueError("the path must name the database, e.g. /groupx")
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if set(query) - {"host", "sslmode", "application_name"}:
+        raise ValueError("the only query parameters allowed are host, sslmode and application_name")
+    socket_dir = query.get("host")
+    if parts.hostname:
+        if socket_dir is not None:
+            raise ValueError("name either a host or ?host=/socket/dir, not both")
+        if not _is_loopback(parts.hostname):
+            raise ValueError(f"the host must be loopback (127.0.0.1, ::1 or localhost), not {parts.hostname!r}")
+    elif socket_dir is None or not socket_dir.startswith("/"):
+        raise ValueError("without a host, ?host= must name the socket directory, an absolute path")
+    return url
+
 
 
 def check_redis_url(url: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from agents.fakes import wirelog
+from tests.pg.databases import read_rows, room_url_of
 from tests.server import FAKES_BIN, GroupXServer, wait_until
 
 
@@ -59,7 +60,10 @@ def response_of(server: GroupXServer, terminal: dict) -> dict:
 
 
 def db_rows(server: GroupXServer, sql: str, *params) -> list[dict]:
-    """Read-only look at the server's SQLite file, for assertions on rows the API does not expose."""
+    """Read-only look at the server's SQLite file (or PostgreSQL database, make test-pg), for
+    assertions on rows the API does not expose."""
+    if url := room_url_of(server.config_path):
+        return read_rows(url, sql, params)
     db = sqlite3.connect(f"file:{server.workdir / '.groupx' / 'groupx.db'}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     try:

@@ -1,4 +1,5 @@
-"""Seed a server's log with many messages at once, straight into its SQLite file.
+"""Seed a server's log with many messages at once, straight into its SQLite file (or its PostgreSQL
+database, make test-pg).
 
 Posting 1,000 messages through the API would queue Turns and take minutes; history tests only
 need rows in the log. Rows go in through sqlite3 from the test process (WAL lets the running
@@ -12,6 +13,8 @@ import json
 import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
+
+from tests.pg.databases import room_url_of, write_rows
 
 ACTORS = {
     "user": ("user:web", "user", "You"),
@@ -41,12 +44,15 @@ def seed_messages(server, messages: list[dict]) -> None:
         at = str((m["at"] or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None))
         rows.append((m["event_id"], "room:main", "message.created", actor_id, kind, name, "[]", m["reply_to"],
                      f"corr_{m['event_id']}", f"corr_{m['event_id']}", at, json.dumps({"content": m["content"]})))
+    insert = ("INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
+              " targets, reply_to_event_id, correlation_id, root_correlation_id, occurred_at, body)"
+              " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+    if url := room_url_of(server.config_path):  # make test-pg: the room's PostgreSQL database
+        write_rows(url, insert, rows)
+        return
     db = sqlite3.connect(server.workdir / ".groupx" / "groupx.db", timeout=30)
     try:
-        db.executemany(
-            "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
-            " targets, reply_to_event_id, correlation_id, root_correlation_id, occurred_at, body)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        db.executemany(insert, rows)
         db.commit()
     finally:
         db.close()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.pg.databases import room_database_url
+
 REPO = Path(__file__).resolve().parents[1]
 FAKES_BIN = REPO / "agents" / "fakes" / "bin"
 LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
@@ -69,6 +71,9 @@ class GroupXServer:
         self._log_offset = 0
 
     def write_config(self, config: dict) -> None:
+        # make test-pg: every room on a PostgreSQL database of its own (tests/pg/databases.py).
+        if "storage" not in config and (url := room_database_url(self.workdir)):
+            config = {**config, "storage": {"url": url}}
         self.config_path.write_text(json.dumps(config, indent=2))
 
     def manage(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -148,3 +148,40 @@ def test_a_remote_agent_survives_a_round_trip_through_the_setup_draft():
     assert written["agents"]["kimi"]["ssh"] == "me@box" and written["agents"]["kimi"]["cwd"] == "/srv/repo"
     assert "ssh" not in written["agents"]["grok"]
     assert parse_config(written).agents["kimi"].ssh == "me@box"
+
+
+@pytest.mark.parametrize("url", ["postgresql://groupx@127.0.0.1:5432/groupx", "postgres://localhost/room_1",
+                                 "postgresql://u:p%40ss@[::1]/groupx?sslmode=disable",
+                                 "postgresql:///groupx?host=/var/run/postgresql"])
+def test_a_postgresql_url_on_loopback_or_a_unix_socket_is_the_store(url):
+    from groupx_site.core.postgresql import postgresql_database
+
+    config = parse_config({"storage": {"url": url}})
+    assert config.storage.url == url and config.storage.path == ".groupx/groupx.db"
+    settings = postgresql_database(url, busy_timeout_ms=5000)
+    assert settings["ENGINE"] == "django.db.backends.postgresql" and "lock_timeout=5000" in settings["OPTIONS"]["options"]
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("postgresql://db.example.com/groupx", "loopback"),
+    ("postgresql://10.0.0.5:5432/groupx", "loopback"),
+    ("mysql://127.0.0.1/groupx", "postgresql://"),
+    ("postgresql://127.0.0.1/", "name the database"),
+    ("postgresql://127.0.0.1:99999/groupx", "port"),
+    ("postgresql:///groupx", "socket directory"),
+    ("postgresql://127.0.0.1/groupx?host=/tmp", "not both"),
+    ("postgresql://127.0.0.1/groupx?options=-c%20x", "query parameters"),
+])
+def test_a_postgresql_url_beyond_loopback_or_malformed_is_refused_with_the_reason(url, reason):
+    with pytest.raises(ConfigError, match=reason):
+        parse_config({"storage": {"url": url}})
+
+
+def test_saving_the_setup_draft_keeps_the_postgresql_url_of_the_file():
+    from setup_wizard.actions import Draft, build_config
+
+    previous = {"storage": {"path": ".groupx/groupx.db", "url": "postgresql://127.0.0.1/groupx"}}
+    draft = {"serverPort": 4310, "storagePath": "data/room.db",
+             "agents": [{"id": "kimi", "driver": "kimi", "name": "Kimi", "command": {"executable": "kimi"}, "cwd": "."}]}
+    raw = build_config(Draft.model_validate(draft), previous)
+    assert raw["storage"] == {"path": "data/room.db", "url": "postgresql://127.0.0.1/groupx"}

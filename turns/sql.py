@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection
 
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, placeholders
+from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders
 from turns.models import Turn, TurnAttempt
 from turns.states import ACTIVE_STATUSES, CLAIM, IN_FLIGHT_STATUSES, QUEUED, START
 
@@ -39,7 +39,7 @@ _LANE_HEAD = f"""
 _TURN_STATUS = f"SELECT {T.status} FROM {T} WHERE {T.turn_id} = %s"
 
 # The first native event: the native id always, dispatching → running (turns.states.START) only from
-# dispatching (a Turn already cancelling stays cancelling). SQLite evaluates every SET against the old row.
+# dispatching (a Turn already cancelling stays cancelling). SQLite and PostgreSQL evaluate every SET against the old row.
 _START_TURN = f"""
     UPDATE {T} SET {T.native_turn_id} = %s,
         {T.started_at} = CASE WHEN {T.status} = %s THEN %s ELSE {T.started_at} END,
@@ -90,10 +90,10 @@ _TERMINAL_READ = f"""
 # one fixed statement whatever the number of targets; the turns_lane index serves it).
 _ACTIVE = tuple(sorted(ACTIVE_STATUSES))
 _IN_FLIGHT = tuple(sorted(IN_FLIGHT_STATUSES))
-_ACTIVE_COUNTS = f"""
+_ACTIVE_COUNTS = per_engine(lambda d: f"""
     SELECT {T.target_actor_id}, COUNT(*) FROM {T}
-    WHERE {T.target_actor_id} IN (SELECT value FROM json_each(%s)) AND {T.status} IN ({placeholders(_ACTIVE)})
-    GROUP BY {T.target_actor_id}"""
+    WHERE {T.target_actor_id} IN {d.json_list()} AND {T.status} IN ({placeholders(_ACTIVE)})
+    GROUP BY {T.target_actor_id}""")
 # The target's in-flight Turn ahead of a newly queued one (what queue_metadata reports).
 _IN_FLIGHT_AHEAD = f"""
     SELECT {T.turn_id} FROM {T}
@@ -206,7 +206,7 @@ def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
 def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:
     """{actor_id: unfinished Turns} for the actors that have any."""
     with connection.cursor() as cursor:
-        cursor.execute(_ACTIVE_COUNTS, [json.dumps(actor_ids), *_ACTIVE])
+        cursor.execute(on_this_engine(_ACTIVE_COUNTS), [json.dumps(actor_ids), *_ACTIVE])
         return dict(cursor.fetchall())
 
 

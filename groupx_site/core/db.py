@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import store_faults, store_integrity
+from groupx_site.core import postgresql, store_faults, store_integrity
 
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
@@ -59,7 +59,11 @@ def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
 
 
 def _total_changes() -> int:
+    """SQLite's count of rows changed on this connection. PostgreSQL keeps no such count: there a
+    write call that returned normally committed (or changed nothing), and -1 says "assume it wrote"."""
     raw = connection.connection  # None until this thread's connection is opened
+    if connection.vendor != "sqlite":
+        return -1
     return raw.total_changes if raw is not None else 0
 
 
@@ -73,6 +77,7 @@ def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
 
 
 connection_created.connect(_note_if_opened_read_only)
+connection_created.connect(postgresql.repair_nul_on_postgresql)
 
 
 def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., Any]:
@@ -102,7 +107,7 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
                 with contextlib.suppress(DatabaseError):
                     connection.close()
             raise fault from error
-        if clears and (after := _total_changes()) and after != before:
+        if clears and (after := _total_changes()) and (after != before or after == -1):
             store_faults.clear()
         return result
 

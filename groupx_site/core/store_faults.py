@@ -44,6 +44,22 @@ _BY_MESSAGE = {
     "disk i/o error": "io_error",
     "unable to open database file": "cannot_open",
 }
+# PostgreSQL's SQLSTATEs (``psycopg.Error.sqlstate``; a two-character key is a whole class), and
+# the messages of the driver's own connection errors, which carry none (docs/DECISIONS.md D53).
+_BY_SQLSTATE = {
+    "53100": "disk_full",
+    "25006": "read_only",
+    "55P03": "locked",  # lock_timeout, the busy timeout's counterpart (groupx_site/core/postgresql.py)
+    "40P01": "locked",  # a deadlock: the transaction was rolled back and may be retried
+    "58030": "io_error",
+    "08": "cannot_open",  # connection exceptions
+    "57P01": "cannot_open",  # admin_shutdown
+    "57P02": "cannot_open",  # crash_shutdown
+    "57P03": "cannot_open",  # cannot_connect_now (starting up, shutting down)
+    "53300": "cannot_open",  # too_many_connections
+}
+_BY_DRIVER_MESSAGE = ("connection failed", "connection is lost", "connection is closed",
+                      "server closed the connection", "consuming input failed", "terminating connection")
 DESCRIPTIONS = {
     "disk_full": "the disk is full",
     "read_only": "the database is read-only",
@@ -68,6 +84,8 @@ def classify(error: BaseException) -> str | None:
     for candidate in (error, error.__cause__):
         if candidate is None:
             continue
+        if kind := _postgresql_kind(candidate):
+            return kind
         name = getattr(candidate, "sqlite_errorname", None) or ""
         for prefix, kind in _BY_ERROR_NAME.items():
             if name == prefix or name.startswith(prefix + "_"):
@@ -77,6 +95,16 @@ def classify(error: BaseException) -> str | None:
             if text in message:
                 return kind
     return None
+
+
+def _postgresql_kind(error: BaseException) -> str | None:
+    if not type(error).__module__.startswith("psycopg"):
+        return None
+    state = getattr(error, "sqlstate", None) or ""
+    if state:
+        return _BY_SQLSTATE.get(state) or _BY_SQLSTATE.get(state[:2])
+    message = str(error).lower()
+    return "cannot_open" if any(text in message for text in _BY_DRIVER_MESSAGE) else None
 
 
 def as_store_unavailable(error: BaseException) -> StoreUnavailable | None:
@@ -97,6 +125,8 @@ def as_store_unavailable(error: BaseException) -> StoreUnavailable | None:
 def store_folder_is_read_only() -> bool:
     from django.conf import settings
 
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return False  # a PostgreSQL server reports a read-only store itself (25006)
     try:
         return bool(os.statvfs(Path(settings.DATABASES["default"]["NAME"]).parent).f_flag & os.ST_RDONLY)
     except OSError:

@@ -53,6 +53,8 @@ def check() -> Integrity | None:
     (a file that cannot be opened, a disk I/O error, ...) kept the check from reading the file:
     that is not damage, and health reports the fault itself (D24); the last answer stays."""
     global _last
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return None  # not applicable: PostgreSQL checks its own pages (integrityOk stays null, D53)
     with _lock:
         found = _quick_check(settings.DATABASES["default"]["NAME"])
         if found is not None:
@@ -67,7 +69,8 @@ def note_if_damaged(error: BaseException) -> None:
     global _last
     for candidate in (error, error.__cause__):
         name = getattr(candidate, "sqlite_errorname", None) or ""
-        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(candidate):
+        corrupt = getattr(candidate, "sqlstate", None) in ("XX001", "XX002")  # PostgreSQL's data/index_corrupted
+        if corrupt or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(candidate):
             _last = Integrity(False, timezone.now().isoformat(timespec="milliseconds"),
                               (f"a database call met a damaged page: {candidate}",))
             return

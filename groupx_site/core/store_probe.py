@@ -50,6 +50,9 @@ def check(*, suspect: bool) -> store_faults.Fault | None:
 
 
 def _probe() -> None:
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        _probe_postgresql()
+        return
     path = settings.DATABASES["default"]["NAME"]
     if not os.path.exists(path):
         return  # not migrated yet: the start creates it
@@ -71,7 +74,22 @@ def _probe() -> None:
         db.close()
 
 
-def _remember(error: sqlite3.Error) -> None:
+def _probe_postgresql() -> None:
+    """PostgreSQL's counterpart (D53): a transaction that takes a transaction id commits only on a
+    server that accepts writes (not in recovery, not read-only). A full disk shows on the next real
+    write instead (53100), which records the fault as on SQLite."""
+    from django.db import DatabaseError, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_xact_id()")
+    except DatabaseError as error:
+        _remember(error)
+    else:
+        store_faults.clear()
+
+
+def _remember(error: Exception) -> None:
     current = store_faults.current()
     if store_faults.classify(error) == "locked" and (current is None or current.kind != "locked"):
         return  # a lock held for 100 ms is not yet a fault (see above)

@@ -4,7 +4,7 @@ Shared by memory search (memory/search.py) and room message search (rooms/histor
 whitespace-separated term must match. Terms of three or more characters go through the trigram
 index, each quoted so FTS5 query syntax in what the user typed stays inert; shorter terms (which
 a trigram index cannot serve), terms holding a NUL, and every term on a database without the
-index, use LIKE.
+index, use LIKE. On PostgreSQL every term uses LIKE (icontains), served by pg_trgm indexes (D53).
 """
 
 from __future__ import annotations

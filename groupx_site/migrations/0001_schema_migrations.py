@@ -12,8 +12,17 @@ from django.db import migrations
 
 PROTOCOL_SCHEMA_VERSION = 9  # groupx_site.core.store_integrity.SCHEMA_VERSION when this was written
 
-CREATE = ("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, "
-          "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))")
+# The same column on each engine: an ISO-8601 UTC text with milliseconds (D53 for PostgreSQL).
+NOW_UTC = {
+    "sqlite": "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+    "postgresql": "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+}
+
+
+def create(apps, schema_editor):
+    now = NOW_UTC[schema_editor.connection.vendor]
+    schema_editor.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, "
+                          f"applied_at TEXT NOT NULL DEFAULT ({now}))")
 
 
 class Migration(migrations.Migration):
@@ -25,7 +34,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(CREATE, reverse_sql="DROP TABLE schema_migrations"),
+        migrations.RunPython(create, lambda apps, schema_editor: schema_editor.execute("DROP TABLE schema_migrations")),
         migrations.RunSQL(f"INSERT INTO schema_migrations (version) VALUES ({PROTOCOL_SCHEMA_VERSION})",
                           reverse_sql=f"DELETE FROM schema_migrations WHERE version = {PROTOCOL_SCHEMA_VERSION}"),
     ]

@@ -32,6 +32,8 @@ def django_db_modify_db_settings(tmp_path_factory):
     # tmp_path_factory is per xdist worker, so parallel runs never share it.
     from django.conf import settings
 
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return  # make test-pg's run of the parity test: pytest-django names a test database per worker
     settings.DATABASES["default"]["TEST"]["NAME"] = str(tmp_path_factory.mktemp("unit-db") / "groupx.sqlite3")
 
 

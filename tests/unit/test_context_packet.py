@@ -120,7 +120,7 @@ def test_the_unread_rows_come_newest_first_off_the_seq_range_without_sorting_the
 
     params = ["room:main", *CONTEXT_TYPES, WATCH_BRIEF_KIND, 0, 10**9, json.dumps([])]
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN QUERY PLAN " + memory_sql._PACKET_UNREAD, params)
+        cursor.execute("EXPLAIN QUERY PLAN " + memory_sql._PACKET_UNREAD["sqlite"], params)
         plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
     assert "TEMP B-TREE" not in plan, plan
     assert "INTEGER PRIMARY KEY" in plan, plan

@@ -47,13 +47,18 @@ NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 ALPHA, BETA = "agent:alpha", "agent:beta"
 
 
+# A column's storage class (SQLite) or type (PostgreSQL, make test-pg) and its SQL literal.
+LITERAL = {"sqlite": "typeof({c}) || ':' || quote({c})",
+           "postgresql": "pg_typeof({c})::text || ':' || quote_nullable({c})"}
+
+
 def stored(model, **lookup) -> dict:
-    """The row as SQLite holds it (column → its storage class and SQL literal, ``text:'2026-…'``:
-    the exact text of a datetime or a JSON value) and as the ORM reads it back: both must match
-    for two writes to be the same."""
+    """The row as the database holds it (column → its storage class and SQL literal,
+    ``text:'2026-…'``: the exact text of a datetime or a JSON value) and as the ORM reads it back:
+    both must match for two writes to be the same."""
     row = model.objects.get(**lookup)
     columns = [field.column for field in model._meta.concrete_fields]
-    literals = ", ".join(f"typeof({c}) || ':' || quote({c})" for c in columns)
+    literals = ", ".join(LITERAL[connection.vendor].format(c=c) for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {literals} FROM {model._meta.db_table} WHERE {model._meta.pk.column} = %s",
                        [row.pk])
@@ -421,10 +426,11 @@ def test_native_reset_mark_reads_what_the_orm_reads(resets):
     assert memory_sql.native_reset_mark(ROOM_ID) == (orm["top"] or 0)
 
 
-def test_in_lists_get_one_placeholder_per_constant():
-    assert memory_sql._PACKET_PARENT.count("%s") == 3 + len(CONTEXT_TYPES)
+@pytest.mark.parametrize("engine", rooms_sql.ENGINES)
+def test_in_lists_get_one_placeholder_per_constant(engine):
+    assert memory_sql._PACKET_PARENT[engine].count("%s") == 3 + len(CONTEXT_TYPES)
     assert memory_sql._PACKET_MEMORY.count("%s") == 5 + len(AGENT_MEMORY_TYPES)
-    assert turn_sql._ACTIVE_COUNTS.count("%s") == 1 + len(ACTIVE_STATUSES)
+    assert turn_sql._ACTIVE_COUNTS[engine].count("%s") == 1 + len(ACTIVE_STATUSES)
     assert turn_sql._IN_FLIGHT_AHEAD.count("%s") == 2 + len(IN_FLIGHT_STATUSES)
     assert placeholders(("a", "b", "c")) == "%s, %s, %s"
     with pytest.raises(ValueError):
