@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile lint install browser-deps
+.PHONY: run test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,17 @@ browser-deps:
 
 # Tests are mostly waiting on real servers and CLI subprocesses, so four workers fit 2 cores.
 # `lint-imports` checks the layers' import contracts (pyproject.toml [tool.importlinter], docs/DECISIONS.md D31).
-# The fault tier (tests/faults) is its own command, below.
-test: install browser-deps
+# The fault tier (tests/faults) and the browser tier (tests/browser) are their own commands, below:
+# with Chromium's rendering in it the suite needed more than its 10 minutes of 2 cores (D57).
+test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults
+	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser
+
+# The browser tier (tests/browser, D57): Playwright driving Debian's Chromium against real servers:
+# the room page, the setup wizard, the side panel, the API docs. `.ci/run` runs it after `make test`.
+test-browser: install browser-deps
+	$(PY) -m pytest -q -n 4 --dist loadfile tests/browser
 
 # The fault tier (docs/DECISIONS.md D36, docs/RELIABILITY.md): SIGKILLs at every dispatch phase
 # under load, a full, read-only or locked store, hostile input and hostile CLIs. Its store faults

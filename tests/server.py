@@ -76,6 +76,13 @@ class GroupXServer:
             config = {**config, "storage": {"url": url}}
         self.config_path.write_text(json.dumps(config, indent=2))
 
+    def sqlite_store(self) -> Path | None:
+        """The room's SQLite file as its config names it (None when the room is on PostgreSQL)."""
+        storage = json.loads(self.config_path.read_text()).get("storage") or {}
+        if storage.get("url"):
+            return None
+        return self.workdir / storage.get("path", ".groupx/groupx.db")
+
     def manage(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, check=check, timeout=timeout,
@@ -87,7 +94,11 @@ class GroupXServer:
         """Start daphne on ``port`` (0: any free port) and wait until it listens and, unless
         ``wait_ready`` is False, until it is ready."""
         if migrate:
-            self.manage("migrate", "--noinput", "-v0")
+            store = self.sqlite_store()
+            if store is not None and not store.exists():
+                _copy_migrated_template(store)  # a new room: the session's migrated template
+            else:
+                self.manage("migrate", "--noinput", "-v0")
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it for its lifetime)
         self.proc = subprocess.Popen(
