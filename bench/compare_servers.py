@@ -30,6 +30,7 @@ import httpx
 
 from bench.memory import children
 from bench.server import settle, wait_until
+from tests.split.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_AGENT = REPO / "bench" / "anchor" / "fake_acp_agent.py"
@@ -68,7 +69,7 @@ class Server:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.reference_dir, self.node = reference_dir, node
         self.proc: subprocess.Popen | None = None
-        self.redis: subprocess.Popen | None = None
+        self.redis: RedisServer | None = None
         self.pid = 0
         self.worker_pid = 0
         self.log_path = workdir / "server.log"
@@ -101,25 +102,11 @@ class Server:
         return config
 
     def _start_redis(self) -> str:
-        binary = shutil.which("redis-server")
-        if binary is None:
+        if shutil.which("redis-server") is None:
             raise Unavailable("split mode needs redis-server (Debian's redis-server package; make test-split "
                               "installs it)")
-        port = free_port()
-        self.redis = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                                       "--appendonly", "no", "--dir", str(self.workdir)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"redis://127.0.0.1:{port}/0"
-        wait_until(lambda: self._redis_answers(port), 30.0, f"redis-server on port {port}")
-        return url
-
-    def _redis_answers(self, port: int) -> bool:
-        if self.redis.poll() is not None:
-            raise Unavailable(f"redis-server exited with {self.redis.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-            probe.sendall(b"PING\r\n")
-            return probe.recv(16).startswith(b"+PONG")
-        return False
+        self.redis = RedisServer(self.workdir).start()  # the split tier's throwaway Redis on loopback
+        return self.redis.url
 
     def _command(self) -> tuple[list[str], dict]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}
@@ -205,10 +192,5 @@ class Server:
 
     def _stop_redis(self) -> None:
         if self.redis is not None:
-            self.redis.terminate()
-            try:
-                self.redis.wait(10)
-            except subprocess.TimeoutExpired:
-                self.redis.kill()
-                self.redis.wait()
+            self.redis.stop()
             self.redis = None

@@ -23,7 +23,8 @@ import httpx
 
 from bench import latency, throughput
 from bench.fanout import FanOut
-from bench.server import REPO, BenchServer, _die_with_parent, _wait
+from bench.server import REPO, BenchServer, _die_with_parent, settle, wait_until
+from tests.split.processes import RedisServer
 
 PLANS = {"full": {"latency": 50, "throughput": 200, "clients": 50},
          "quick": {"latency": 10, "throughput": 30, "clients": 5}}
@@ -59,8 +60,8 @@ class SplitBenchServer(BenchServer):
                 [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "groupx_site.asgi:application"],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         self.base_url = f"http://127.0.0.1:{self.port}"
-        _wait(self._agents_ready, timeout, "all three agents ready (reported by the worker)")
-        self._settle()
+        wait_until(self._agents_ready, timeout, "all three agents ready (reported by the worker)")
+        settle(self.proc.pid)
         return self
 
     def stop(self, timeout: float = 20.0) -> None:
@@ -85,19 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run, not the figures")
     args = parser.parse_args(argv)
     plan = PLANS["quick" if args.quick else "full"]
-    binary = shutil.which("redis-server")
-    if binary is None:
+    if shutil.which("redis-server") is None:
         print("redis-server is not installed (make test-split installs it)", file=sys.stderr)
         return 1
     root = Path(tempfile.mkdtemp(prefix="groupx-bench-split-"))
-    port = _free_port()
-    redis = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-                              "--dir", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             preexec_fn=_die_with_parent)
+    redis = RedisServer(root).start()  # the split tier's throwaway Redis on loopback
     results = {}
     try:
         for mode, server in (("embedded", BenchServer(root / "embedded")),
-                             ("split", SplitBenchServer(root / "split", f"redis://127.0.0.1:{port}/0"))):
+                             ("split", SplitBenchServer(root / "split", redis.url))):
             print(f"[bench.split] {mode}", file=sys.stderr, flush=True)
             server.start()
             try:
@@ -105,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 server.stop()
     finally:
-        redis.terminate()
-        redis.wait(10)
+        redis.stop()
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(results, indent=1))
     return 0
