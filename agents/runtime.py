@@ -111,6 +111,15 @@ def _restart_done(task: asyncio.Task) -> None:
         logger.error("agent restart failed", exc_info=task.exception())
 
 
+def announce_starting() -> None:
+    """Every live agent without a session yet is ``starting`` from the moment reads answer: health
+    must not say ``stopped`` in the moments between the store opening and ``start`` reaching it
+    (the lease claim and the stale-launch sweep come first)."""
+    for agent in roster.live_agents():
+        if agent.actor_id not in _lanes:
+            health.update(agent.actor_id, status="starting")
+
+
 async def start() -> None:
     if not _lanes:  # no session of this process holds a secret file yet: any there is a leftover
         secret_file.sweep(private_dir_path())

@@ -120,6 +120,10 @@ async def _start() -> None:
             await asyncio.to_thread(store_integrity.check_at_start)  # the file as we found it
             await db.write(_prepare_store)()
             await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
+            if runs_agents():
+                from agents import runtime as agent_runtime
+
+                agent_runtime.announce_starting()
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
             await _start_agents()
             break
