@@ -11,7 +11,8 @@ import json
 import uuid
 from pathlib import Path
 
-from groupx_site.cli import Target, fail, load_target, say
+from groupx_site.cli import fail, load_target, say
+from groupx_site.port_probe import Target
 
 REQUEST_TIMEOUT = 15.0
 

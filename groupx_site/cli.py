@@ -26,16 +26,12 @@ import os
 import sys
 import time
 import webbrowser
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from groupx_site import identity
+from groupx_site.port_probe import POLL_SECONDS, REPROBES, Target, conflict_message
 from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config
 
-PROBE_TIMEOUT = 0.5
-REPROBES = 3
-POLL_SECONDS = 0.1
 UNREACHABLE_IN_A_ROW = 3
 
 USAGE = """\
@@ -167,125 +163,6 @@ def open_url(url: str) -> bool:
         return webbrowser.open(url, new=2)
     except webbrowser.Error:
         return False
-
-
-# --- who is on the port -------------------------------------------------------------------------
-
-
-@dataclass
-class Probe:
-    # "unreachable": nobody listens; "groupx": a GroupX runtime identified itself; "foreign": an
-    # answer that is not GroupX's; "silent": something accepted the connection but did not answer
-    # in time (a busy GroupX that is still migrating, or anything else).
-    kind: str
-    status: int | None = None
-    health: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def runtime_key(self) -> str | None:
-        return self.health.get("runtimeKey")
-
-    @property
-    def scope_key(self) -> str | None:
-        return self.health.get("runtimeScopeKey")
-
-    @property
-    def closing(self) -> bool:
-        return self.health.get("status") == "closing"
-
-
-def _is_hex64(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-
-
-def probe(host: str, port: int, *, timeout: float = PROBE_TIMEOUT) -> Probe:
-    """``GET /api/health``; only a refused connection means nobody is listening."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("GET", "/api/health", headers={"Accept": "application/json"})
-        response = conn.getresponse()
-        status, raw = response.status, response.read(256 * 1024)
-    except ConnectionRefusedError:
-        return Probe("unreachable")
-    except (TimeoutError, ConnectionResetError):  # RemoteDisconnected too: a listener closing mid-request
-        return Probe("silent")
-    except (OSError, http.client.HTTPException):  # an answer, but not HTTP: not us
-        return Probe("foreign")
-    finally:
-        conn.close()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return Probe("foreign", status)
-    if (
-        isinstance(body, dict) and body.get("service") == identity.SERVICE
-        and body.get("protocol") == identity.PROTOCOL
-        and _is_hex64(body.get("runtimeKey")) and _is_hex64(body.get("runtimeScopeKey"))
-    ):
-        return Probe("groupx", status, body)
-    return Probe("foreign", status)
-
-
-@dataclass
-class Target:
-    """This config's address and identity."""
-
-    path: Path
-    config: GroupXConfig
-
-    @property
-    def host(self) -> str:
-        return self.config.server.host
-
-    @property
-    def port(self) -> int:
-        return self.config.server.port
-
-    @property
-    def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def key(self) -> str:
-        return identity.runtime_key(self.config, self.path)
-
-    @property
-    def scope_key(self) -> str:
-        return identity.runtime_scope_key(self.path)
-
-    def probe(self) -> Probe:
-        return probe(self.host, self.port)
-
-    def probe_patiently(self, attempts: int = REPROBES) -> Probe:
-        """A listener that stays silent for one 500 ms probe gets two more chances: a GroupX busy
-        migrating its store must not be mistaken for a foreign program."""
-        found = self.probe()
-        for _ in range(attempts - 1):
-            if found.kind != "silent":
-                break
-            time.sleep(POLL_SECONDS)
-            found = self.probe()
-        return found
-
-
-def conflict_message(found: Probe, target: Target) -> str | None:
-    """None when ``found`` is this very config's runtime (reuse); otherwise why it is a conflict."""
-    where = f"port {target.port} on {target.host}"
-    if found.kind == "groupx" and found.runtime_key == target.key:
-        if found.closing:
-            return f"GroupX for this config is shutting down on {where}; run `groupx start` again once it has stopped."
-        return None
-    if found.kind == "groupx" and found.scope_key == target.scope_key:
-        return (f"GroupX for this config is already running on {where}, started before {target.path.name} "
-                "changed. Run `groupx restart` to apply the new settings.")
-    if found.kind == "groupx":
-        return (f"{where} is used by another GroupX instance (a different groupx.json). GroupX will not stop it "
-                f"or pick another port: stop that instance, or set another server.port in {target.path}.")
-    if found.kind == "silent":
-        return (f"{where} is held by a program that does not answer. GroupX will not stop it or pick another "
-                f"port: free the port, or set another server.port in {target.path}.")
-    return (f"{where} is in use by another program (not GroupX). GroupX will not stop it or pick another "
-            f"port: free the port, or set another server.port in {target.path}.")
 
 
 # --- commands -----------------------------------------------------------------------------------

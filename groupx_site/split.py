@@ -19,8 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from groupx_site.cli import Target, conflict_message, fail, say
+from groupx_site.cli import fail, say
 from groupx_site.core.layer import AGENTS_CHANNEL
+from groupx_site.port_probe import Target, conflict_message
 from setup_wizard.doctor import probe_redis, shown_url
 
 REPO = Path(__file__).resolve().parent.parent

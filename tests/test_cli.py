@@ -147,15 +147,15 @@ def test_two_racing_starts_end_with_one_runtime_and_one_reuse(tmp_path, foregrou
 def lost_bind(monkeypatch, tmp_path, probes: list[str]):
     """``start`` whose listen fails with EADDRINUSE after an "unreachable" probe: the window in which
     a concurrent start binds first. ``probes`` are what the re-probes then find."""
-    from groupx_site import cli, serve
+    from groupx_site import cli, port_probe, serve
     from setup_wizard.config import load_config
 
     path = write_config(tmp_path, free_port())
-    target = cli.Target(path, load_config(path))
+    target = port_probe.Target(path, load_config(path))
     same = {"service": "groupx", "protocol": "groupx.runtime/1", "runtimeKey": target.key,
             "runtimeScopeKey": target.scope_key, "status": "ok"}
-    found = [cli.Probe("unreachable")] + [cli.Probe(kind, 200, same if kind == "groupx" else {}) for kind in probes]
-    monkeypatch.setattr(cli, "probe", lambda host, port, timeout=0.5: found.pop(0))
+    found = [port_probe.Probe("unreachable")] + [port_probe.Probe(kind, 200, same if kind == "groupx" else {}) for kind in probes]
+    monkeypatch.setattr(port_probe, "probe", lambda host, port, timeout=0.5: found.pop(0))
     monkeypatch.setattr(serve, "serve", lambda config, **hooks: serve.ServeResult("address_in_use", "in use"))
     monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
     return cli.start_race(target, open_browser=False), found
