@@ -22,7 +22,7 @@ from assistant import brain_hook, brain_link, status
 from assistant.brain import Brain, BrainSpec
 from assistant.operator_binding import ASSISTANT_ACTOR_ID
 from groupx_site.core import db, layer
-from setup_wizard.config import command_argv, load_config
+from setup_wizard.config import command_argv
 
 logger = logging.getLogger("groupx.assistant")
 
@@ -50,13 +50,6 @@ def display_name() -> str:
 
 def enabled() -> bool:
     return configured_spec() is not None
-
-
-def note_saved_config() -> None:
-    """After a save of ``groupx.json`` (``/setup``, ``setup_save``): a changed ``assistant`` block
-    takes effect at the next start, so until then the status says ``restart_required``."""
-    if load_config(settings.GROUPX_CONFIG_PATH).assistant != settings.GROUPX_CONFIG.assistant:
-        status.require_restart()
 
 
 def _sync_actor() -> None:

@@ -5,14 +5,18 @@ In-process, like the agents' health (``agents/health.py``): the runtime that run
 the REST views read it. It is also published beside the agents' health (under ``user:assistant``),
 which the worker of split mode keeps in its lease row, so that a web process shows the worker's
 brain (``assistant/brain_link.py``, docs/DECISIONS.md D55). ``restart_required`` is reported over
-whatever the brain is doing once the saved ``assistant`` block differs from the one this process
-started with (``setup_save``, ``/setup``).
+whatever the brain is doing once the ``assistant`` block in ``groupx.json`` differs from the one this
+process started with: it is read from the file (again only when the file changed), so every process
+of split mode says so, not only the one whose ``/setup`` or ``setup_save`` wrote it.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
+
+from django.conf import settings
 
 from agents import health
 from assistant.operator_binding import ASSISTANT_ACTOR_ID
@@ -22,7 +26,7 @@ DETAIL_CHARACTERS = 300
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"status": "disabled", "detail": None}
-_restart_required = False
+_saved: tuple[tuple[int, int] | None, bool] = (None, False)  # (the file's mtime and size, its block differs)
 PUBLISHED_AS = ASSISTANT_ACTOR_ID  # its key among the agents' health (never a roster agent's id)
 
 
@@ -35,10 +39,30 @@ def set_status(status: str, detail: str | None = None) -> None:
     health.update(PUBLISHED_AS, **published)
 
 
-def require_restart() -> None:
-    global _restart_required
+def _saved_settings_differ() -> bool:
+    """Whether the ``assistant`` block saved in ``groupx.json`` is not the one this process runs.
+    The file is parsed again only when its mtime or size changed; a file that cannot be read or
+    parsed changes nothing here (the next start says what is wrong with it)."""
+    global _saved
+    from setup_wizard.config import ConfigError, load_config
+
+    path = settings.GROUPX_CONFIG_PATH
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    stamp = (stat.st_mtime_ns, stat.st_size)
     with _lock:
-        _restart_required = True
+        seen, differs = _saved
+    if seen == stamp:
+        return differs
+    try:
+        differs = load_config(path).assistant != settings.GROUPX_CONFIG.assistant
+    except (ConfigError, OSError, ValueError):
+        differs = False
+    with _lock:
+        _saved = (stamp, differs)
+    return differs
 
 
 def snapshot() -> dict[str, Any]:
@@ -50,14 +74,14 @@ def snapshot() -> dict[str, Any]:
 
 def shown(status: str, detail: str | None = None) -> dict[str, Any]:
     """A brain's status (this process's, or the worker's as published) as this process shows it:
-    ``restart_required`` once the settings were saved here."""
-    if _restart_required:
+    ``restart_required`` once other settings were saved."""
+    if _saved_settings_differ():
         status, detail = "restart_required", "the assistant's settings were saved; restart GroupX to apply them"
     return {"status": status if status in STATUSES else "failed", **({"detail": detail} if detail else {})}
 
 
 def reset() -> None:
-    global _restart_required
+    global _saved
     with _lock:
         _state.update(status="disabled", detail=None)
-        _restart_required = False
+        _saved = (None, False)

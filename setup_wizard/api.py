@@ -13,7 +13,6 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
-from assistant import runtime as assistant_runtime
 from assistant import setup_access
 from groupx_site.core.contract import route
 from rooms.validation import reject_sender_fields, reject_unknown_keys
@@ -38,7 +37,6 @@ async def get_setup(request: HttpRequest):
              **route({200: SetupSaved}, write=True))
 async def post_setup(request: HttpRequest, body: SetupSaveBody):
     saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked)
-    assistant_runtime.note_saved_config()  # a changed assistant: restart_required (FEATURES §13)
     return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})
 
 

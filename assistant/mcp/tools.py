@@ -25,7 +25,7 @@ from agents.mcp.tools import (
 )
 from agents.mcp.tools import MemberTool as OperatorTool
 from agents.restart import restart_agent
-from assistant import operator_memory, operator_room, runtime, setup_access
+from assistant import operator_memory, operator_room, setup_access
 from groupx_site.core import db
 from groupx_site.core.errors import invalid
 from groupx_site.core.ids import OPERATOR_BINDING_ID
@@ -237,6 +237,4 @@ def setup_read(binding_id, payload):
 @operator_tool("setup_save", "Save the setup draft {config} to groupx.json; it takes effect after a restart.",
                {"config": {"type": "object"}}, ("config",))
 def setup_save(binding_id, payload: Any):
-    saved = setup_access.save(payload)
-    runtime.note_saved_config()  # this brain runs the old settings until GroupX restarts
-    return saved
+    return setup_access.save(payload)  # this brain runs the old settings until GroupX restarts

@@ -132,3 +132,18 @@ def test_with_no_worker_a_web_process_says_so_and_writes_nothing_until_a_worker_
     mode_room.workers.append(AgentsWorker(mode_room.web, "worker-again").start())
     wait_ready(web)
     assert say(web, STATUS_SUMMARY, "side-no-worker", timeout=DEADLINE * 2).status_code == 200
+
+
+def test_settings_saved_through_one_web_process_read_restart_required_on_every_one(mode_room):
+    saving_web, other_web = mode_room.webs[0], mode_room.webs[-1]
+    draft = saving_web.get("/api/setup").json()["config"]
+    before = json.loads(json.dumps(draft))
+    draft["assistant"]["extraInstructions"] = "Answer in one line."
+    try:
+        assert saving_web.post("/api/setup", {"config": draft}).status_code == 200
+        for web in mode_room.webs:
+            assert state(web)["status"] == "restart_required"
+    finally:
+        assert other_web.post("/api/setup", {"config": before}).status_code == 200  # the settings it runs again
+    wait_ready(saving_web)
+    wait_ready(other_web)
