@@ -100,7 +100,9 @@ async def test_a_thread_opened_in_another_cwd_fails_the_start(rig, tmp_path):
 
 
 async def test_an_unanswered_initialize_is_a_handshake_timeout(rig):
-    error = await rig.start_fails({"no_initialize_reply": True}, timeouts=Timeouts(handshake_ms=300, close_ms=500))
+    # 2 s, not 300 ms: the fake must have been scheduled to log the request it never answers
+    # before the timeout kills it (CI on a loaded machine once saw an empty log at 300 ms).
+    error = await rig.start_fails({"no_initialize_reply": True}, timeouts=Timeouts(handshake_ms=2000, close_ms=500))
     assert error.code == PROTOCOL_HANDSHAKE_TIMEOUT
     assert methods(rig) == ["initialize"]  # `initialized` only ever follows the initialize result
 
