@@ -54,7 +54,10 @@ RECOVERED_AS = {
     "queued": ("turn.dispatched", None),
     "before-write-ahead": ("turn.dispatched", None),
     "after-write-ahead": ("turn.interrupted", 0),
-    "running": ("turn.interrupted", 1),
+    # The prompt is written to the CLI's pipe, and the ACP and Claude drivers record turn.started
+    # as they write it: whether the fake read (and logged) it before the kill and the restart's
+    # sweep of stale launches ended it is the scheduler's race, so at most once, not exactly once.
+    "running": ("turn.interrupted", None),
     "completing": ("turn.interrupted", 1),
 }
 TOKEN = re.compile(r"\bsoak-[a-z0-9]+-\d+\b")
