@@ -9,7 +9,10 @@ posts to the loop that awaits it waits in a list, and the result carries the lis
 ``call_soon_threadsafe``, where the posts run first, in the order they were made, before the
 awaiting coroutine resumes (as they did when each was its own hand-off).
 
-A post from anywhere else (another thread, another loop's call, the loop's own thread) goes at once.
+A post from the loop's own thread (a lane publishing a reply's delta) is a plain ``call_soon``:
+the loop is awake, and a byte through its self-pipe would only wake it once more. A post from
+anywhere else (another thread, a call made from another loop) goes at once with
+``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,17 @@ def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: A
     if pending is not None and pending[0] is loop:
         pending[1].append((callback, args))
         return
+    if _running_loop() is loop:
+        loop.call_soon(callback, *args)
+        return
     loop.call_soon_threadsafe(callback, *args)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # a thread without a running loop (the database threads)
+        return None
 
 
 @contextlib.contextmanager

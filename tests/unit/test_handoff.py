@@ -87,6 +87,20 @@ def test_a_post_from_a_thread_outside_any_call_goes_at_once(threaded_calls):
     assert seen == ["at once"]
 
 
+def test_a_post_from_the_loops_own_thread_runs_without_waking_the_loop(threaded_calls):
+    seen = []
+
+    async def main(loop):
+        done = asyncio.Event()
+        handoff.post(loop, seen.append, "a delta the lane published")
+        handoff.post(loop, done.set)
+        await done.wait()
+        assert loop.wakeups == 0
+
+    run(main)
+    assert seen == ["a delta the lane published"]
+
+
 def test_a_cancelled_caller_leaves_the_call_to_finish_and_its_posts_still_run(threaded_calls):
     seen = []
 
