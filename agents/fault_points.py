@@ -42,6 +42,11 @@ _MARKER_DIR = Path(os.environ.get("GROUPX_FAULT_DIR") or ".")
 _arrivals = itertools.count()  # next() is atomic under the GIL: lanes and the writer thread share it
 
 
+def armed_at(phase: str) -> bool:
+    """Whether the hook is armed for ``phase`` (a lane keeps the step before it a step of its own)."""
+    return phase == _ARMED
+
+
 async def reached(phase: str, turn_id: str) -> None:
     """A lane reached ``phase`` with ``turn_id``: stop here for good if the hook is armed for it."""
     if phase != _ARMED or not _stops_here():

@@ -125,6 +125,7 @@ class Lane:
         self.active: ActiveTurn | None = None
         self.task: asyncio.Task | None = None
         self.first_start: asyncio.Task | None = None
+        self._next_head: dispatch.LaneHead | None = None  # read by the last finish, for _run_queue
         self._restarting = asyncio.Lock()  # two restarts of one agent run one after the other
 
     def poke(self) -> None:
@@ -170,8 +171,13 @@ class Lane:
                 self.wake.set()
 
     async def _run_queue(self) -> None:
+        self._next_head = None  # read by a finish of an earlier run of the queue: maybe stale
         while True:
-            head = await _db(dispatch.lane_head)(self.agent.actor_id)
+            head, self._next_head = self._next_head, None  # the last finish read it: no hand-off
+            if head is None:
+                head = await self._read_head()
+            if head is None:
+                continue  # the head's claim failed its Turn: read the queue again
             if head.native_reset_mark > self.sessions.reset_mark:
                 # A context reset asked every agent to forget its native history: this session
                 # is closed between Turns and the next one starts fresh (D41).
@@ -180,7 +186,7 @@ class Lane:
             if turn is None:
                 return
             try:
-                await self._run_turn(turn.turn_id, turn.source_event_id)
+                await self._run_turn(turn.turn_id, turn.source_event_id, head.ready)
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable:
@@ -194,6 +200,42 @@ class Lane:
                     await self._finish(self.active, TurnOutcome(status=FAILED, error_code="INTERNAL_ERROR"))
             finally:
                 self.active = None
+
+    async def _read_head(self) -> dispatch.LaneHead | None:
+        """The lane's next Turn and the native-reset mark. With the session usable, the Turn is
+        claimed for its prompt in the same writer call (``dispatch.claim_head``: one hand-off
+        instead of two, D60); None when that claim failed its Turn here."""
+        sessions = self.sessions
+        if not sessions.usable() or fault_points.armed_at(fault_points.QUEUED):
+            return await _db(dispatch.lane_head)(self.agent.actor_id)
+        # Registered before the call, as _run_turn does: the writer names the Turn before it
+        # claims it, so a cancel that lands meanwhile is kept (D20).
+        active = self.active = ActiveTurn(claim=None, turn_id="")
+        try:
+            head = await _db(dispatch.claim_head)(
+                self.agent, active, session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
+                instance_id=sessions.instance_id)
+        except asyncio.CancelledError:
+            raise
+        except StoreUnavailable:
+            if active.turn_id:
+                await self._end_after_store_fault()  # a claim without its write-ahead is put back
+            self.active = None
+            raise
+        except ContextBudgetExceeded as error:
+            self.active = None
+            await _db(lifecycle.fail_queued_head)(active.turn_id, ErrorCode.CONTEXT_BUDGET_EXCEEDED.value, str(error))
+            return None
+        except Exception:
+            self.active = None
+            if not active.turn_id:
+                raise  # the head itself could not be read, as before
+            logger.exception("%s: turn %s crashed the lane", self.agent.actor_id, active.turn_id)
+            await _db(lifecycle.fail_queued_head)(active.turn_id, "INTERNAL_ERROR")
+            return None
+        if head.ready is None:
+            self.active = None
+        return head
 
     async def _end_after_store_fault(self) -> None:
         """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
@@ -215,19 +257,23 @@ class Lane:
 
     # ---- one turn ---------------------------------------------------------------------------------
 
-    async def _run_turn(self, turn_id: str, source_event_id: str) -> None:
-        try:
-            session = await self.sessions.ensure()
-        except DriverError as error:
-            await _db(lifecycle.fail_queued_head)(turn_id, error.code, error.message)
-            return
-        # From here a cancel of this Turn is remembered (``request_cancel``), even one that
-        # arrives while the claim below is being written.
-        active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
-        await fault_points.reached(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
+    async def _run_turn(self, turn_id: str, source_event_id: str, ready: dispatch.ReadyTurn | None = None) -> None:
+        if ready is None:
+            try:
+                session = await self.sessions.ensure()
+            except DriverError as error:
+                await _db(lifecycle.fail_queued_head)(turn_id, error.code, error.message)
+                return
+            # From here a cancel of this Turn is remembered (``request_cancel``), even one that
+            # arrives while the claim below is being written.
+            active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
+            await fault_points.reached(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
+        else:  # claimed with the head (``_read_head``), on the session that was usable then
+            session, active = self.sessions.session, self.active
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
         try:
-            ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+            if ready is None:
+                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
             if ready.needs_compaction:
                 # Compacts older room history first (FEATURES §14); a failed compaction raises.
                 packet = await prepare_packet(self.agent, source_event_id)
@@ -321,8 +367,10 @@ class Lane:
         await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
         # The agent's answer exists only here until it is written: through a store fault, wait.
         # Shielded: a restart stopping this lane now must not drop an outcome already on its way.
-        await store_probe.until_available(
-            lambda: asyncio.shield(_db(lifecycle.finish)(active.claim, active.turn_id, outcome, self.sessions.actor)),
+        # The call reads the lane's next head too (``_run_queue`` takes it: one hand-off fewer, D60).
+        self._next_head = await store_probe.until_available(
+            lambda: asyncio.shield(_db(dispatch.finish_then_head)(
+                active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id)),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 
     # ---- cancel -----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ reader (PROTOCOL §11).
 
 Writers call ``committed`` from ``transaction.on_commit`` in any thread;
 members live on the server's event loop and are offered items with ``call_soon_threadsafe``, one
-hand-off per loop for a whole burst of commits. A member is a ``Listener`` (one inbox, woken at
+hand-off per loop for a whole burst of commits (from a database call, with the call's result:
+``groupx_site/core/handoff.py``). A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
 ``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
 that paces their wake-ups (rooms/tail.py).
@@ -32,7 +33,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from groupx_site.core import layer
+from groupx_site.core import handoff, layer
 from rooms.event_types import TURN_CONTENT_DELTA
 
 logger = logging.getLogger("groupx.bus")
@@ -145,7 +146,7 @@ def _call_each(method: str, *args) -> None:
     # them per commit (bench/, docs/PERFORMANCE.md).
     for loop, listeners in _by_loop().items():
         try:
-            loop.call_soon_threadsafe(_run_each, listeners, method, args)
+            handoff.post(loop, _run_each, listeners, method, args)
         except RuntimeError:  # the loop is closed: its connections are gone
             for listener in listeners:
                 unsubscribe(listener)
@@ -179,7 +180,7 @@ def _hand_to_members(seq: int, frame: bytes | None) -> None:
             if len(batch) > 1:
                 continue  # a hand-off that will take this one too is already on its way
         try:
-            loop.call_soon_threadsafe(_hand_over_committed, loop)
+            handoff.post(loop, _hand_over_committed, loop)
         except RuntimeError:  # the loop is closed: its connections are gone
             with _lock:
                 _committed_by_loop.pop(loop, None)
@@ -219,7 +220,7 @@ def _send_to_other_processes(item: list[Any]) -> None:
         if len(_outgoing) > 1:
             return
     try:
-        loop.call_soon_threadsafe(_send_outgoing)
+        handoff.post(loop, _send_outgoing)
     except RuntimeError:  # the loop is closed: the process stops; the table has it all
         with _lock:
             _outgoing.clear()

@@ -25,6 +25,8 @@ from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
+from groupx_site.core import handoff
+
 logger = logging.getLogger("groupx.layer")
 
 # The agent runtime's consumer (agents/worker.py) is served on this channel by a Channels worker
@@ -83,7 +85,7 @@ def send_soon(group: str, message: dict[str, Any]) -> None:
         if len(_outbox) > 1:
             return  # a drain that will take this one too is already on its way
     try:
-        loop.call_soon_threadsafe(_start_drain)
+        handoff.post(loop, _start_drain)  # from a database call: with its result (D60)
     except RuntimeError:  # the loop closed meanwhile: the process is stopping
         with _outbox_lock:
             _outbox.clear()
