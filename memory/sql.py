@@ -108,6 +108,17 @@ _PACKET_UNREAD = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
                                       f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC")
 _PACKET_UNREAD_COUNT = per_engine(lambda d: f"SELECT COUNT(*) {_context_range_sql(d, E.event_type)}")
 
+# Compaction's window (memory/compaction.py:plan_compaction): the same room context, oldest first,
+# one bounded read at a time (keyset on seq), so a pass over 1,000,000 uncompacted events reads
+# only what its input budget takes (docs/DECISIONS.md D62). ``not_indexed`` as for the unread rows:
+# the rows come straight off the seq range, never sorted whole.
+_CONTEXT_WINDOW = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
+                                       f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} LIMIT %s")
+# The seq of the (offset + 1)-th newest room context message in the range: where a manual pass that
+# keeps the newest messages verbatim ends, without counting the range.
+_CONTEXT_FROM_NEWEST = per_engine(lambda d: f"SELECT {E.seq} {_context_range_sql(d, d.not_indexed(E.event_type))} "
+                                            f"ORDER BY {E.seq} DESC LIMIT 1 OFFSET %s")
+
 # One step up a reply chain: the parent, if it is room context above the reset floor (a watch
 # brief is not: an observer's reply answers one, and it stays out of every other packet).
 _PACKET_PARENT = per_engine(lambda d: f"""
@@ -183,6 +194,24 @@ def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, exclud
     with connection.cursor() as cursor:
         cursor.execute(on_this_engine(_PACKET_UNREAD_COUNT), _context_range(room_id, after_seq, before_seq, excluded))
         return cursor.fetchone()[0]
+
+
+def context_window(*, room_id: str, after_seq: int, before_seq: int, size: int) -> list[dict[str, Any]]:
+    """The first ``size`` room context messages with after_seq < seq < before_seq, oldest first, as
+    entry dicts."""
+    with connection.cursor() as cursor:
+        cursor.execute(on_this_engine(_CONTEXT_WINDOW), [*_context_range(room_id, after_seq, before_seq, []), size])
+        return [_entry(row) for row in cursor.fetchall()]
+
+
+def context_seq_from_newest(*, room_id: str, after_seq: int, before_seq: int, offset: int) -> int | None:
+    """The seq of the room context message ``offset`` places below the newest in the range, None when
+    the range holds ``offset`` messages or fewer."""
+    with connection.cursor() as cursor:
+        cursor.execute(on_this_engine(_CONTEXT_FROM_NEWEST),
+                       [*_context_range(room_id, after_seq, before_seq, []), offset])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:

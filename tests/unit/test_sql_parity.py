@@ -412,6 +412,26 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
             assert memory_sql.packet_parent(event.event_id, floor) == (orm[0] if orm else None)
 
 
+def test_context_window_and_the_seq_from_the_newest_read_what_the_orm_reads():
+    for n, target in enumerate([ALPHA, BETA, "agent:gamma", ALPHA, BETA]):
+        post([target], f"message {n}")
+    odd = dict(EVENT, event_id="evt_brief", idempotency_key=None, occurred_at=NOW)
+    Event.objects.create(**(odd | {"body": {"kind": WATCH_BRIEF_KIND, "content": "hidden"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_nullkind", "body": {"kind": None, "content": "kept"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_op", "event_type": "operator.dispatch"}))
+    top = Event.objects.aggregate(m=Max("seq"))["m"]
+    for after, before in [(0, top + 1), (2, top), (top, top + 1), (0, 2**63 - 1)]:
+        orm = context_events().filter(seq__gt=after, seq__lt=before)
+        for size in (1, 3, 100):
+            got = memory_sql.context_window(room_id=ROOM_ID, after_seq=after, before_seq=before, size=size)
+            assert got == entries(orm.order_by("seq")[:size])
+        newest = list(orm.order_by("-seq").values_list("seq", flat=True))
+        for offset in range(len(newest) + 2):
+            assert memory_sql.context_seq_from_newest(room_id=ROOM_ID, after_seq=after, before_seq=before,
+                                                      offset=offset) == (newest[offset] if offset < len(newest)
+                                                                         else None)
+
+
 # ---- the rules -------------------------------------------------------------------------------------
 
 
