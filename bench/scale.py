@@ -33,6 +33,7 @@ from bench import latency, throughput
 from bench.compare_servers import FAKE_AGENT, free_port
 from bench.fanout import FanOut
 from bench.memory import peak_rss
+from bench.observer import Observer
 from bench.server import AGENTS, REPO, BenchServer, wait_until
 
 
@@ -139,6 +140,36 @@ def bootstrap_ms(base_url: str, requests: int = 20) -> dict:
     return {"medianMs": round(statistics.median(times), 2), "maxMs": round(max(times), 2)}
 
 
+async def first_turn(base_url: str, timeout: float, probe_correlation: str) -> dict:
+    """One message to kimi in a room that needs compacting first: seconds to its reply, the
+    checkpoint it left, and the slowest of the writes posted meanwhile (``POST /api/memory``: the
+    writer thread's availability while the Turn compacts and builds its packets)."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, trust_env=False) as client:
+        head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
+        async with Observer(base_url, head) as room:
+            started = time.perf_counter()
+            response = await client.post("/api/messages", json={"clientCommandId": "scale-first", "to": ["agent:kimi"],
+                                                                 "content": "the first Turn after the import"})
+            response.raise_for_status()
+            message_id, writes = response.json()["messageEventId"], []
+            replied = asyncio.create_task(room.until(lambda: message_id in room.replies, timeout))
+            while not replied.done():
+                posted = time.perf_counter()
+                # a memory record in a seeded thread: a write no packet of this run reads
+                (await client.post("/api/memory", json={
+                    "clientCommandId": f"scale-probe-{len(writes)}",
+                    "scope": {"type": "correlation", "id": probe_correlation},
+                    "kind": "note", "content": "a write while the first Turn runs"})).raise_for_status()
+                writes.append((time.perf_counter() - posted) * 1000)
+                await asyncio.wait([replied], timeout=0.5)  # the probes' pace, not a synchronisation
+            await replied
+            seconds = room.replies[message_id] - started
+        context = (await client.get("/api/context")).json()
+    return {"seconds": round(seconds, 2), "summaryThroughSeq": context.get("summaryThroughSeq"),
+            "uncompactedMessagesAfter": context["uncompactedMessageCount"],
+            "writesMeanwhile": len(writes), "slowestWriteMs": round(max(writes), 1) if writes else None}
+
+
 def store(args, root: Path) -> dict:
     server = BenchServer(root / "store")
     server.start()
@@ -149,6 +180,9 @@ def store(args, root: Path) -> dict:
     if args.compacted:
         mark_compacted(server.db_path, AGENTS)
     seed_s = round(time.perf_counter() - seeded, 1)
+    with sqlite3.connect(server.db_path) as db:
+        seeded_thread = db.execute("SELECT correlation_id FROM rooms_event WHERE event_id LIKE 'evt_bench%' LIMIT 1"
+                                   ).fetchone()[0]
     server.proc = None
     started = time.perf_counter()
     server.start()  # migrations (none to apply), restart recovery, three sessions
@@ -157,6 +191,8 @@ def store(args, root: Path) -> dict:
              "restartToReadySeconds": ready_s}
     try:
         found["bootstrap"] = bootstrap_ms(server.base_url)
+        if not args.compacted:  # the worst case: the first Turn compacts (up to 8 passes) before it runs
+            found["firstTurn"] = asyncio.run(first_turn(server.base_url, args.first_turn_timeout, seeded_thread))
         # each message's Turn builds a Context Packet over the whole store: its cost is in the reply time
         turn = asyncio.run(latency.run(server.base_url, messages=args.messages))
         found.update(postToReplyMs=turn["postToReplyMs"], postToStepMs=turn["postToStepMs"])
@@ -218,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=int, default=10_000, help="store: active memory items")
     parser.add_argument("--compacted", action="store_true",
                         help="store: a summary covers the seeded log and every agent has read it")
+    parser.add_argument("--first-turn-timeout", type=float, default=900,
+                        help="store without --compacted: the first Turn's deadline, s")
     parser.add_argument("--messages", type=int, help="store: Turns timed (30); sse: messages sent (200)")
     parser.add_argument("--clients", type=int, default=200, help="sse: SSE clients attached")
     parser.add_argument("--seconds", type=float, default=1800, help="soak: duration")
