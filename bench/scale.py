@@ -2,6 +2,7 @@
 
     python -m bench.scale startup [--agents 5]                 # `groupx start` to ready, cold and warm
     python -m bench.scale store [--events 1000000] [--memory 10000]   # bootstrap and a Turn at scale
+    python -m bench.scale packet [--events 1000000] [--memory 10000]  # the Context Packet's build alone
     python -m bench.scale sse [--clients 200]                  # fan-out to 200 SSE clients under load
     python -m bench.scale soak [--seconds 1800]                # RSS over a soak of steady traffic
 
@@ -204,6 +205,53 @@ def store(args, root: Path) -> dict:
     return found
 
 
+def packet(args, root: Path) -> dict:
+    """The Context Packet's build alone, in this process, over the store ``store`` seeds: each
+    agent's packet for a new message, at the soft target and at the hard ceiling, and what the lane
+    calls per Turn when nothing needs compacting (``packet_if_it_fits``); CPU ms of this thread,
+    median of ``--repeat``. No server runs while it is measured."""
+    server = BenchServer(root / "packet")
+    server.start()
+    server.stop()
+    events = server.seed_events(args.events)
+    memory = seed_memory(server.db_path, args.memory)
+    if args.compacted:
+        mark_compacted(server.db_path, AGENTS)
+    os.environ.update(server.env, DJANGO_SETTINGS_MODULE="groupx_site.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from memory.context import build_context_packet, soft_target
+    from memory.engine import packet_if_it_fits
+    from rooms.actions import post_message
+    from setup_wizard import roster
+
+    hard = settings.GROUPX_CONFIG.limits.contextCharacters
+
+    def cpu_ms(call) -> float:
+        times = []
+        for _ in range(args.repeat):
+            started = time.thread_time()
+            call()
+            times.append((time.thread_time() - started) * 1000)
+        return round(statistics.median(times), 2)
+
+    found = {"events": events, "memoryItems": memory, "compacted": args.compacted, "repeat": args.repeat, "agents": {}}
+    for name in AGENTS:
+        agent = roster.live_agent(f"agent:{name}")
+        source = post_message({"clientCommandId": f"scale-packet-{name}", "to": [agent.actor_id],
+                               "content": "what is the state of the build?"})["messageEventId"]
+        soft = build_context_packet(agent, source, budget=soft_target(hard))
+        found["agents"][name] = {
+            "softCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=soft_target(hard))),
+            "hardCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=hard)),
+            "packetIfItFitsCpuMs": cpu_ms(lambda a=agent, s=source: packet_if_it_fits(a, s)),
+            "softCharacters": len(soft.text), "softOmitted": soft.omitted, "unreadOmitted": soft.omitted_unread}
+    return found
+
+
 # ---------------------------------------------------------------------------------------- SSE clients
 
 def sse(args, root: Path) -> dict:
@@ -242,14 +290,15 @@ def soak(args, root: Path) -> dict:
             "growthMiB": round(samples[-1] - samples[0], 1)}
 
 
-FIGURES = {"startup": startup, "store": store, "sse": sse, "soak": soak}
+FIGURES = {"startup": startup, "store": store, "packet": packet, "sse": sse, "soak": soak}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.splitlines()[0])
     parser.add_argument("figure", choices=sorted(FIGURES))
     parser.add_argument("--agents", type=int, default=5, help="startup: agents in the room")
-    parser.add_argument("--repeat", type=int, default=3, help="startup: warm starts after the cold one")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="startup: warm starts after the cold one; packet: builds timed per figure")
     parser.add_argument("--events", type=int, default=1_000_000, help="store: events in the log")
     parser.add_argument("--memory", type=int, default=10_000, help="store: active memory items")
     parser.add_argument("--compacted", action="store_true",
