@@ -48,7 +48,7 @@ def packet_if_it_fits(agent: ResolvedAgent, source_event_id: str) -> ContextPack
     compact: what ``prepare_packet`` would build, without building the soft packet again). None
     when older history must be compacted first (``prepare_packet``)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
-    packet = build_context_packet(agent, source_event_id, budget=soft_target(hard))
+    packet = build_context_packet(agent, source_event_id, budget=soft_target(hard), count_omitted=False)
     if packet.newest_omitted_seq is not None:
         return None
     return packet if packet.omitted == 0 else build_context_packet(agent, source_event_id, budget=hard)
@@ -58,7 +58,8 @@ async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextP
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     soft = soft_target(hard)
     for _ in range(MAX_PASSES):
-        packet = await _db(build_context_packet)(agent, source_event_id, budget=soft)
+        # A probe: used only if it leaves no unread message out, so what it leaves out is not counted.
+        packet = await _db(build_context_packet)(agent, source_event_id, budget=soft, count_omitted=False)
         if packet.newest_omitted_seq is None:
             break
         try:
