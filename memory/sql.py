@@ -192,9 +192,9 @@ def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, thr
 def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
     # On SQLite the datetime arrives as text, converted as the model's field would be; PostgreSQL's
     # driver returns an aware datetime already.
-    convert = connection.ops.convert_datetimefield_value
     if connection.vendor != "sqlite":
         return [MemoryRow(*row) for row in rows]
+    convert = connection.ops.convert_datetimefield_value
     at = MemoryRow._fields.index("created_at")
     return [MemoryRow(*row[:at], convert(row[at], None, connection), *row[at + 1:]) for row in rows]
 

@@ -58,7 +58,9 @@ def orm_groups(correlation: str) -> dict:
     """Each group as a per-group ORM read sees it, newest first."""
     memory = MemoryRecord.objects.filter(status="active").order_by("-id")
     identity = IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA).order_by("-id")
-    user = Q(author_actor_id__startswith="user:")
+    # "user:" ASCII case-insensitive, as the packet tests it: SQLite's LIKE, PostgreSQL's ILIKE.
+    user = Q(author_actor_id__startswith="user:") if connection.vendor == "sqlite" else \
+        Q(author_actor_id__istartswith="user:")
     return {
         "core": memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="core"),
         "dated": memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="dated"),
