@@ -2,6 +2,7 @@
 
     python -m bench.scale startup [--agents 5]                 # `groupx start` to ready, cold and warm
     python -m bench.scale store [--events 1000000] [--memory 10000]   # bootstrap and a Turn at scale
+    python -m bench.scale packet [--events 1000000] [--memory 10000]  # the Context Packet's build alone
     python -m bench.scale sse [--clients 200]                  # fan-out to 200 SSE clients under load
     python -m bench.scale soak [--seconds 1800]                # RSS over a soak of steady traffic
 
@@ -33,6 +34,7 @@ from bench import latency, throughput
 from bench.compare_servers import FAKE_AGENT, free_port
 from bench.fanout import FanOut
 from bench.memory import peak_rss
+from bench.observer import Observer
 from bench.server import AGENTS, REPO, BenchServer, wait_until
 
 
@@ -139,6 +141,36 @@ def bootstrap_ms(base_url: str, requests: int = 20) -> dict:
     return {"medianMs": round(statistics.median(times), 2), "maxMs": round(max(times), 2)}
 
 
+async def first_turn(base_url: str, timeout: float, probe_correlation: str) -> dict:
+    """One message to kimi in a room that needs compacting first: seconds to its reply, the
+    checkpoint it left, and the slowest of the writes posted meanwhile (``POST /api/memory``: the
+    writer thread's availability while the Turn compacts and builds its packets)."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, trust_env=False) as client:
+        head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
+        async with Observer(base_url, head) as room:
+            started = time.perf_counter()
+            response = await client.post("/api/messages", json={"clientCommandId": "scale-first", "to": ["agent:kimi"],
+                                                                 "content": "the first Turn after the import"})
+            response.raise_for_status()
+            message_id, writes = response.json()["messageEventId"], []
+            replied = asyncio.create_task(room.until(lambda: message_id in room.replies, timeout))
+            while not replied.done():
+                posted = time.perf_counter()
+                # a memory record in a seeded thread: a write no packet of this run reads
+                (await client.post("/api/memory", json={
+                    "clientCommandId": f"scale-probe-{len(writes)}",
+                    "scope": {"type": "correlation", "id": probe_correlation},
+                    "kind": "note", "content": "a write while the first Turn runs"})).raise_for_status()
+                writes.append((time.perf_counter() - posted) * 1000)
+                await asyncio.wait([replied], timeout=0.5)  # the probes' pace, not a synchronisation
+            await replied
+            seconds = room.replies[message_id] - started
+        context = (await client.get("/api/context")).json()
+    return {"seconds": round(seconds, 2), "summaryThroughSeq": context.get("summaryThroughSeq"),
+            "uncompactedMessagesAfter": context["uncompactedMessageCount"],
+            "writesMeanwhile": len(writes), "slowestWriteMs": round(max(writes), 1) if writes else None}
+
+
 def store(args, root: Path) -> dict:
     server = BenchServer(root / "store")
     server.start()
@@ -149,6 +181,9 @@ def store(args, root: Path) -> dict:
     if args.compacted:
         mark_compacted(server.db_path, AGENTS)
     seed_s = round(time.perf_counter() - seeded, 1)
+    with sqlite3.connect(server.db_path) as db:
+        seeded_thread = db.execute("SELECT correlation_id FROM rooms_event WHERE event_id LIKE 'evt_bench%' LIMIT 1"
+                                   ).fetchone()[0]
     server.proc = None
     started = time.perf_counter()
     server.start()  # migrations (none to apply), restart recovery, three sessions
@@ -157,6 +192,8 @@ def store(args, root: Path) -> dict:
              "restartToReadySeconds": ready_s}
     try:
         found["bootstrap"] = bootstrap_ms(server.base_url)
+        if not args.compacted:  # the worst case: the first Turn compacts (up to 8 passes) before it runs
+            found["firstTurn"] = asyncio.run(first_turn(server.base_url, args.first_turn_timeout, seeded_thread))
         # each message's Turn builds a Context Packet over the whole store: its cost is in the reply time
         turn = asyncio.run(latency.run(server.base_url, messages=args.messages))
         found.update(postToReplyMs=turn["postToReplyMs"], postToStepMs=turn["postToStepMs"])
@@ -165,6 +202,53 @@ def store(args, root: Path) -> dict:
     finally:
         found["serverPeakMiB"] = peak_rss(server.proc.pid)["server"]["peakMiB"]
         server.stop()  # SIGTERM, then SIGKILL after 20 s (a writer thread busy for minutes)
+    return found
+
+
+def packet(args, root: Path) -> dict:
+    """The Context Packet's build alone, in this process, over the store ``store`` seeds: each
+    agent's packet for a new message, at the soft target and at the hard ceiling, and what the lane
+    calls per Turn when nothing needs compacting (``packet_if_it_fits``); CPU ms of this thread,
+    median of ``--repeat``. No server runs while it is measured."""
+    server = BenchServer(root / "packet")
+    server.start()
+    server.stop()
+    events = server.seed_events(args.events)
+    memory = seed_memory(server.db_path, args.memory)
+    if args.compacted:
+        mark_compacted(server.db_path, AGENTS)
+    os.environ.update(server.env, DJANGO_SETTINGS_MODULE="groupx_site.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from memory.context import build_context_packet, soft_target
+    from memory.engine import packet_if_it_fits
+    from rooms.actions import post_message
+    from setup_wizard import roster
+
+    hard = settings.GROUPX_CONFIG.limits.contextCharacters
+
+    def cpu_ms(call) -> float:
+        times = []
+        for _ in range(args.repeat):
+            started = time.thread_time()
+            call()
+            times.append((time.thread_time() - started) * 1000)
+        return round(statistics.median(times), 2)
+
+    found = {"events": events, "memoryItems": memory, "compacted": args.compacted, "repeat": args.repeat, "agents": {}}
+    for name in AGENTS:
+        agent = roster.live_agent(f"agent:{name}")
+        source = post_message({"clientCommandId": f"scale-packet-{name}", "to": [agent.actor_id],
+                               "content": "what is the state of the build?"})["messageEventId"]
+        soft = build_context_packet(agent, source, budget=soft_target(hard))
+        found["agents"][name] = {
+            "softCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=soft_target(hard))),
+            "hardCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=hard)),
+            "packetIfItFitsCpuMs": cpu_ms(lambda a=agent, s=source: packet_if_it_fits(a, s)),
+            "softCharacters": len(soft.text), "softOmitted": soft.omitted, "unreadOmitted": soft.omitted_unread}
     return found
 
 
@@ -206,18 +290,21 @@ def soak(args, root: Path) -> dict:
             "growthMiB": round(samples[-1] - samples[0], 1)}
 
 
-FIGURES = {"startup": startup, "store": store, "sse": sse, "soak": soak}
+FIGURES = {"startup": startup, "store": store, "packet": packet, "sse": sse, "soak": soak}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.splitlines()[0])
     parser.add_argument("figure", choices=sorted(FIGURES))
     parser.add_argument("--agents", type=int, default=5, help="startup: agents in the room")
-    parser.add_argument("--repeat", type=int, default=3, help="startup: warm starts after the cold one")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="startup: warm starts after the cold one; packet: builds timed per figure")
     parser.add_argument("--events", type=int, default=1_000_000, help="store: events in the log")
     parser.add_argument("--memory", type=int, default=10_000, help="store: active memory items")
     parser.add_argument("--compacted", action="store_true",
                         help="store: a summary covers the seeded log and every agent has read it")
+    parser.add_argument("--first-turn-timeout", type=float, default=900,
+                        help="store without --compacted: the first Turn's deadline, s")
     parser.add_argument("--messages", type=int, help="store: Turns timed (30); sse: messages sent (200)")
     parser.add_argument("--clients", type=int, default=200, help="sse: SSE clients attached")
     parser.add_argument("--seconds", type=float, default=1800, help="soak: duration")

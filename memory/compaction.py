@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -27,9 +28,10 @@ from agents import health
 from groupx_site.core import db
 from groupx_site.core.ids import new_id
 from memory import dated
+from memory import sql as memory_sql
 from memory.models import Summary
 from memory.summariser import Summariser, SummariserError, SummaryRequest, summariser
-from memory.transcript import ENTRY_FIELDS, context_events, entry, uncompacted_after
+from memory.transcript import entry, uncompacted_after
 from rooms import event_types, events
 from rooms.models import ROOM_ID
 from setup_wizard import roster
@@ -38,6 +40,10 @@ from setup_wizard.config import ResolvedAgent
 logger = logging.getLogger("groupx.memory.compaction")
 MAX_ATTEMPTS, BACKOFF_SECONDS = 3, 0.3
 STORE_CAP = 32_768
+# Rows per read of the log while planning: a pass of ordinary messages takes ~1,000 of them (the input
+# budget), so a few reads, each bounded, whatever the length of the uncompacted history.
+WINDOW = 200
+END_OF_LOG = 2**63 - 1  # above every seq (a signed 64-bit integer on both engines)
 _lock: asyncio.Lock | None = None
 
 
@@ -65,30 +71,54 @@ def input_budget(max_chars: int, previous: int) -> int:
     return max(40_000, min(max_chars, 120_000)) - previous
 
 
+def _uncompacted(after_seq: int, before_seq: int) -> Iterator[dict]:
+    """Room context with after_seq < seq < before_seq, oldest first, read a window at a time: the
+    caller stops at its budget, and what it does not take is never read."""
+    while window := memory_sql.context_window(room_id=ROOM_ID, after_seq=after_seq, before_seq=before_seq,
+                                              size=WINDOW):
+        yield from window
+        if len(window) < WINDOW:
+            return
+        after_seq = window[-1]["seq"]
+
+
 def plan_compaction(*, through_seq: int | None = None, keep_last: int = 0) -> Plan | None:
     """What the next pass would roll up: the uncompacted messages up to ``through_seq`` (automatic)
-    or all but the newest ``keep_last`` (manual), oldest first, within the input budget."""
+    or all but the newest ``keep_last`` (manual), oldest first, within the input budget. It runs on
+    the writer thread, so it reads the log in bounded windows and stops at the budget (D62)."""
     lower, summary, floor = uncompacted_after()
-    messages = context_events().filter(seq__gt=lower).order_by("seq")
     if through_seq is not None:
-        candidates = list(messages.filter(seq__lte=through_seq).values(*ENTRY_FIELDS))
+        before = through_seq + 1
+    elif keep_last:
+        # Everything below the keep_last-th newest message; none of it when there are not that many.
+        before = memory_sql.context_seq_from_newest(room_id=ROOM_ID, after_seq=lower, before_seq=END_OF_LOG,
+                                                    offset=keep_last - 1)
+        if before is None:
+            return None
     else:
-        total = messages.count()
-        candidates = list(messages.values(*ENTRY_FIELDS)[:max(0, total - keep_last)])
-    if not candidates:
-        return None
+        before = END_OF_LOG
+    return plan_from(_uncompacted(lower, before), summary, floor)
+
+
+def plan_from(messages: Iterable[dict], summary: Summary | None, floor: int) -> Plan | None:
+    """The plan over ``messages`` (entry dicts, oldest first), taken until the input budget is spent:
+    the rest of the iterable is never pulled."""
     max_chars = settings.GROUPX_CONFIG.limits.contextCharacters
     room = input_budget(max_chars, len(summary.content) if summary else 0)
     blocks: list[str] = []
-    for event in candidates:
+    seqs: list[int] = []
+    for event in messages:
         block = entry(event)
         if blocks and len(block) + 1 > room:
             break  # the rest waits for the next pass
         blocks.append(block[:max(room, 1_024)])
+        seqs.append(event["seq"])
         room -= len(blocks[-1]) + 1
+    if not blocks:
+        return None
     cap = summary_cap(max_chars)
-    through = candidates[len(blocks) - 1]["seq"]
-    first = summary.from_seq if summary else candidates[0]["seq"]
+    through = seqs[-1]
+    first = summary.from_seq if summary else seqs[0]
     prompt = "\n\n".join([
         "[groupx_room_compaction]\n"
         f"room: {ROOM_ID}\n"

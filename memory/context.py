@@ -20,21 +20,21 @@ records.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db.models import Q
 
 from agents.models import Actor
 from groupx_site.core.text import repair
 from memory import sql as memory_sql
-from memory.models import IdentityRecord, MemoryRecord
+from memory.packet_groups import fetch_groups, optional_groups
+from memory.sql import IdentityRow, MemoryRow
 from memory.transcript import WATCH_BRIEF_KIND, entry, summary_block
 from rooms.models import ROOM_ID, Event
 from setup_wizard.config import ResolvedAgent
 
 SCHEMA = "groupx.context/0.4"
 REPLY_CHAIN_DEPTH = 64
-GROUP_FETCH_CAP = 500  # records per optional group looked at; the rest cannot fit anyway
 ROUTING_NOTE = (
     "Every message in this room is visible to everyone in it. Only the agents a message names in its "
     "`to` list are woken; writing @name in text does not wake anyone. Your final answer to this turn is "
@@ -64,8 +64,8 @@ class ContextPacket:
     text: str
     through_seq: int  # the current message's seq: what a delivered attempt moves the cursor to
     after_seq: int  # the lower bound of the unread transcript
-    omitted: int  # optional items left out, all groups
-    omitted_unread: int = 0
+    omitted: int | None  # optional items left out, all groups; None: unread left out, not counted
+    omitted_unread: int | None = 0  # None: a probe's (count_omitted=False) unread left out, not counted
     newest_omitted_seq: int | None = None  # the newest unread message left out: compaction goes this far
     summary_through_seq: int | None = None  # the checkpoint embedded in this packet, if any
 
@@ -119,23 +119,24 @@ def _names() -> dict[str, str]:
     return dict(Actor.objects.values_list("actor_id", "display_name"))
 
 
-def _memory_entry(record: MemoryRecord, names: dict[str, str]) -> str:
+def _memory_entry(record: MemoryRow, names: dict[str, str]) -> str:
     return (f"- id={record.memory_id} author={record.author_actor_id} "
             f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
             f"subject={record.subject_actor_id or '-'} source={record.source_kind} kind={record.kind} "
             f"scope={record.scope_type}({record.scope_id}) created={record.created_at:%Y-%m-%d}\n{record.content}")
 
 
-def _identity_entry(record: IdentityRecord, names: dict[str, str]) -> str:
+def _identity_entry(record: IdentityRow, names: dict[str, str]) -> str:
     return (f"- id={record.identity_id} author={record.author_actor_id} "
             f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
             f"subject={record.subject_actor_id} source={record.source_kind} kind={record.kind}\n{record.content}")
 
 
-def _is_user_author(author: str) -> bool:
-    # What SQLite's LIKE 'user:%' (the ORM's startswith) matches: ASCII case-insensitive.
-    prefix = author[:5]
-    return prefix.isascii() and prefix.lower() == "user:"
+# The least an entry can cost (every field empty; a separator at least): once the budget left is
+# smaller, a group's remaining records are omitted without being read.
+SMALLEST_MEMORY = len(_memory_entry(MemoryRow(0, "", "", "", None, "", "", None, "", datetime(2000, 1, 1, tzinfo=UTC),
+                                              ""), {})) + 1
+SMALLEST_IDENTITY = len(_identity_entry(IdentityRow(0, "", "", "", "", "", ""), {})) + 1
 
 
 def _correlations(source: dict) -> set[str]:
@@ -143,70 +144,12 @@ def _correlations(source: dict) -> set[str]:
     return {source["correlation_id"], source["root_correlation_id"]} - {None}
 
 
-def _optional_groups(agent: ResolvedAgent, source: dict):
-    """{key: (section, the group's filter within its table, the same filter as a Python predicate,
-    table)} for every optional group except the unread transcript, in priority order after core
-    memory. The predicate lets one query per table serve all of its groups (``_fetch_groups``)."""
-    me = agent.actor_id
-    correlations = _correlations(source)
-    own_memory = Q(scope_type="agent", scope_id=me)
-    user_author = Q(author_actor_id__startswith="user:")
-
-    def agent_memory(kind: str):
-        return lambda r: r.scope_type == "agent" and r.scope_id == me and r.agent_memory_type == kind
-
-    return {
-        "core": ("agent_core_memory", own_memory & Q(agent_memory_type="core"), agent_memory("core"), "memory"),
-        "dated": ("agent_dated_memory", own_memory & Q(agent_memory_type="dated"), agent_memory("dated"), "memory"),
-        "public": ("public_memory",
-                   Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in=correlations),
-                   lambda r: (r.scope_type == "room" and r.scope_id == ROOM_ID)
-                   or (r.scope_type == "correlation" and r.scope_id in correlations), "memory"),
-        "self": ("self_identity", Q(author_actor_id=me), lambda r: r.author_actor_id == me, "identity"),
-        "user": ("user_authored_identity", user_author, lambda r: _is_user_author(r.author_actor_id), "identity"),
-        "observed": ("observed_identity", ~Q(author_actor_id=me) & ~user_author,
-                     lambda r: r.author_actor_id != me and not _is_user_author(r.author_actor_id), "identity"),
-    }
-
-
-def _fetch_groups(agent: ResolvedAgent, groups: dict, correlations: set[str]) -> dict[str, tuple[list, int]]:
-    """{key: (the group's newest ≤ GROUP_FETCH_CAP records, its total)}.
-
-    The usual case is a handful of records: then one query per table (the OR of its groups'
-    filters) returns every record of every group, split here by the same predicates, and the
-    totals are the list lengths. Only when a table holds more than the cap does each of its groups
-    fall back to its own ``[:cap + 1]`` read and a COUNT when that is full; the records looked at
-    are then exactly what a per-group read gives."""
-    # The OR of each table's group filters, as one fixed statement each (memory/sql.py: the ORM
-    # spent ~0.6 ms building these two queries on every packet). Self, user-authored and observed
-    # identity split the active records about the agent between them: their OR is all of them.
-    me = agent.actor_id
-    unions = {
-        "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                           limit=GROUP_FETCH_CAP + 1),
-        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
-    }
-    fetched: dict[str, tuple[list, int]] = {}
-    for kind, rows in unions.items():
-        keys = [key for key, group in groups.items() if group[3] == kind]
-        if len(rows) <= GROUP_FETCH_CAP:
-            for key in keys:
-                picked = [r for r in rows if groups[key][2](r)]
-                fetched[key] = (picked, len(picked))
-            continue
-        table = (MemoryRecord.objects.filter(status="active") if kind == "memory"
-                 else IdentityRecord.objects.filter(status="active", subject_actor_id=me)).order_by("-id")
-        for key in keys:
-            queryset = table.filter(groups[key][1])
-            picked = list(queryset[:GROUP_FETCH_CAP + 1])
-            total = queryset.count() if len(picked) > GROUP_FETCH_CAP else len(picked)
-            fetched[key] = (picked[:GROUP_FETCH_CAP], total)
-    return fetched
-
-
-def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None) -> ContextPacket:
+def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None,
+                         count_omitted: bool = True) -> ContextPacket:
     """The packet for ``agent`` woken by ``source_event_id``, optional parts filling ``budget``
-    (default: the hard ceiling ``limits.contextCharacters``)."""
+    (default: the hard ceiling ``limits.contextCharacters``). ``count_omitted=False``: a probe
+    whose packet is used only if it leaves no unread message out (``memory.engine``); when it does
+    leave some out they are not counted (``omitted`` and ``omitted_unread`` are None)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     budget = min(budget or hard, hard)
     # The source, the cursor, the floor and the active summary in one statement (memory/sql.py):
@@ -243,27 +186,31 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     if used > hard:
         raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
 
-    groups = _optional_groups(agent, source)
-    fetched = _fetch_groups(agent, groups, _correlations(source))
-    # Author names only matter when some record is shown; an empty memory skips the query.
-    names = _names() if any(records for records, _ in fetched.values()) else {}
+    groups = optional_groups(agent.actor_id, _correlations(source))
+    fetched = fetch_groups(agent.actor_id, groups, _correlations(source))
+    names: dict[str, str] | None = None  # author names, read when the first record is shown
     omitted = 0
 
     def fill(key: str) -> None:
-        nonlocal used, omitted
-        section, _, _, kind = groups[key]
-        records, total = fetched[key]
-        render = _memory_entry if kind == "memory" else _identity_entry
-        taken = []
+        nonlocal used, omitted, names
+        section, kind = groups[key].section, groups[key].table
+        render, smallest = (_memory_entry, SMALLEST_MEMORY) if kind == "memory" else (_identity_entry, SMALLEST_IDENTITY)
+        taken, looked = [], 0
+        records = fetched[key].records()
         for record in records:
+            if budget - used < smallest:
+                break  # no entry of this kind can fit any more: the rest is omitted unread
+            looked += 1
+            names = _names() if names is None else names
             item = render(record, names)
             cost = sections.cost(section, item) if not taken else len(item) + 1
             if used + cost <= budget:
                 taken.append(item)
                 used += cost
+        records.close()
         for item in reversed(taken):  # chosen newest first, shown oldest first
             sections.add(section, item)
-        omitted += total - len(taken)
+        omitted += fetched[key].total(looked) - len(taken)
 
     fill("core")
     # context_events() between the cursor and the source, minus the reply chain, newest first: a
@@ -280,18 +227,21 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         unread.append(item)
         used += cost
     # Without a stop every unread row was read, so the total is known; COUNT only when the budget
-    # stopped the loop.
-    unread_total = memory_sql.packet_unread_count(**unread_range) if newest_omitted is not None else len(unread)
+    # stopped the loop, and not for a probe, which is then thrown away for a compaction: the COUNT
+    # reads the whole unread range (~0.5 s at 1,000,000 unread events, on the writer thread, D62).
+    omitted_unread: int | None = 0
+    if newest_omitted is not None:
+        omitted_unread = memory_sql.packet_unread_count(**unread_range) - len(unread) if count_omitted else None
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
-    omitted += unread_total - len(unread)
     for key in ("dated", "public", "self", "user", "observed"):
         fill(key)
 
     return ContextPacket(
         # A lone surrogate stored by an older version would make the prompt unwritable for every
         # agent (groupx_site/core/text.py): the packet carries U+FFFD in its place.
-        text=repair(sections.render())[0], through_seq=source["seq"], after_seq=after_seq, omitted=omitted,
-        omitted_unread=unread_total - len(unread), newest_omitted_seq=newest_omitted,
+        text=repair(sections.render())[0], through_seq=source["seq"], after_seq=after_seq,
+        omitted=None if omitted_unread is None else omitted + omitted_unread,
+        omitted_unread=omitted_unread, newest_omitted_seq=newest_omitted,
         summary_through_seq=embedded.through_seq if embedded else None,
     )

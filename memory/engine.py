@@ -44,16 +44,22 @@ def _db(fn):
 
 def packet_if_it_fits(agent: ResolvedAgent, source_event_id: str) -> ContextPacket | None:
     """The usual case, in one synchronous call: the packet at the soft target when it leaves
-    nothing out. None when older history must be compacted first (``prepare_packet``)."""
-    packet = build_context_packet(agent, source_event_id, budget=soft_target(settings.GROUPX_CONFIG.limits.contextCharacters))
-    return packet if packet.newest_omitted_seq is None and packet.omitted == 0 else None
+    nothing out, or at the hard ceiling when it leaves out only memory and identity (nothing to
+    compact: what ``prepare_packet`` would build, without building the soft packet again). None
+    when older history must be compacted first (``prepare_packet``)."""
+    hard = settings.GROUPX_CONFIG.limits.contextCharacters
+    packet = build_context_packet(agent, source_event_id, budget=soft_target(hard), count_omitted=False)
+    if packet.newest_omitted_seq is not None:
+        return None
+    return packet if packet.omitted == 0 else build_context_packet(agent, source_event_id, budget=hard)
 
 
 async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     soft = soft_target(hard)
     for _ in range(MAX_PASSES):
-        packet = await _db(build_context_packet)(agent, source_event_id, budget=soft)
+        # A probe: used only if it leaves no unread message out, so what it leaves out is not counted.
+        packet = await _db(build_context_packet)(agent, source_event_id, budget=soft, count_omitted=False)
         if packet.newest_omitted_seq is None:
             break
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
@@ -29,7 +29,7 @@ from memory.models import (
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders, records
+from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 
@@ -44,20 +44,73 @@ _BUMP_DATED_ROLLUP = per_engine(lambda d: f"""
 
 # ---- the Context Packet (memory/context.py) --------------------------------------------------------
 
-# The memory and identity reads, each the union of its table's optional groups
-# (memory/context.py:_fetch_groups), newest first. The Python predicates there split the rows.
-# The correlations are the source's correlation and its root: at most two, bound as two.
+# The memory and identity records a packet may show, as plain rows (``MemoryRow``, ``IdentityRow``:
+# the columns the packet renders and groups by; a model instance cost ~10 µs each, and a packet may
+# look at 3,000 of them).
 M, ID = Names(MemoryRecord), Names(IdentityRecord)
+
+
+class MemoryRow(NamedTuple):
+    id: int
+    memory_id: str
+    scope_type: str
+    scope_id: str
+    agent_memory_type: str | None
+    kind: str
+    author_actor_id: str
+    subject_actor_id: str | None
+    source_kind: str
+    created_at: datetime
+    content: str
+
+
+class IdentityRow(NamedTuple):
+    id: int
+    identity_id: str
+    subject_actor_id: str
+    author_actor_id: str
+    kind: str
+    source_kind: str
+    content: str
+
+
+_MEMORY_COLUMNS, _IDENTITY_COLUMNS = M.list(MemoryRow._fields), ID.list(IdentityRow._fields)
+
+# Each table's optional groups at once (memory/packet_groups.py:fetch_groups), newest first: the usual
+# packet finds a handful of records, and one read serves every group. The Python predicates there
+# split the rows. The correlations are the source's correlation and its root: at most two, bound as two.
 _PACKET_MEMORY = f"""
-    SELECT * FROM {M}
+    SELECT {_MEMORY_COLUMNS} FROM {M}
     WHERE {M.status} = 'active' AND (
         ({M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)}))
         OR ({M.scope_type} = 'room' AND {M.scope_id} = %s)
         OR ({M.scope_type} = 'correlation' AND {M.scope_id} IN (%s, %s)))
     ORDER BY {M.id} DESC LIMIT %s"""
 _PACKET_IDENTITY = f"""
-    SELECT * FROM {ID} WHERE {ID.status} = 'active' AND {ID.subject_actor_id} = %s
+    SELECT {_IDENTITY_COLUMNS} FROM {ID} WHERE {ID.status} = 'active' AND {ID.subject_actor_id} = %s
     ORDER BY {ID.id} DESC LIMIT %s"""
+
+# When a table holds more than that read's cap, each group is read on its own, a page at a time
+# newest first (keyset on id, from an index: the scope index's entries are in id order within a
+# scope), only as far as the packet takes it, and counted for what it leaves out (D62). Public
+# memory is the room's stream merged with each correlation's. "user-authored" is what the packet's
+# predicate says: an author starting with ``user:``, ASCII case-insensitive, as SQLite's LIKE; the
+# same spelling on PostgreSQL, whose LIKE is case-sensitive.
+_USER_AUTHOR = f"LOWER(SUBSTR({ID.author_actor_id}, 1, 5)) = 'user:'"
+_GROUPS = {
+    "agent_memory": (M, _MEMORY_COLUMNS,
+                     f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} = %s"),
+    "scope_memory": (M, _MEMORY_COLUMNS, f"{M.scope_type} = %s AND {M.scope_id} = %s"),
+    "self_identity": (ID, _IDENTITY_COLUMNS, f"{ID.subject_actor_id} = %s AND {ID.author_actor_id} = %s"),
+    "user_identity": (ID, _IDENTITY_COLUMNS, f"{ID.subject_actor_id} = %s AND {_USER_AUTHOR}"),
+    "observed_identity": (ID, _IDENTITY_COLUMNS,
+                          f"{ID.subject_actor_id} = %s AND {ID.author_actor_id} <> %s AND NOT {_USER_AUTHOR}"),
+}
+_GROUP_PAGE = {name: f"SELECT {columns} FROM {t} WHERE {t.status} = 'active' AND {where} AND {t.id} < %s "
+                     f"ORDER BY {t.id} DESC LIMIT %s" for name, (t, columns, where) in _GROUPS.items()}
+_GROUP_COUNT = {name: f"SELECT COUNT(*) FROM {t} WHERE {t.status} = 'active' AND {where}"
+                for name, (t, _columns, where) in _GROUPS.items()}
+GROUP_ROWS = {name: MemoryRow if t is M else IdentityRow for name, (t, _c, _w) in _GROUPS.items()}
 
 # The prelude (memory/context.py:build_context_packet) in one statement: the source message, the
 # agent's delivery cursor, the reset floor and the room's active summary (at most one: a unique
@@ -108,6 +161,17 @@ _PACKET_UNREAD = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
                                       f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC")
 _PACKET_UNREAD_COUNT = per_engine(lambda d: f"SELECT COUNT(*) {_context_range_sql(d, E.event_type)}")
 
+# Compaction's window (memory/compaction.py:plan_compaction): the same room context, oldest first,
+# one bounded read at a time (keyset on seq), so a pass over 1,000,000 uncompacted events reads
+# only what its input budget takes (docs/DECISIONS.md D62). ``not_indexed`` as for the unread rows:
+# the rows come straight off the seq range, never sorted whole.
+_CONTEXT_WINDOW = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
+                                       f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} LIMIT %s")
+# The seq of the (offset + 1)-th newest room context message in the range: where a manual pass that
+# keeps the newest messages verbatim ends, without counting the range.
+_CONTEXT_FROM_NEWEST = per_engine(lambda d: f"SELECT {E.seq} {_context_range_sql(d, d.not_indexed(E.event_type))} "
+                                            f"ORDER BY {E.seq} DESC LIMIT 1 OFFSET %s")
+
 # One step up a reply chain: the parent, if it is room context above the reset floor (a watch
 # brief is not: an observer's reply answers one, and it stays out of every other packet).
 _PACKET_PARENT = per_engine(lambda d: f"""
@@ -125,16 +189,45 @@ def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, thr
         return cursor.rowcount == 1
 
 
-def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list[MemoryRecord]:
-    """Active memory records of the agent (core, dated), the room and the correlations, as models."""
+def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
+    # On SQLite the datetime arrives as text, converted as the model's field would be; PostgreSQL's
+    # driver returns an aware datetime already.
+    if connection.vendor != "sqlite":
+        return [MemoryRow(*row) for row in rows]
+    convert = connection.ops.convert_datetimefield_value
+    at = MemoryRow._fields.index("created_at")
+    return [MemoryRow(*row[:at], convert(row[at], None, connection), *row[at + 1:]) for row in rows]
+
+
+def _rows(row_type: type, sql: str, params: list) -> list:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return _memory_rows(rows) if row_type is MemoryRow else [IdentityRow(*row) for row in rows]
+
+
+def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list[MemoryRow]:
+    """Active memory records of the agent (core, dated), the room and the correlations."""
     first, *rest = sorted(correlations)
-    return records(MemoryRecord, _PACKET_MEMORY,
-                   [actor_id, *AGENT_MEMORY_TYPES, room_id, first, rest[0] if rest else first, limit])
+    return _rows(MemoryRow, _PACKET_MEMORY,
+                 [actor_id, *AGENT_MEMORY_TYPES, room_id, first, rest[0] if rest else first, limit])
 
 
-def packet_identity(*, actor_id: str, limit: int) -> list[IdentityRecord]:
-    """Active identity records about the agent, as models."""
-    return records(IdentityRecord, _PACKET_IDENTITY, [actor_id, limit])
+def packet_identity(*, actor_id: str, limit: int) -> list[IdentityRow]:
+    """Active identity records about the agent."""
+    return _rows(IdentityRow, _PACKET_IDENTITY, [actor_id, limit])
+
+
+def group_page(group: str, params: list, *, below_id: int, limit: int) -> list:
+    """Up to ``limit`` active records of ``group`` (a key of ``_GROUPS``, its parameters in order)
+    with an id below ``below_id``, newest first."""
+    return _rows(GROUP_ROWS[group], _GROUP_PAGE[group], [*params, below_id, limit])
+
+
+def group_count(group: str, params: list) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(_GROUP_COUNT[group], params)
+        return cursor.fetchone()[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +276,24 @@ def packet_unread_count(*, room_id: str, after_seq: int, before_seq: int, exclud
     with connection.cursor() as cursor:
         cursor.execute(on_this_engine(_PACKET_UNREAD_COUNT), _context_range(room_id, after_seq, before_seq, excluded))
         return cursor.fetchone()[0]
+
+
+def context_window(*, room_id: str, after_seq: int, before_seq: int, size: int) -> list[dict[str, Any]]:
+    """The first ``size`` room context messages with after_seq < seq < before_seq, oldest first, as
+    entry dicts."""
+    with connection.cursor() as cursor:
+        cursor.execute(on_this_engine(_CONTEXT_WINDOW), [*_context_range(room_id, after_seq, before_seq, []), size])
+        return [_entry(row) for row in cursor.fetchall()]
+
+
+def context_seq_from_newest(*, room_id: str, after_seq: int, before_seq: int, offset: int) -> int | None:
+    """The seq of the room context message ``offset`` places below the newest in the range, None when
+    the range holds ``offset`` messages or fewer."""
+    with connection.cursor() as cursor:
+        cursor.execute(on_this_engine(_CONTEXT_FROM_NEWEST),
+                       [*_context_range(room_id, after_seq, before_seq, []), offset])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:

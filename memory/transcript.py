@@ -17,8 +17,6 @@ from rooms.models import ROOM_ID, Event
 
 CONTEXT_TYPES = event_types.CONTEXT_TYPES  # the types declared with audience "context"
 WATCH_BRIEF_KIND = "supervision.watch"
-ENTRY_FIELDS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
-                "forwarded_event_id", "occurred_at", "body")
 
 
 def context_events() -> QuerySet:

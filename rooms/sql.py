@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import connection
 
 from rooms.models import ClientCommand, Event
 
@@ -111,31 +111,6 @@ def per_engine(build: Callable[[Dialect], str]) -> dict[str, str]:
 
 def on_this_engine(statement: dict[str, str]) -> str:
     return statement[connection.vendor]
-
-
-def records(model, sql: str, params: list) -> list:
-    """The rows of a ``SELECT *`` as model instances, converted as ``Model.objects.raw`` would (on
-    SQLite only the datetime columns need it; on PostgreSQL none). A plain cursor: raw() costs ~35 µs even for no rows,
-    and most Context Packets find none."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        names = [column[0] for column in cursor.description]
-    if not rows:
-        return []
-    by_column = {field.column: field for field in model._meta.concrete_fields}
-    fields = [by_column[name] for name in names]
-    # PostgreSQL's driver returns aware datetimes already (SQLite's, text).
-    dates = [i for i, field in enumerate(fields) if field.get_internal_type() == "DateTimeField"
-             ] if connection.vendor == "sqlite" else []
-    attnames = [field.attname for field in fields]
-    result = []
-    for row in rows:
-        row = list(row)
-        for i in dates:
-            row[i] = connection.ops.convert_datetimefield_value(row[i], None, connection)
-        result.append(model.from_db(DEFAULT_DB_ALIAS, attnames, row))
-    return result
 
 
 # ---- the room log ----------------------------------------------------------------------------------

@@ -124,3 +124,49 @@ def test_the_unread_rows_come_newest_first_off_the_seq_range_without_sorting_the
         plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
     assert "TEMP B-TREE" not in plan, plan
     assert "INTEGER PRIMARY KEY" in plan, plan
+
+
+def test_a_packet_that_leaves_out_only_memory_is_built_at_the_hard_ceiling_in_the_first_call(settings):
+    # Nothing to compact: the lane's first (synchronous) call returns what prepare_packet would
+    # build, instead of None and two more builds (~3 × the packet per Turn with 10,000 memory items).
+    from asgiref.sync import async_to_sync
+
+    from memory.engine import packet_if_it_fits, prepare_packet
+
+    settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+    for n in range(40):
+        remember({"type": "agent", "id": ALPHA}, f"core note {n}: " + "c" * 60)
+    message = post([ALPHA], "what do we know?")
+    agent = roster.live_agent(ALPHA)
+    first = packet_if_it_fits(agent, message["messageEventId"])
+    assert first is not None and first.omitted > 0 and first.newest_omitted_seq is None
+    assert first == async_to_sync(prepare_packet)(agent, message["messageEventId"])
+    assert first == build_context_packet(agent, message["messageEventId"], budget=4096)
+
+
+def test_the_lanes_first_packet_leaving_unread_messages_out_does_not_count_the_whole_unread_range(settings):
+    # It is thrown away for a compaction; the COUNT over the unread range was ~0.5 s per build at
+    # 1,000,000 unread events, on the writer thread, up to 9 builds for one Turn (D62).
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.engine import packet_if_it_fits
+
+    settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+    from django.utils import timezone
+
+    from rooms.models import Event
+
+    Event.objects.bulk_create([Event(event_id=f"evt_early{n}", room_id="room:main", event_type="message.created",
+                                     actor_id="user:local", actor_kind="user", actor_display_name="You", targets=[],
+                                     correlation_id=f"cor_{n}", root_correlation_id=f"cor_{n}",
+                                     occurred_at=timezone.now(), body={"content": f"earlier {n}: " + "e" * 80})
+                               for n in range(60)])
+    message = post([ALPHA], "what do we know?")
+    with CaptureQueriesContext(connection) as captured:
+        assert packet_if_it_fits(roster.live_agent(ALPHA), message["messageEventId"]) is None
+    assert not [q["sql"] for q in captured.captured_queries if "COUNT(" in q["sql"].upper()]
+    counted = build_context_packet(roster.live_agent(ALPHA), message["messageEventId"], budget=3072)
+    assert counted.newest_omitted_seq is not None and counted.omitted_unread > 0  # a packet for use counts

@@ -327,32 +327,68 @@ def memory_record(n: int, scope_type: str, scope_id: str, agent_memory_type: str
                                 created_at=NOW + timedelta(seconds=n))
 
 
-def fields_of(records: list) -> list[dict]:
-    return [{f.attname: getattr(r, f.attname) for f in r._meta.concrete_fields} for r in records]
+def rows_of(queryset, row_type) -> list:
+    return [row_type(*values) for values in queryset.values_list(*row_type._fields)]
+
+
+def memory_and_identity() -> None:
+    for n, args in enumerate([("agent", ALPHA, "core"), ("agent", ALPHA, "dated"), ("agent", BETA, "core"),
+                              ("room", ROOM_ID), ("room", "room:other"), ("correlation", "cor_1"),
+                              ("correlation", "cor_0"), ("correlation", "cor_9"), ("room", ROOM_ID, None, "retracted"),
+                              ("agent", ALPHA, "core"), ("room", ROOM_ID), ("correlation", "cor_1")]):
+        memory_record(n, *args)
+    for n, (subject, author, status) in enumerate([
+            (ALPHA, BETA, "active"), (BETA, BETA, "active"), (ALPHA, BETA, "superseded"), (ALPHA, ALPHA, "active"),
+            (ALPHA, "user:local", "active"), (ALPHA, "USER:Web", "active"), (ALPHA, "users", "active"),
+            (ALPHA, "agent:user:x", "active"), (ALPHA, ALPHA, "retracted"), (ALPHA, "user:local", "active")]):
+        IdentityRecord.objects.create(identity_id=f"idn_{n}", subject_actor_id=subject, author_actor_id=author,
+                                      kind="note", content=f"identity {n}", source_kind="mcp", status=status,
+                                      created_at=NOW + timedelta(seconds=n))
 
 
 @pytest.mark.parametrize("correlations", [{"cor_1"}, {"cor_1", "cor_0"}])
 def test_packet_memory_and_identity_read_what_the_orm_reads(correlations):
-    for n, args in enumerate([("agent", ALPHA, "core"), ("agent", ALPHA, "dated"), ("agent", BETA, "core"),
-                              ("room", ROOM_ID), ("room", "room:other"), ("correlation", "cor_1"),
-                              ("correlation", "cor_0"), ("correlation", "cor_9"), ("room", ROOM_ID, None, "retracted")]):
-        memory_record(n, *args)
-    for n, (subject, status) in enumerate([(ALPHA, "active"), (BETA, "active"), (ALPHA, "superseded"),
-                                           (ALPHA, "active")]):
-        IdentityRecord.objects.create(identity_id=f"idn_{n}", subject_actor_id=subject, author_actor_id=BETA,
-                                      kind="note", content=f"identity {n}", source_kind="mcp", status=status,
-                                      created_at=NOW + timedelta(seconds=n))
+    memory_and_identity()
     for limit in (2, 50):
         orm = MemoryRecord.objects.filter(
             Q(scope_type="agent", scope_id=ALPHA, agent_memory_type__in=AGENT_MEMORY_TYPES)
             | Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in=correlations),
             status="active").order_by("-id")[:limit]
         got = memory_sql.packet_memory(actor_id=ALPHA, room_id=ROOM_ID, correlations=correlations, limit=limit)
-        assert fields_of(got) == fields_of(list(orm)) and got
+        assert got == rows_of(orm, memory_sql.MemoryRow) and got
         orm = IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA).order_by("-id")[:limit]
         got = memory_sql.packet_identity(actor_id=ALPHA, limit=limit)
-        assert fields_of(got) == fields_of(list(orm)) and got
+        assert got == rows_of(orm, memory_sql.IdentityRow) and got
     assert memory_sql.packet_identity(actor_id="agent:gamma", limit=5) == []
+
+
+def test_each_packet_group_read_on_its_own_reads_what_the_orm_reads():
+    # The ORM's startswith is SQLite's LIKE: ASCII case-insensitive, as the packet's predicate.
+    memory_and_identity()
+    user = Q(author_actor_id__startswith="user:") if connection.vendor == "sqlite" else \
+        Q(author_actor_id__istartswith="user:")
+    memory, identity = MemoryRecord.objects.filter(status="active"), \
+        IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA)
+    groups = [
+        ("agent_memory", [ALPHA, "core"], memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="core")),
+        ("agent_memory", [ALPHA, "dated"], memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="dated")),
+        ("scope_memory", ["room", ROOM_ID], memory.filter(scope_type="room", scope_id=ROOM_ID)),
+        ("scope_memory", ["correlation", "cor_1"], memory.filter(scope_type="correlation", scope_id="cor_1")),
+        ("self_identity", [ALPHA, ALPHA], identity.filter(author_actor_id=ALPHA)),
+        ("user_identity", [ALPHA], identity.filter(user)),
+        ("observed_identity", [ALPHA, ALPHA], identity.exclude(author_actor_id=ALPHA).exclude(user)),
+    ]
+    for group, params, orm in groups:
+        row_type = memory_sql.GROUP_ROWS[group]
+        newest_first = rows_of(orm.order_by("-id"), row_type)
+        assert newest_first, group
+        for below in (2**63 - 1, newest_first[0].id, newest_first[-1].id):
+            for limit in (1, 2, 50):
+                got = memory_sql.group_page(group, params, below_id=below, limit=limit)
+                assert got == [r for r in newest_first if r.id < below][:limit], (group, below, limit)
+        assert memory_sql.group_count(group, params) == orm.count()
+    assert [r.author_actor_id for r in memory_sql.group_page("user_identity", [ALPHA], below_id=2**63 - 1,
+                                                             limit=9)] == ["user:local", "USER:Web", "user:local"]
 
 
 def entries(queryset) -> list[dict]:
@@ -410,6 +446,26 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
             # Room context above the floor, watch briefs excluded (as context_events() reads it).
             orm = entries(context_events().filter(event_id=event.event_id, seq__gt=floor))
             assert memory_sql.packet_parent(event.event_id, floor) == (orm[0] if orm else None)
+
+
+def test_context_window_and_the_seq_from_the_newest_read_what_the_orm_reads():
+    for n, target in enumerate([ALPHA, BETA, "agent:gamma", ALPHA, BETA]):
+        post([target], f"message {n}")
+    odd = dict(EVENT, event_id="evt_brief", idempotency_key=None, occurred_at=NOW)
+    Event.objects.create(**(odd | {"body": {"kind": WATCH_BRIEF_KIND, "content": "hidden"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_nullkind", "body": {"kind": None, "content": "kept"}}))
+    Event.objects.create(**(odd | {"event_id": "evt_op", "event_type": "operator.dispatch"}))
+    top = Event.objects.aggregate(m=Max("seq"))["m"]
+    for after, before in [(0, top + 1), (2, top), (top, top + 1), (0, 2**63 - 1)]:
+        orm = context_events().filter(seq__gt=after, seq__lt=before)
+        for size in (1, 3, 100):
+            got = memory_sql.context_window(room_id=ROOM_ID, after_seq=after, before_seq=before, size=size)
+            assert got == entries(orm.order_by("seq")[:size])
+        newest = list(orm.order_by("-seq").values_list("seq", flat=True))
+        for offset in range(len(newest) + 2):
+            assert memory_sql.context_seq_from_newest(room_id=ROOM_ID, after_seq=after, before_seq=before,
+                                                      offset=offset) == (newest[offset] if offset < len(newest)
+                                                                         else None)
 
 
 # ---- the rules -------------------------------------------------------------------------------------
