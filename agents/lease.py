@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents import agent_leases
@@ -118,7 +118,12 @@ def beat(me: Me, wanted: list[str], agents_health: dict[str, Any] | None = None)
         mine = RuntimeWorker.objects.filter(worker_id=me.worker_id).first()
         if mine is not None and mine.role == RuntimeWorker.STOPPED:
             return Holdings(alive=False)
-        replaced = _acquire_room(me, now)
+        try:
+            with transaction.atomic():  # a savepoint: PostgreSQL aborts the transaction on a failed statement
+                replaced = _acquire_room(me, now)
+        except IntegrityError:  # another worker became the owner between our read and our write
+            _upsert(me, now, role=RuntimeWorker.STANDBY)
+            replaced = None
         agent_leases.acquire(me.worker_id, me.host, wanted, now)
         if agents_health is not None:
             RuntimeWorker.objects.filter(worker_id=me.worker_id).update(agents_health=agents_health)
