@@ -104,6 +104,12 @@ class AgentsWorker:
         self._offset = 0
 
     def start(self, *, expect: str = OWNS, timeout: float = 60) -> AgentsWorker:
+        self.launch()
+        self.wait_for(expect, timeout=timeout)
+        return self
+
+    def launch(self) -> AgentsWorker:
+        """Start the process without waiting for it (several workers starting at the same moment)."""
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it)
         command = [sys.executable, "manage.py", "runworker", "groupx-agents"]
@@ -111,7 +117,6 @@ class AgentsWorker:
             command += ["--agents", self.agents]
         self.proc = subprocess.Popen(command, cwd=REPO, env=self.web.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        self.wait_for(expect, timeout=timeout)
         return self
 
     def wait_for(self, text: str, *, timeout: float = 60) -> None:
