@@ -47,11 +47,14 @@ class LeaseKeeper:
         self._renewed_at = 0.0  # monotonic time of the last heartbeat that kept the lease
         self._closing = False
         self._changes: set[asyncio.Task] = set()
+        self._applied: tuple[bool, frozenset[str]] | None = None  # what on_change last started (or the start)
 
     def _change_done(self, task: asyncio.Task) -> None:
         self._changes.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            logger.error("starting or stopping what the lease changed failed", exc_info=task.exception())
+            self._applied = None  # the next beat hands it on again
+            logger.error("starting or stopping what the lease changed failed; trying again at the next beat",
+                         exc_info=task.exception())
 
     async def claim(self) -> None:
         await db.write(lease.claim)(self.me, self.wanted)
@@ -70,6 +73,7 @@ class LeaseKeeper:
                 holdings = None
             if holdings is not None and (holdings.room or holdings.agents):
                 self._took(holdings)
+                self._applied = (holdings.room, holdings.agents)  # the runtime's own start runs these
                 return holdings.replaced or {}
             if not announced:
                 logger.info("another worker owns the room's agents: %s stands by", self.me.worker_id)
@@ -124,12 +128,21 @@ class LeaseKeeper:
             if not kept:
                 return await self._lost("another worker took it")
             self._renewed_at = time.monotonic()
-            if holdings is not None and (holdings.room, holdings.agents) != (self.holdings.room, self.holdings.agents):
-                self._took(holdings)
-                if self.on_change is not None:  # in a task: a slow agent start must not stop the heartbeat
-                    task = asyncio.get_running_loop().create_task(self.on_change(holdings), name="lease-change")
-                    self._changes.add(task)
-                    task.add_done_callback(self._change_done)
+            if holdings is not None:
+                self._hand_on(holdings)
+
+    def _hand_on(self, holdings: lease.Holdings) -> None:
+        """Tell ``on_change`` what we hold now when it differs from what it last started, in a task
+        (a slow agent start must not stop the heartbeat), one at a time; a change whose start
+        failed (a store fault) is handed on again at a later beat."""
+        if (holdings.room, holdings.agents) != (self.holdings.room, self.holdings.agents):
+            self._took(holdings)
+        if self.on_change is None or self._changes or self._applied == (holdings.room, holdings.agents):
+            return
+        self._applied = (holdings.room, holdings.agents)
+        task = asyncio.get_running_loop().create_task(self.on_change(holdings), name="lease-change")
+        self._changes.add(task)
+        task.add_done_callback(self._change_done)
 
     async def _lost(self, why: str) -> None:
         logger.error("this process lost the lease of the room's agents (%s): its agents stop now", why)
