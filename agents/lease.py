@@ -146,13 +146,16 @@ def claim(me: Me, actor_ids: list[str]) -> None:
 
 
 def heartbeat(me: Me, agents_health: dict[str, Any] | None = None) -> bool:
-    """Renew our lease (and store the agents' health when given). False: the lease is no longer
-    ours (another process took it after ours expired)."""
+    """Renew our row (and store the agents' health when given): the embedded default's heartbeat,
+    and a worker's between its full beats. False: our leases are no longer ours (another process
+    took them after ours expired)."""
     now = timezone.now()
     fields: dict[str, Any] = {"heartbeat_at": now, "expires_at": now + timedelta(seconds=expiry_seconds())}
     if agents_health is not None:
         fields["agents_health"] = agents_health
-    return bool(RuntimeWorker.objects.filter(worker_id=me.worker_id, role=RuntimeWorker.OWNER).update(**fields))
+    # Not stopped: an owner stays one until another process stops it (a worker's row may be a
+    # standby that runs agents, D58); a stopped row means our leases were taken.
+    return bool(RuntimeWorker.objects.filter(worker_id=me.worker_id).exclude(role=RuntimeWorker.STOPPED).update(**fields))
 
 
 def release(me: Me) -> None:

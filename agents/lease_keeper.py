@@ -45,6 +45,7 @@ class LeaseKeeper:
         self._task: asyncio.Task | None = None
         self._stop_listening: Callable[[], None] | None = None
         self._renewed_at = 0.0  # monotonic time of the last heartbeat that kept the lease
+        self._beaten_at = 0.0  # monotonic time of a worker's last full beat (lease.beat)
         self._closing = False
         self._changes: set[asyncio.Task] = set()
         self._applied: tuple[bool, frozenset[str]] | None = None  # what on_change last started (or the start)
@@ -114,7 +115,11 @@ class LeaseKeeper:
             try:
                 # A heartbeat's one-row UPDATE may fit where a real write would not (a full disk):
                 # it must not tell health the store takes writes again (D24).
-                if self.me.mode == "worker":
+                # A worker's full beat (it tries to take leases: several statements) runs once per
+                # heartbeat; a health change in between is one UPDATE, so a web process sees it as
+                # soon as before (the side chat's answer reads the brain's published status).
+                if self.me.mode == "worker" and time.monotonic() - self._beaten_at >= lease.heartbeat_seconds():
+                    self._beaten_at = time.monotonic()
                     holdings = await db.write(lease.beat, clears_faults=False)(self.me, self.wanted, snapshot)
                     kept = holdings.alive
                 else:
