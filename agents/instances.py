@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Collection
 from typing import Any
 
 from django.db import transaction
@@ -72,11 +73,16 @@ def current_instance_id(actor_id: str) -> str | None:
             .order_by("-created_at").values_list("instance_id", flat=True).first())
 
 
-def close_stale_launches() -> int:
-    """On start: every agent binding of a previous process is closed (its process is gone)."""
+def close_stale_launches(only: Collection[str] | None = None, besides: Collection[str] = ()) -> int:
+    """On start: every agent binding of a previous process is closed (its process is gone). A
+    worker that runs some agents (docs/DECISIONS.md D58) closes those of ``only`` when it takes
+    them, and with the room's lease those of every actor but ``besides`` (the agents, whose
+    bindings are their own holders')."""
     now = timezone.now()
     with transaction.atomic():
-        stale = SessionBinding.objects.filter(status="active", transport="structured")
+        stale = SessionBinding.objects.filter(status="active", transport="structured").exclude(actor_id__in=besides)
+        if only is not None:
+            stale = stale.filter(actor_id__in=only)
         AgentInstance.objects.filter(bindings__in=stale, process_ended_at__isnull=True).update(
             status="stopped", process_ended_at=now
         )

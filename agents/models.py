@@ -97,3 +97,17 @@ class RuntimeWorker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker_id} ({self.role})"
+
+
+class AgentLease(models.Model):
+    """Which worker runs one agent (issue 21 item 3, ``agents/agent_leases.py``, docs/DECISIONS.md
+    D58). The lease has no clock of its own: it is held while its holder's ``RuntimeWorker`` row is
+    live (renewed by that row's heartbeat, not stopped, not expired, its pid alive on this host).
+    ``worker_id`` is empty when nobody ever held it or its holder let it go."""
+
+    actor_id = models.CharField(max_length=128, primary_key=True)
+    worker_id = models.CharField(max_length=128, blank=True, default="")
+    acquired_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.actor_id} -> {self.worker_id or 'nobody'}"

@@ -38,23 +38,28 @@ def _free_port() -> int:
 
 class SplitBenchServer(BenchServer):
     """The web process (daphne, on groupx.json's port so the agents' MCP URL reaches it) and one
-    agents' worker, over the given Redis."""
+    agents' worker, over the given Redis. ``worker_agents``: one worker per entry, started with
+    ``--agents <entry>`` (None: every agent; bench/workers.py, docs/DECISIONS.md D58)."""
 
-    def __init__(self, workdir: Path, redis_url: str):
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, redis_url: str, *, storage_url: str | None = None,
+                 worker_agents: tuple[str | None, ...] = (None,)):
+        super().__init__(workdir, storage_url=storage_url)
         config = json.loads(self.config_path.read_text())
         self.port = _free_port()
         config["server"]["port"] = self.port
         config["channelLayer"] = {"redisUrl": redis_url}
         self.config_path.write_text(json.dumps(config))
-        self.worker: subprocess.Popen | None = None
+        self.worker_agents = worker_agents
+        self.workers: list[subprocess.Popen] = []
 
     def start(self, timeout: float = 60.0) -> SplitBenchServer:
         self.migrate()
-        with open(self.workdir / "worker.log", "ab") as log:
-            self.worker = subprocess.Popen([sys.executable, "manage.py", "runworker", "groupx-agents"], cwd=REPO,
-                                           env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                           preexec_fn=_die_with_parent)
+        for number, agents in enumerate(self.worker_agents, start=1):
+            command = [sys.executable, "manage.py", "runworker", "groupx-agents"]
+            with open(self.workdir / f"worker{number}.log", "ab") as log:
+                self.workers.append(subprocess.Popen(command + (["--agents", agents] if agents else []), cwd=REPO,
+                                                     env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                                     preexec_fn=_die_with_parent))
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "groupx_site.asgi:application"],
@@ -66,9 +71,10 @@ class SplitBenchServer(BenchServer):
 
     def stop(self, timeout: float = 20.0) -> None:
         super().stop(timeout)
-        if self.worker and self.worker.poll() is None:
-            self.worker.terminate()
-            self.worker.wait(timeout)
+        for worker in self.workers:
+            if worker.poll() is None:
+                worker.terminate()
+                worker.wait(timeout)
 
 
 def measure(server: BenchServer, plan: dict) -> dict:

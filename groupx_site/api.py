@@ -92,8 +92,10 @@ class HealthReport(Response):
     runtimeScopeKey: str
     store: dict[str, Any] | None = None
     agents: list[dict[str, Any]] | None = None
-    # Who owns the room's agents (D45): mode, owner {workerId, mode, host, pid, since, heartbeatAt,
-    # expiresAt} or null with a message, and the live standbys.
+    # Who runs the room (D45, D58): mode, owner {workerId, mode, host, pid, since, heartbeatAt,
+    # expiresAt, agents, roomJobs} or null with a message, the live standbys, and ``workers``: every
+    # live worker with the agents it runs (``agents``) and whether it runs the room-wide jobs
+    # (``roomJobs``). Each entry of ``agents`` names its ``worker``.
     worker: dict[str, Any] | None = None
 
 

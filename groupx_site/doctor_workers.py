@@ -30,10 +30,10 @@ def worker_lines(config_path: Path) -> list[str]:
     split = config.channelLayer is not None
     if config.storage.url:
         try:
-            rows = _postgresql_rows(config.storage.url)
+            rows, leases = _postgresql_rows(config.storage.url)
         except Exception as error:  # noqa: BLE001 - psycopg's errors: doctor reports, never raises
             return [f"agents' worker: unknown (the lease could not be read: {error})"]
-        return _lines(rows, split)
+        return _lines(rows, split, leases)
     database = Path(os.environ.get("GROUPX_DB") or storage_path(config, config_path))  # as settings.py
     if not database.exists():
         return ["agents' worker: none yet (the room's database does not exist)"]
@@ -41,25 +41,28 @@ def worker_lines(config_path: Path) -> list[str]:
         connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=2)
         try:
             rows = connection.execute(SELECT).fetchall()
+            has_leases = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'agents_agentlease'").fetchone()
+            leases = connection.execute(SELECT_AGENTS).fetchall() if has_leases else []  # a room not yet migrated
         finally:
             connection.close()
     except sqlite3.Error as error:
         return [f"agents' worker: unknown (the lease could not be read: {error})"]
-    return _lines(rows, split)
+    return _lines(rows, split, leases)
 
 
+SELECT_AGENTS = "SELECT actor_id, worker_id FROM agents_agentlease WHERE worker_id != ''"  # agents.models.AgentLease
 SELECT = (f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
           " WHERE role != 'stopped'")
 
 
-def _postgresql_rows(url: str) -> list[tuple]:
+def _postgresql_rows(url: str) -> tuple[list[tuple], list[tuple]]:
     import psycopg
 
     with psycopg.connect(url, connect_timeout=2, options="-c default_transaction_read_only=on") as connection:
-        return connection.execute(SELECT).fetchall()
+        return connection.execute(SELECT).fetchall(), connection.execute(SELECT_AGENTS).fetchall()
 
 
-def _lines(rows: list[tuple], split: bool) -> list[str]:
+def _lines(rows: list[tuple], split: bool, leases: list[tuple]) -> list[str]:
     now = datetime.now(UTC)
     live = [row for row in rows if _moment(row[7]) > now]
     owners = [row for row in live if row[4] == "owner"]
@@ -74,7 +77,19 @@ def _lines(rows: list[tuple], split: bool) -> list[str]:
                      "groupx-agents` (groupx.json names a Redis channel layer: split mode)")
     else:
         lines.append("agents' worker: none (GroupX is not running; `groupx start` runs web and agents in one process)")
+    runs: dict[str, list[str]] = {}
+    for actor_id, worker_id in sorted(leases):
+        runs.setdefault(worker_id, []).append(actor_id)
     for worker_id, _mode, host, pid, *_ in standbys:
-        lines.append(f"  a second worker stands by: {worker_id} (host {host}, pid {pid}); it takes over when the"
-                     " owner's lease expires")
+        if worker_id in runs:  # a worker of --agents without the room's lease (D58)
+            lines.append(f"  a worker runs agents: {worker_id} (host {host}, pid {pid})")
+        else:
+            lines.append(f"  a second worker stands by: {worker_id} (host {host}, pid {pid}); it takes over when the"
+                         " owner's lease expires")
+    if len(runs) > 1 or standbys:  # several workers: say who runs each agent
+        for row in live:
+            agents = runs.get(row[0])
+            if agents:
+                room = " and the room-wide jobs" if row[4] == "owner" else ""
+                lines.append(f"  {row[0]} runs {', '.join(agents)}{room}")
     return lines

@@ -48,8 +48,10 @@ def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, A
 
 
 def worker_report() -> dict[str, Any]:
-    """Who owns the room's agents (``agents/lease.py``): the mode, the owner and since when, the
-    live standbys; with no live owner, ``owner`` is null and ``message`` says so (D45)."""
+    """Who runs what (``agents/lease.py``): the mode, the owner of the room's lease and since when,
+    the live standbys, and every live worker with the agents it runs and whether it runs the
+    room-wide jobs (``workers``, D58); with no live owner, ``owner`` is null and ``message`` says so
+    (D45)."""
     report = lease.describe()
     report["mode"] = "split" if runtime.split_mode() else "embedded"
     return report
@@ -66,12 +68,15 @@ def agent_states(worker: dict[str, Any] | None = None) -> dict[str, dict[str, An
 
 
 def agent_health(worker: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Each live agent's entry; ``worker`` names the worker that runs it (its lease's live holder,
+    D58), null when none does or the store does not say."""
     entries = []
     states = agent_states(worker)
+    holders = (worker or {}).get("agentWorkers") or {}
     for agent in roster.live_agents():
         state = states[agent.actor_id]
         entries.append({"actorId": agent.actor_id, "agentId": agent.agent_id, "adapterId": agent.driver,
-                        "driver": agent.driver, "host": agent.host, **state})
+                        "driver": agent.driver, "host": agent.host, **state, "worker": holders.get(agent.actor_id)})
     return entries
 
 
@@ -85,7 +90,7 @@ def _worker_or_none(store: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _public_worker(worker: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in worker.items() if key != "agentsHealth"}
+    return {key: value for key, value in worker.items() if key not in ("agentsHealth", "agentWorkers")}
 
 
 def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]]:
@@ -98,7 +103,9 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
     worker = _worker_or_none(store)
     agents = agent_health(worker)
     start_retry = lifecycle.start_retry()
-    no_owner = readiness == "ready" and worker is not None and worker["owner"] is None
+    # No owner of the room, or (split mode) an agent no live worker runs: its Turns wait (D45, D58).
+    no_owner = readiness == "ready" and worker is not None and (
+        worker["owner"] is None or (worker["mode"] == "split" and any(a["worker"] is None for a in agents)))
     degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None or no_owner
                 or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
     counts = {"activeTurns": 0, "queuedTurns": 0}

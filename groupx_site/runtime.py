@@ -30,6 +30,7 @@ from django.conf import settings
 from agents.lease_keeper import LeaseKeeper
 from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity
 from rooms import bus
+from setup_wizard import roster
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -38,6 +39,8 @@ _admitted: asyncio.Event | None = None  # set once requests may come in (see wai
 _stopped: asyncio.Future | None = None
 _migrate_first = False
 _keeper: LeaseKeeper | None = None  # set by the worker before it starts; the embedded role makes its own
+_holdings_lock = asyncio.Lock()  # a worker starts and stops what its leases say one change at a time
+_room_jobs_started = False
 
 
 def split_mode() -> bool:
@@ -49,6 +52,11 @@ def run_as_worker(keeper: LeaseKeeper) -> None:
     """This process is the agents' worker and already holds the lease through ``keeper``."""
     global _keeper
     _keeper = keeper
+
+
+def _held_agents() -> set[str] | None:
+    """The agents this process runs: a worker's, those it holds the leases of (D58); else all."""
+    return set(_keeper.holdings.agents) if _keeper is not None and _keeper.me.mode == "worker" else None
 
 
 def runs_agents() -> bool:
@@ -78,13 +86,48 @@ async def _start_agents() -> None:
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
         from agents import worker as agents_worker
 
-        keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost)
+        keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost,
+                             wanted=[agent.actor_id for agent in roster.live_agents()])
         await keeper.claim()  # a store fault here is retried with the whole start (D24)
         keeper.keep()
         _keeper = keeper
         await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
+    elif _keeper.me.mode == "worker":
+        await _run_holdings(_keeper.holdings)
+        return
     await agent_runtime.start()
     await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
+
+
+async def apply_holdings(holdings) -> None:
+    """A worker's keeper took an agent's lease, the room's, or lost an agent's (D58): start or stop
+    them, after the runtime's own start (which runs what was held then)."""
+    await ensure_started()
+    await _run_holdings(holdings)
+
+
+async def _run_holdings(holdings) -> None:
+    global _room_jobs_started
+    from agents import runtime as agent_runtime
+    from assistant import runtime as assistant_runtime
+
+    async with _holdings_lock:
+        running = agent_runtime.running_agents()
+        if lost := running - holdings.agents:
+            logger.warning("this worker no longer holds %s: they stop now", ", ".join(sorted(lost)))
+            await agent_runtime.stop_agents(lost)
+        taken = set(holdings.agents) - running
+        room_taken = holdings.room and not _room_jobs_started
+        if not taken and not room_taken:
+            return
+        whole = {agent.actor_id for agent in roster.live_agents()} <= holdings.agents
+        if room_taken and whole and not running:  # the whole room, as one process has always started it
+            await agent_runtime.start()
+        else:
+            await agent_runtime.start(taken, room_jobs=holdings.room)
+        if room_taken:
+            _room_jobs_started = True
+            await assistant_runtime.start()  # the brain runs where the room-wide jobs run (D55, D58)
 
 
 def migrate_before_start() -> None:
@@ -123,7 +166,7 @@ async def _start() -> None:
             if runs_agents():
                 from agents import runtime as agent_runtime
 
-                agent_runtime.announce_starting()
+                agent_runtime.announce_starting(_held_agents())
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
             await _start_agents()
             break

@@ -4,7 +4,9 @@
 Channels' worker would create the ``groupx-agents`` consumer on its first message; ours creates it
 at once (it joins its groups before any web process wakes it), then stands by for the lease and,
 once it holds it, runs the agents: sessions, lanes, schedulers and restart recovery
-(``groupx_site/runtime.py`` in its worker role). While it runs it reads the cancels asked for now
+(``groupx_site/runtime.py`` in its worker role). With ``--agents`` it runs only the agents named
+whose leases it holds, and the room-wide jobs when it holds the room's lease (D58); every worker
+hears every wake-up on the group ``groupx.agents`` and each acts for the lanes it has. While it runs it reads the cancels asked for now
 and then (``agents.runtime.deliver_pending_cancels``; the lanes re-read their queues), so a
 wake-up the channel layer lost delays a cancel, never strands it. It stops its agents at once when
 it loses the lease, and on SIGTERM/SIGINT it closes them, releases the lease and ends.
@@ -26,6 +28,7 @@ from agents.lease_keeper import LeaseKeeper
 from groupx_site import runtime
 from groupx_site.core import layer
 from groupx_site.core.store_faults import Backoff, StoreUnavailable
+from setup_wizard import roster
 
 logger = logging.getLogger("groupx.worker")
 
@@ -49,8 +52,9 @@ class AgentsWorker(Worker):
     lost_lease = False
     keeper: LeaseKeeper | None = None
 
-    def __init__(self, application, channels, channel_layer, max_applications=1000):
+    def __init__(self, application, channels, channel_layer, max_applications=1000, agents: list[str] | None = None):
         super().__init__(agents_worker.channel_router, channels, channel_layer, max_applications)
+        self.agents = agents  # the actor ids of ``--agents``; None: every live agent
 
     def _ensure_consumers(self) -> None:
         """Every consumer exists (one that a layer fault ended is made again) and the agents' one
@@ -118,7 +122,8 @@ class AgentsWorker(Worker):
         if not runtime.split_mode():
             logger.warning("groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
                            "(the embedded default, `groupx start`, runs the agents itself)")
-        keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost)
+        wanted = self.agents if self.agents is not None else [agent.actor_id for agent in roster.live_agents()]
+        keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost, wanted=wanted, on_change=runtime.apply_holdings)
         await keeper.acquire()  # a standby waits here
         runtime.run_as_worker(keeper)
         keeper.keep()

@@ -10,6 +10,7 @@ outcomes, and an illegal change raises.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,11 +327,16 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
 # ---- restart recovery -------------------------------------------------------------------------
 
 
-def recover_after_restart() -> dict[str, int]:
+def recover_after_restart(only: Collection[str] | None = None, besides: Collection[str] = ()) -> dict[str, int]:
     """PROTOCOL §5 on start: only ``prepared + not_delivered`` goes back to the queue; a
     ``cancelling`` one that never reached the CLI is cancelled; anything that may have been
-    delivered is ``interrupted`` with its partial text kept. Nothing is ever re-sent."""
-    return _recover(Turn.objects.filter(status__in=[DISPATCHING, RUNNING, CANCELLING]))
+    delivered is ``interrupted`` with its partial text kept. Nothing is ever re-sent. A worker
+    that takes some agents recovers the Turns of those (``only``); the room's lease, those of
+    every target but ``besides`` (docs/DECISIONS.md D58)."""
+    in_flight = Turn.objects.filter(status__in=[DISPATCHING, RUNNING, CANCELLING]).exclude(target_actor_id__in=besides)
+    if only is not None:
+        in_flight = in_flight.filter(target_actor_id__in=only)
+    return _recover(in_flight)
 
 
 def recover_agent_turns(actor_id: str, **facts: Any) -> dict[str, int]:

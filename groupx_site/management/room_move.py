@@ -26,7 +26,7 @@ from groupx_site.core.postgresql import postgresql_database
 
 TARGET = "move_target"
 SEEDED_BY_MIGRATIONS = {"agents.actor", "agents.agentinstance", "agents.sessionbinding"}
-NOT_MOVED = {"agents.runtimeworker"}
+NOT_MOVED = {"agents.runtimeworker", "agents.agentlease"}  # the leases belong to the old processes
 BATCH = 1000
 
 

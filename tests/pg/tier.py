@@ -3,7 +3,8 @@
 1. the SQL parity test (tests/unit/test_sql_parity.py) in-process against PostgreSQL;
 2. a representative end-to-end set of ``tests/`` (posting, @all dispatch with the fakes, SSE replay
    and follow, cancel, memory and message search, MCP ask), every server on a database of its own;
-3. tests/pg: seq order across processes (two web processes posting at once) and the move;
+3. tests/pg: seq order across processes (two web processes posting at once), the move, and
+   several workers each running some agents (``--agents``, one SIGKILLed mid-Turn; D58);
 4. the split tier's two-mode tests on PostgreSQL (two workers, the owner SIGKILLed mid-Turn).
 """
 

@@ -15,6 +15,7 @@ import pytest
 from tests.server import REPO, GroupXServer, wait_until
 
 OWNS = "this worker owns the room's agents"
+RUNS = "this worker runs agents"  # a worker of --agents took some of its agents (D58)
 STANDS_BY = "stands by"
 
 
@@ -95,19 +96,27 @@ def doctor(web: GroupXServer) -> str:
 class AgentsWorker:
     """``manage.py runworker groupx-agents`` for the room of ``web`` (same config, same database)."""
 
-    def __init__(self, web: GroupXServer, name: str):
+    def __init__(self, web: GroupXServer, name: str, *, agents: str | None = None):
         self.web = web
+        self.agents = agents  # ``--agents``: the agents this worker runs (docs/DECISIONS.md D58)
         self.log_path = web.workdir / f"{name}.log"
         self.proc: subprocess.Popen | None = None
         self._offset = 0
 
     def start(self, *, expect: str = OWNS, timeout: float = 60) -> AgentsWorker:
+        self.launch()
+        self.wait_for(expect, timeout=timeout)
+        return self
+
+    def launch(self) -> AgentsWorker:
+        """Start the process without waiting for it (several workers starting at the same moment)."""
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it)
-        self.proc = subprocess.Popen([sys.executable, "manage.py", "runworker", "groupx-agents"], cwd=REPO,
-                                     env=self.web.env, stdout=log, stderr=subprocess.STDOUT)
+        command = [sys.executable, "manage.py", "runworker", "groupx-agents"]
+        if self.agents is not None:
+            command += ["--agents", self.agents]
+        self.proc = subprocess.Popen(command, cwd=REPO, env=self.web.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        self.wait_for(expect, timeout=timeout)
         return self
 
     def wait_for(self, text: str, *, timeout: float = 60) -> None:
