@@ -18,7 +18,8 @@ from typing import Any
 from assistant import status
 from groupx_site.core.errors import GroupXError
 
-Runner = Callable[[str], Awaitable[None]]
+# A runner may return the brain's status as of its answer (a worker's, sent with the reply).
+Runner = Callable[[str], Awaitable[dict[str, Any] | None]]
 Canceller = Callable[[str], Awaitable[bool]]
 StateReader = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -48,11 +49,12 @@ def available() -> bool:
     return _runner is not None
 
 
-async def run(user_message_id: str) -> None:
-    """Answer the user row ``user_message_id`` (joining the run already answering it, if any)."""
+async def run(user_message_id: str) -> dict[str, Any] | None:
+    """Answer the user row ``user_message_id`` (joining the run already answering it, if any); the
+    brain's status once it answered, when the runner knows it better than ``state`` does."""
     if _runner is None:
         raise GroupXError("SESSION_NOT_AVAILABLE", "the room assistant is not running in this process")
-    await _runner(user_message_id)
+    return await _runner(user_message_id)
 
 
 async def cancel(user_message_id: str) -> bool:

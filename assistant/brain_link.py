@@ -121,8 +121,11 @@ def serve(brain: Brain) -> Inbox:
         if message.get("type") == "assistant.run":
             task = brain.start_run(user_message_id)
             if reply_to:
+                # The brain's status rides along: the copy published beside the lease is written
+                # by the next beat, which may come after the web process has read the reply row.
                 task.add_done_callback(lambda _t: asyncio.ensure_future(
-                    _send(reply_to, {"type": "assistant.replied", "userMessageId": user_message_id})))
+                    _send(reply_to, {"type": "assistant.replied", "userMessageId": user_message_id,
+                                     "state": status.snapshot()})))
         elif message.get("type") == "assistant.cancel" and reply_to:
             await _send(reply_to, {"type": "assistant.cancel_answer", "token": message.get("token"),
                                    "accepted": brain.cancel(user_message_id)})
@@ -139,6 +142,7 @@ class RemoteBrain:
 
     def __init__(self) -> None:
         self._replied: dict[str, set[asyncio.Event]] = {}
+        self._replied_state: dict[str, dict[str, Any]] = {}  # the brain's status when it answered that row
         self._cancel_answers: dict[str, asyncio.Future] = {}
         self.inbox = Inbox("assistant-replies", self._handle)
 
@@ -150,7 +154,10 @@ class RemoteBrain:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("type") == "assistant.replied":
-            for replied in self._replied.get(str(message.get("userMessageId")), ()):
+            user_message_id = str(message.get("userMessageId"))
+            if user_message_id in self._replied and isinstance(message.get("state"), dict):
+                self._replied_state[user_message_id] = message["state"]
+            for replied in self._replied.get(user_message_id, ()):
                 replied.set()
         elif message.get("type") == "assistant.cancel_answer":
             answer = self._cancel_answers.get(str(message.get("token")))
@@ -160,8 +167,10 @@ class RemoteBrain:
     async def _ask(self, message: dict[str, Any]) -> None:
         await _send_to_group({**message, "replyTo": self.inbox.channel})
 
-    async def run(self, user_message_id: str) -> None:
-        """Return once the reply to ``user_message_id`` is stored (the side chat's own cap bounds it)."""
+    async def run(self, user_message_id: str) -> dict[str, Any] | None:
+        """Return once the reply to ``user_message_id`` is stored (the side chat's own cap bounds it):
+        the brain's status as the worker sent it with the reply, or None when the store was read
+        first (the published status is then the one to show)."""
         replied = asyncio.Event()
         self._replied.setdefault(user_message_id, set()).add(replied)
         loop = asyncio.get_running_loop()
@@ -174,11 +183,13 @@ class RemoteBrain:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(replied.wait(), REPLY_POLL_SECONDS)
                 replied.clear()
+            return self._replied_state.get(user_message_id)
         finally:
             waiting = self._replied.get(user_message_id, set())
             waiting.discard(replied)
             if not waiting:
                 self._replied.pop(user_message_id, None)
+                self._replied_state.pop(user_message_id, None)
 
     async def cancel(self, user_message_id: str) -> bool:
         """The worker's answer; False when it does not answer in time (no worker, a lost message)."""

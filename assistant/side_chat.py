@@ -36,17 +36,21 @@ async def post_message(message: SideMessage) -> dict[str, Any]:
     recorded = await db.write(conversation.record_user_message)(WEB_BINDING_ID, message)
     user = recorded["userMessage"]
     reply = await db.read(conversation.reply_to)(user["messageId"])
+    answered_state = None
     if reply is None:
         # A user row without a reply (new, in flight, or left by a crash) runs the brain, or joins
         # the run already answering it; the row itself is never written twice.
         run = asyncio.ensure_future(brain_hook.run(user["messageId"]))
         done, _ = await asyncio.wait({run}, timeout=ANSWER_WAIT_SECONDS)
         if run in done:
-            run.result()  # SESSION_NOT_AVAILABLE when no runtime runs the brain
+            answered_state = run.result()  # raises SESSION_NOT_AVAILABLE when no runtime runs the brain
         else:  # stop waiting, not the run: a local brain's run is shielded, a worker's goes on there
             run.cancel()
         reply = await db.read(conversation.reply_to)(user["messageId"])
-    answer: dict[str, Any] = {"userMessage": user, **await brain_hook.state()}
+    state = await brain_hook.state()
+    if answered_state is not None and state["status"] != "restart_required":
+        state = answered_state
+    answer: dict[str, Any] = {"userMessage": user, **state}
     if reply is not None:
         answer["assistantMessage"] = reply
     else:
