@@ -12,28 +12,18 @@ alternate for ``--rounds``; prints the JSON of every round.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from bench import latency, throughput
+from bench.postgresql import measure  # the same two workloads, on a server it starts and stops
 from bench.split import SplitBenchServer
 from tests.pg.databases import cluster_url, create_database
 from tests.split.processes import RedisServer
 
 SETUPS = {"one": (None,), "two": ("kimi,hermes", "grok")}
-
-
-def measure(server: SplitBenchServer, *, messages: int, burst: int) -> dict:
-    server.start()
-    try:
-        return {"latency": asyncio.run(latency.run(server.base_url, messages=messages)),
-                "throughput": asyncio.run(throughput.run(server.base_url, messages=burst))}
-    finally:
-        server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
