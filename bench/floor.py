@@ -7,7 +7,8 @@ GroupX's stack (daphne + Django + SQLite + subprocess pipes), for issue 22's mis
    reachable on this machine. Skipped with a message when the reference cannot be built.
 2. ``http`` (``bench/floor_http.py``): server CPU per request of the harness's message post
    through daphne, daphne + Django + ninja, uvicorn (httptools) with and without Django, and Node's
-   own http server (the reference's Node 24; skipped when absent).
+   own http server (the reference's Node 24; skipped when absent); ``sse`` (``bench/floor_sse.py``):
+   server CPU per event-stream frame through the same servers.
 3. ``sqlite`` (``bench/floor_sqlite.py``, its own process): one Turn's statements replayed with
    ``sqlite3`` alone.
 4. ``pipes`` (``bench/floor_pipes.py``): one ACP prompt round trip over asyncio pipes.
@@ -30,10 +31,19 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import compare, compare_table, floor_ceiling, floor_http, floor_pipes, floor_table
+from bench import (
+    compare,
+    compare_table,
+    floor_apps,
+    floor_ceiling,
+    floor_http,
+    floor_pipes,
+    floor_sse,
+    floor_table,
+)
 from bench.compare_servers import REPO
 
-PARTS = ("ceiling", "http", "sqlite", "pipes")
+PARTS = ("ceiling", "http", "sse", "sqlite", "pipes")
 RESULTS = REPO / "bench" / "results" / "floor"
 
 
@@ -83,7 +93,7 @@ def describe(args, parts: list[str], reference_commit: str | None, started: str,
 
 def render(args, results: dict, header: str) -> str:
     cores = os.cpu_count() or 1
-    ceiling_rows, http_rows = results.get("ceiling", []), results.get("http", [])
+    ceiling_rows, http_rows, sse_rows = results.get("ceiling", []), results.get("http", []), results.get("sse", [])
     sqlite, pipes = results.get("sqlite"), results.get("pipes")
     blocks, derived = [header], {}
     if ceiling_rows:
@@ -97,6 +107,10 @@ def render(args, results: dict, header: str) -> str:
                       f"{args.requests} requests over {args.connections} keep-alive connections after "
                       f"{args.warmup_requests} for warm-up, each server a fresh process answering 201:\n\n"
                       + floor_table.http_section(http_rows))
+    if sse_rows:
+        blocks.append(f"**2b. The SSE floor**: server CPU per event-stream frame ({len(floor_apps.FRAME)} bytes, a "
+                      f"Turn event's size), {args.frames} frames on one connection, one per turn of the server's "
+                      "event loop:\n\n" + floor_table.sse_section(sse_rows))
     if sqlite:
         blocks.append(f"**3. The SQLite floor**: {sqlite['turns_timed']} of `bench.turn_cost`'s Turns (one "
                       f"message to one agent each), {sqlite['statements_per_turn']} statements in "
@@ -109,13 +123,15 @@ def render(args, results: dict, header: str) -> str:
                       f"character prompt, {pipes['updates_per_turn']:.0f} `session/update` notifications, the "
                       f"result) to the instant fake agent over asyncio pipes: **{pipes['pipe_ms']:.3f} ms** of this "
                       f"side's CPU per Turn, {pipes['round_trip_ms']:.3f} ms of wall time.")
-    turns = {row["kind"]: row for row in ceiling_rows}.get("start", {}).get("turns")
-    posts_per_turn = args.throughput_k / turns if turns else 1 / 3
-    components = floor_table.floor_rows(http_rows, sqlite, pipes, posts_per_turn)
+    groupx = {row["kind"]: row for row in ceiling_rows}.get("start", {})
+    posts_per_turn = args.throughput_k / groupx["turns"] if groupx else 1 / 3
+    components = floor_table.floor_rows(http_rows, sse_rows, sqlite, pipes, posts_per_turn,
+                                        groupx.get("sse_frames_per_turn"))
     if components:
         table, total = floor_table.summary_section(components, ceiling_rows)
         blocks.append("**The floor of a Turn** (server CPU per Turn; what the sum leaves out is GroupX's own "
-                      "work: the commands, the Context Packet, the events' JSON and their SSE frames):\n\n" + table)
+                      "work: the Python of its commands around their statements, the Context Packet's text, the "
+                      "events' JSON, the hand-offs between its event loop and its threads):\n\n" + table)
         prose = floor_table.targets_prose(ceiling_rows, derived, http_rows, sqlite, pipes, total)
         if prose:
             blocks.append("Per target of issue 22, from this run:\n\n" + prose)
@@ -130,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=5000, help="measured requests per server (part 2)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--warmup-requests", type=int, default=500)
+    parser.add_argument("--frames", type=int, default=30000, help="event-stream frames per server (part 2b)")
     parser.add_argument("--sqlite-turns", type=int, default=400, help="Turns recorded; the second half is timed")
     parser.add_argument("--pipe-turns", type=int, default=2000)
     parser.add_argument("--no-write", action="store_true", help="print the section; leave docs/PERFORMANCE.md alone")
@@ -146,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if "ceiling" in parts:
         results["ceiling"], reference_commit = run_ceiling(args)
     if "http" in parts:
-        node = floor_http.node_binary(compare.cache_dir())
-        results["http"] = floor_http.run(node, args.requests, args.connections, args.warmup_requests, log)
+        results["http"] = floor_http.run(floor_http.node_binary(compare.cache_dir()), args.requests,
+                                         args.connections, args.warmup_requests, log)
+    if "sse" in parts:
+        results["sse"] = floor_sse.run(floor_http.node_binary(compare.cache_dir()), args.frames, log)
     if "sqlite" in parts:
         results["sqlite"] = run_sqlite(args)
     if "pipes" in parts:

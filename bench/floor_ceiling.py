@@ -58,6 +58,8 @@ def measure(kind: str, workdir: Path, reference: tuple | None, throughput_k: int
         "agents_ms": round(agents_cpu * 1000 / turns, 2),
         "agent_processes": len(agents),
         "agents_gone": len(gone),  # an agent that exited mid-run takes its CPU with it
+        # the frames the harness's one SSE client received per Turn (the monitor's events of this run)
+        "sse_frames_per_turn": round(sum((document.get("monitor_event_type_counts") or {}).values()) / turns, 2),
         "reply_p50_ms": warmup["reply_p50_ms"],
         "reply_p95_ms": warmup["reply_p95_ms"],
         "rss_mb": found["rss_peak_mb"],

@@ -118,7 +118,9 @@ def command(layer: str, port: int, node: Path | None) -> list[str]:
     return [*DAPHNE, "-p", str(port), target] if server == "daphne" else [*UVICORN, "--port", str(port), target]
 
 
-def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int) -> dict:
+@contextlib.contextmanager
+def serving(layer: str, node: Path | None):
+    """A fresh server of ``layer`` on a free loopback port, answering: yields (process, port)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="groupx-bench-floor-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}
@@ -131,11 +133,7 @@ def measure(layer: str, node: Path | None, requests: int, connections: int, warm
             if proc.poll() is not None:
                 raise RuntimeError(f"{layer} exited with {proc.returncode}: "
                                    f"{(Path(scratch) / 'server.log').read_text()[-500:]}")
-            asyncio.run(load(port, warmup, connections))
-            before, started = cpu_seconds(proc.pid), time.perf_counter()
-            statuses = asyncio.run(load(port, requests, connections))
-            elapsed, cpu = time.perf_counter() - started, cpu_seconds(proc.pid) - before
-            rss = peak_rss(proc.pid)["server"]["peakMiB"]
+            yield proc, port
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -143,21 +141,37 @@ def measure(layer: str, node: Path | None, requests: int, connections: int, warm
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int) -> dict:
+    with serving(layer, node) as (proc, port):
+        asyncio.run(load(port, warmup, connections))
+        before, started = cpu_seconds(proc.pid), time.perf_counter()
+        statuses = asyncio.run(load(port, requests, connections))
+        elapsed, cpu = time.perf_counter() - started, cpu_seconds(proc.pid) - before
+        rss = peak_rss(proc.pid)["server"]["peakMiB"]
     if statuses.get(201) != requests:
         raise RuntimeError(f"{layer}: answers {statuses}, expected {requests} × 201")
     return {"layer": layer, "requests": requests, "connections": connections,
-            "us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed), "rss_mb": rss}
+            "us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed),
+            "rss_mb": rss}
+
+
+def unavailable(layer: str, node: Path | None) -> str | None:
+    """Why ``layer`` cannot run here, or None."""
+    if layer == "node" and node is None:
+        return ("the reference's Node 24 is not in GROUPX_REFERENCE_CACHE (make bench-compare builds it there)")
+    if layer.startswith("uvicorn") and shutil.which("uvicorn", path=str(Path(sys.executable).parent)) is None:
+        return "uvicorn is not installed (the test extra pins it)"
+    return None
 
 
 def run(node: Path | None, requests: int, connections: int, warmup: int, log) -> list[dict]:
     rows = []
     for layer, label in LAYERS:
-        if layer == "node" and node is None:
-            log("http: the node row is skipped: the reference's Node 24 is not in GROUPX_REFERENCE_CACHE "
-                "(make bench-compare builds it there)")
-            continue
-        if layer.startswith("uvicorn") and shutil.which("uvicorn", path=str(Path(sys.executable).parent)) is None:
-            log(f"http: {layer} skipped: uvicorn is not installed (the test extra pins it)")
+        reason = unavailable(layer, node)
+        if reason:
+            log(f"http: {layer} skipped: {reason}")
             continue
         row = measure(layer, node, requests, connections, warmup)
         log(f"http: {label}: {row['us_per_request']} µs of server CPU per request "

@@ -68,13 +68,27 @@ def http_section(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def floor_rows(http: list[dict], sqlite: dict | None, pipes: dict | None, posts_per_turn: float) -> list[tuple]:
+def sse_section(rows: list[dict]) -> str:
+    node = next((row["us_per_frame"] for row in rows if row["layer"] == "node"), None)
+    lines = ["| layer | server CPU, µs/frame | × Node's | frames/s |", "|---|---|---|---|"]
+    for row in rows:
+        ratio = f"{row['us_per_frame'] / node:.1f}×" if node else "–"
+        lines.append(f"| {row['label']} | {row['us_per_frame']:.1f} | {ratio} | {row['frames_per_s']} |")
+    return "\n".join(lines)
+
+
+def floor_rows(http: list[dict], sse: list[dict], sqlite: dict | None, pipes: dict | None, posts_per_turn: float,
+               frames_per_turn: float | None) -> list[tuple]:
     """(component, ms of server CPU per Turn) of the stack GroupX runs: daphne + Django + SQLite + pipes."""
     rows = []
     django = next((row for row in http if row["layer"] == "daphne_django"), None)
     if django:
         rows.append((f"HTTP: the message post through daphne + Django + ninja, {posts_per_turn:.2f} per Turn "
                      "(part 2)", django["us_per_request"] * posts_per_turn / 1000))
+    daphne_sse = next((row for row in sse if row["layer"] == "daphne_bare"), None)
+    if daphne_sse and frames_per_turn:
+        rows.append((f"SSE: {frames_per_turn:.1f} frames per Turn to the harness's one client through daphne "
+                     "(part 2b)", daphne_sse["us_per_frame"] * frames_per_turn / 1000))
     if sqlite:
         rows.append((f"SQLite: the {sqlite['statements_per_turn']:.0f} statements of one Turn, "
                      "replayed without Django (part 3)", sqlite["sqlite_ms"]))
