@@ -166,15 +166,21 @@ def unavailable(layer: str, node: Path | None) -> str | None:
     return None
 
 
-def run(node: Path | None, requests: int, connections: int, warmup: int, log) -> list[dict]:
+def run_layers(part: str, layers: tuple, node: Path | None, measure_one, describe, log) -> list[dict]:
+    """Each layer that can run here, measured by ``measure_one(layer)``; ``describe(row)`` is its log line."""
     rows = []
-    for layer, label in LAYERS:
+    for layer, label in layers:
         reason = unavailable(layer, node)
         if reason:
-            log(f"http: {layer} skipped: {reason}")
+            log(f"{part}: {layer} skipped: {reason}")
             continue
-        row = measure(layer, node, requests, connections, warmup)
-        log(f"http: {label}: {row['us_per_request']} µs of server CPU per request "
-            f"({row['requests_per_s']} requests/s)")
-        rows.append({**row, "label": label})
+        row = {**measure_one(layer), "label": label}
+        log(f"{part}: {label}: {describe(row)}")
+        rows.append(row)
     return rows
+
+
+def run(node: Path | None, requests: int, connections: int, warmup: int, log) -> list[dict]:
+    return run_layers("http", LAYERS, node, lambda layer: measure(layer, node, requests, connections, warmup),
+                      lambda row: f"{row['us_per_request']} µs of server CPU per request "
+                                  f"({row['requests_per_s']} requests/s)", log)

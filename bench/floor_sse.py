@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench.floor_apps import FRAME
-from bench.floor_http import serving, unavailable
+from bench.floor_http import run_layers, serving
 from bench.memory import cpu_seconds
 
 # (key, label): GroupX's event stream is a Channels consumer on daphne, not a Django view, so the
@@ -52,13 +52,6 @@ def measure(layer: str, node: Path | None, frames: int) -> dict:
 
 
 def run(node: Path | None, frames: int, log) -> list[dict]:
-    rows = []
-    for layer, label in LAYERS:
-        reason = unavailable(layer, node)
-        if reason:
-            log(f"sse: {layer} skipped: {reason}")
-            continue
-        row = measure(layer, node, frames)
-        log(f"sse: {label}: {row['us_per_frame']} µs of server CPU per frame ({row['frames_per_s']} frames/s)")
-        rows.append({**row, "label": label})
-    return rows
+    return run_layers("sse", LAYERS, node, lambda layer: measure(layer, node, frames),
+                      lambda row: f"{row['us_per_frame']} µs of server CPU per frame ({row['frames_per_s']} frames/s)",
+                      log)
