@@ -52,16 +52,23 @@ def log(message: str) -> None:
 
 
 def run_ceiling(args) -> tuple[list[dict], str | None]:
+    """``--rounds`` rounds, the order rotating; each kind's row is the median of its rounds."""
     reference = compare.build_reference(compare.cache_dir())
     kinds = ["reference", "start"] if reference else ["start"]
-    rows = []
+    rounds: dict[str, list[dict]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="groupx-bench-floor-") as scratch:
-        for kind in kinds:
-            row = floor_ceiling.measure(kind, Path(scratch) / kind, reference, args.throughput_k, args.latency_n)
-            log(f"ceiling: {kind}: {row['turns_per_s']} turns/s; CPU per Turn: server {row['server_ms']} ms, "
-                f"harness {row['harness_ms']} ms, fake agents {row['agents_ms']} ms")
-            rows.append(row)
-    return rows, reference[2] if reference else None
+        for number in range(args.rounds):
+            for kind in kinds[number % len(kinds):] + kinds[:number % len(kinds)]:
+                try:
+                    row = floor_ceiling.measure(kind, Path(scratch) / f"{number}-{kind}", reference,
+                                                args.throughput_k, args.latency_n)
+                except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
+                    log(f"ceiling: round {number + 1}, {kind}: the run failed ({exc}); it is left out")
+                    continue
+                log(f"ceiling: round {number + 1}, {kind}: {row['turns_per_s']} turns/s; CPU per Turn: server "
+                    f"{row['server_ms']} ms, harness {row['harness_ms']} ms, fake agents {row['agents_ms']} ms")
+                rounds[kind].append(row)
+    return [floor_ceiling.median_row(rows) for rows in rounds.values() if rows], reference[2] if reference else None
 
 
 def run_sqlite(args) -> dict:
@@ -100,7 +107,8 @@ def render(args, results: dict, header: str) -> str:
         table, derived = floor_table.ceiling_section(ceiling_rows, cores)
         blocks.append(f"**1. The throughput ceiling set by the processes that are not the server** (the kit's "
                       f"throughput workload, `--throughput-k {args.throughput_k}`, after a {args.latency_n}-message "
-                      "latency run that warms the server up and gives the reply p50/p95 below):\n\n" + table)
+                      "latency run that warms the server up and gives the reply p50/p95 below; each figure the "
+                      f"median of {args.rounds} interleaved rounds, each server fresh):\n\n" + table)
     if http_rows:
         blocks.append(f"**2. The HTTP floor**: server CPU per request of the harness's `POST /api/messages` (its "
                       f"headers, a {len(floor_http.message_body())}-byte JSON body), "
@@ -142,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"a comma list of {', '.join(PARTS)}")
     parser.add_argument("--throughput-k", type=int, default=100, help="messages × 3 agents (part 1)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of part 1, interleaved (the median is kept)")
     parser.add_argument("--latency-n", type=int, default=30, help="the warm-up latency run's messages (part 1)")
     parser.add_argument("--requests", type=int, default=5000, help="measured requests per server (part 2)")
     parser.add_argument("--connections", type=int, default=8)

@@ -15,6 +15,7 @@ p50/p95 and the server's peak RSS are reported beside, for the latency and memor
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -64,3 +65,14 @@ def measure(kind: str, workdir: Path, reference: tuple | None, throughput_k: int
         "reply_p95_ms": warmup["reply_p95_ms"],
         "rss_mb": found["rss_peak_mb"],
     }
+
+
+def median_row(rows: list[dict]) -> dict:
+    """The median of each figure over the rounds; ``rounds`` keeps each round's turns/s and server ms."""
+    out = {"kind": rows[0]["kind"], "rounds": [{"turns_per_s": r["turns_per_s"], "server_ms": r["server_ms"]}
+                                               for r in rows]}
+    for key in rows[0]:
+        values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        if key != "kind" and values:
+            out[key] = statistics.median(values)
+    return out

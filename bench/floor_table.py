@@ -39,6 +39,11 @@ def ceiling_section(rows: list[dict], cores: int) -> tuple[str, dict]:
         lines.append(f"| {KIND_TITLES.get(row['kind'], row['kind'])} | {row['turns']} | {_num(row['turns_per_s'], 1)} "
                      f"| {_num(row['server_ms'])} | {_num(row['harness_ms'])} | {_num(row['agents_ms'])} "
                      f"| {_num(ceiling_turns_per_s(cores, others), 0)} |")
+    for row in rows:
+        if len(row.get("rounds", ())) > 1:
+            lines.append("")
+            lines.append(f"{KIND_TITLES.get(row['kind'], row['kind'])}, each round: "
+                         + " · ".join(f"{r['turns_per_s']:.1f} turns/s at {r['server_ms']:.2f} ms" for r in row["rounds"]))
     derived: dict = {}
     by_kind = {row["kind"]: row for row in rows}
     reference, groupx = by_kind.get("reference"), by_kind.get("start")
