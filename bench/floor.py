@@ -108,7 +108,8 @@ def render(args, results: dict, header: str) -> str:
         blocks.append(f"**1. The throughput ceiling set by the processes that are not the server** (the kit's "
                       f"throughput workload, `--throughput-k {args.throughput_k}`, after a {args.latency_n}-message "
                       "latency run that warms the server up and gives the reply p50/p95 below; each figure the "
-                      f"median of {args.rounds} interleaved rounds, each server fresh):\n\n" + table)
+                      f"median of {args.rounds} interleaved rounds, each server fresh; the server's cores in use are "
+                      "its CPU per Turn × turns/s):\n\n" + table)
     if http_rows:
         blocks.append(f"**2. The HTTP floor**: server CPU per request of the harness's `POST /api/messages` (its "
                       f"headers, a {len(floor_http.message_body())}-byte JSON body), "

@@ -32,12 +32,14 @@ def _num(value, digits: int = 2) -> str:
 
 def ceiling_section(rows: list[dict], cores: int) -> tuple[str, dict]:
     """Part 1's table and the derived figures (``derived``: for the summary and the prose)."""
-    lines = ["| server | Turns | turns/s | server CPU, ms/Turn | harness CPU, ms/Turn | fake agents' CPU, ms/Turn "
-             f"| ceiling with a 0 ms server on {cores} cores, turns/s |", "|---|---|---|---|---|---|---|"]
+    lines = ["| server | Turns | turns/s | server CPU, ms/Turn | the server's cores in use | harness CPU, ms/Turn "
+             f"| fake agents' CPU, ms/Turn | ceiling with a 0 ms server on {cores} cores, turns/s |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         others = row["harness_ms"] + row["agents_ms"]
+        busy = row["server_ms"] * row["turns_per_s"] / 1000 if row["server_ms"] and row["turns_per_s"] else None
         lines.append(f"| {KIND_TITLES.get(row['kind'], row['kind'])} | {row['turns']} | {_num(row['turns_per_s'], 1)} "
-                     f"| {_num(row['server_ms'])} | {_num(row['harness_ms'])} | {_num(row['agents_ms'])} "
+                     f"| {_num(row['server_ms'])} | {_num(busy)} | {_num(row['harness_ms'])} | {_num(row['agents_ms'])} "
                      f"| {_num(ceiling_turns_per_s(cores, others), 0)} |")
     for row in rows:
         if len(row.get("rounds", ())) > 1:

@@ -30,7 +30,7 @@ def test_the_ceiling_table_derives_the_budget_for_twice_the_references_throughpu
     assert derived["target_turns_per_s"] == pytest.approx(240.0)
     assert derived["budget_ms"] == pytest.approx(2000 / 240 - 2.5)
     assert derived["one_core_budget_ms"] == pytest.approx(1000 / 240)
-    assert "| GroupX `groupx start` | 300 | 80.0 | 8.00 | 2.00 | 0.50 | 800 |" in table
+    assert "| GroupX `groupx start` | 300 | 80.0 | 8.00 | 0.64 | 2.00 | 0.50 | 800 |" in table
 
 
 def test_the_floor_sums_the_components_and_sets_the_half_of_the_references_cpu_beside_it():
