@@ -38,6 +38,7 @@ from bench import (
     floor_ceiling,
     floor_http,
     floor_pipes,
+    floor_profile,
     floor_sse,
     floor_table,
 )
@@ -116,6 +117,12 @@ def render(args, results: dict, header: str) -> str:
                       f"{args.requests} requests over {args.connections} keep-alive connections after "
                       f"{args.warmup_requests} for warm-up, each server a fresh process answering 201:\n\n"
                       + floor_table.http_section(http_rows))
+        profiled = [row for row in http_rows if row.get("profile")]
+        if profiled:
+            blocks.append(f"Where each Python server's CPU goes (py-spy at 500 Hz over a further {args.requests} "
+                          "requests; each sample counted for the package of its innermost Python frame, C code for "
+                          "its caller; waiting threads dropped; raw profiles under bench/results/floor/):\n\n"
+                          + "\n".join(f"- {row['label']}: {floor_profile.summary(row['profile'])}" for row in profiled))
     if sse_rows:
         blocks.append(f"**2b. The SSE floor**: server CPU per event-stream frame ({len(floor_apps.FRAME)} bytes, a "
                       f"Turn event's size), {args.frames} frames on one connection, one per turn of the server's "
@@ -159,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=30000, help="event-stream frames per server (part 2b)")
     parser.add_argument("--sqlite-turns", type=int, default=400, help="Turns recorded; the second half is timed")
     parser.add_argument("--pipe-turns", type=int, default=2000)
+    parser.add_argument("--no-profile", action="store_true", help="no py-spy profile of the Python HTTP servers")
     parser.add_argument("--no-write", action="store_true", help="print the section; leave docs/PERFORMANCE.md alone")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
@@ -170,11 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     load_start = [round(x, 1) for x in os.getloadavg()]
     results: dict = {}
     reference_commit = None
+    results_dir = RESULTS / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     if "ceiling" in parts:
         results["ceiling"], reference_commit = run_ceiling(args)
     if "http" in parts:
+        profiles = None
+        if not args.no_profile:
+            if floor_profile.py_spy():
+                profiles = results_dir / "profiles"
+                profiles.mkdir(parents=True, exist_ok=True)
+            else:
+                log("http: not profiled: py-spy is not installed (the test extra pins it)")
         results["http"] = floor_http.run(floor_http.node_binary(compare.cache_dir()), args.requests,
-                                         args.connections, args.warmup_requests, log)
+                                         args.connections, args.warmup_requests, log, profiles)
     if "sse" in parts:
         results["sse"] = floor_sse.run(floor_http.node_binary(compare.cache_dir()), args.frames, log)
     if "sqlite" in parts:
@@ -182,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     if "pipes" in parts:
         results["pipes"] = run_pipes(args)
     text = render(args, results, describe(args, parts, reference_commit, started, load_start))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json").write_text(json.dumps(results, indent=2))
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "results.json").write_text(json.dumps(results, indent=2))
     print(text)
     if not args.no_write:
         doc = REPO / "docs" / "PERFORMANCE.md"

@@ -1,5 +1,7 @@
 """The servers of ``python -m bench.floor``'s HTTP part (``bench/floor_http.py``), as ASGI apps.
 
+Under daphne, daphne's request class is GroupX's (``groupx_site.body_limit``), as in GroupX.
+
 - ``bare``: a plain ASGI callable that reads the request body, parses its JSON and answers 201 with
   a small JSON body: what daphne or uvicorn cost per request with no framework at all; a GET is
   answered with an event stream of ``n`` frames (``bench/floor_sse.py``).
@@ -11,7 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from urllib.parse import parse_qs
+
+if "daphne.server" in sys.modules:
+    from groupx_site import body_limit
+
+    # daphne as GroupX runs it (groupx_site/asgi.py): its request class with the 2 MiB ceiling and
+    # twisted's form parsing off (D60), which bare daphne would spend ~20 % of a request on.
+    body_limit.install()
 
 # The same answer from every floor server (bench/floor_node_server.js too).
 ANSWER = b'{"messageEventId":"evt_floor","turns":[]}'

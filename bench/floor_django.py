@@ -7,7 +7,6 @@ GroupX command. Its CPU per request is what Django and ninja cost before GroupX'
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "bench.floor_settings"
@@ -17,7 +16,7 @@ from django.urls import path  # noqa: E402
 from ninja import NinjaAPI, Schema  # noqa: E402
 from pydantic import Field  # noqa: E402
 
-from bench.floor_apps import ANSWER  # noqa: E402
+from bench.floor_apps import ANSWER  # noqa: E402  (under daphne: GroupX's request class, as GroupX runs)
 from groupx_site.handler import get_application  # noqa: E402
 
 application = get_application()  # GroupX's ASGI handler (no thread per /api/ request, D20)
@@ -49,8 +48,3 @@ async def post_message(request: HttpRequest, body: PostMessageBody):
 
 
 urlpatterns = [path("api/", api.urls)]
-
-if "daphne.server" in sys.modules:
-    from groupx_site import body_limit
-
-    body_limit.install()  # as GroupX's own daphne runs (groupx_site/asgi.py): part of its per-request cost

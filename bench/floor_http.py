@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import floor_profile
 from bench.compare_servers import REPO, free_port
 from bench.memory import cpu_seconds, peak_rss
 from bench.server import wait_until
@@ -34,7 +35,7 @@ UVICORN = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--http", "ht
            "--lifespan", "off", "--no-access-log", "--log-level", "warning"]
 # (key, label): the rows, in the order they run and print.
 LAYERS = (
-    ("daphne_bare", "daphne (twisted) + a bare ASGI callable"),
+    ("daphne_bare", "daphne (twisted; GroupX's request class) + a bare ASGI callable"),
     ("daphne_django", "daphne + GroupX's Django (settings, middleware) + a django-ninja endpoint"),
     ("uvicorn_bare", "uvicorn (httptools, uvloop) + the bare ASGI callable"),
     ("uvicorn_django", "uvicorn (httptools, uvloop) + GroupX's Django + the ninja endpoint"),
@@ -143,18 +144,25 @@ def serving(layer: str, node: Path | None):
                 proc.wait()
 
 
-def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int) -> dict:
+def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int,
+            profile: Path | None = None) -> dict:
+    """``profile``: a path for py-spy's raw output, sampled over a further ``requests`` after the measured ones."""
     with serving(layer, node) as (proc, port):
         asyncio.run(load(port, warmup, connections))
         before, started = cpu_seconds(proc.pid), time.perf_counter()
         statuses = asyncio.run(load(port, requests, connections))
         elapsed, cpu = time.perf_counter() - started, cpu_seconds(proc.pid) - before
         rss = peak_rss(proc.pid)["server"]["peakMiB"]
+        found = {}
+        if profile is not None:
+            with floor_profile.sampled(proc.pid, profile):
+                asyncio.run(load(port, requests, connections))
+            found = {"profile": floor_profile.shares(profile)}
     if statuses.get(201) != requests:
         raise RuntimeError(f"{layer}: answers {statuses}, expected {requests} × 201")
     return {"layer": layer, "requests": requests, "connections": connections,
             "us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed),
-            "rss_mb": rss}
+            "rss_mb": rss, **found}
 
 
 def unavailable(layer: str, node: Path | None) -> str | None:
@@ -180,7 +188,15 @@ def run_layers(part: str, layers: tuple, node: Path | None, measure_one, describ
     return rows
 
 
-def run(node: Path | None, requests: int, connections: int, warmup: int, log) -> list[dict]:
-    return run_layers("http", LAYERS, node, lambda layer: measure(layer, node, requests, connections, warmup),
-                      lambda row: f"{row['us_per_request']} µs of server CPU per request "
-                                  f"({row['requests_per_s']} requests/s)", log)
+def run(node: Path | None, requests: int, connections: int, warmup: int, log, profiles: Path | None) -> list[dict]:
+    """``profiles``: a directory for py-spy's raw output of the Python servers (None: not profiled)."""
+
+    def one(layer: str) -> dict:
+        raw = profiles / f"{layer}.txt" if profiles is not None and layer != "node" else None
+        return measure(layer, node, requests, connections, warmup, raw)
+
+    def describe(row: dict) -> str:
+        text = f"{row['us_per_request']} µs of server CPU per request ({row['requests_per_s']} requests/s)"
+        return text + (f"; py-spy: {floor_profile.summary(row['profile'])}" if row.get("profile") else "")
+
+    return run_layers("http", LAYERS, node, one, describe, log)

@@ -22,7 +22,7 @@ from bench.memory import cpu_seconds
 # (key, label): GroupX's event stream is a Channels consumer on daphne, not a Django view, so the
 # bare servers are its floor.
 LAYERS = (
-    ("daphne_bare", "daphne (twisted) + a bare ASGI callable"),
+    ("daphne_bare", "daphne (twisted; GroupX's request class) + a bare ASGI callable"),
     ("uvicorn_bare", "uvicorn (httptools, uvloop) + the bare ASGI callable"),
     ("node", "Node 24's own http server"),
 )
