@@ -77,7 +77,7 @@ def shares(raw: Path) -> dict:
 
 def summary(found: dict, top: int = 7) -> str:
     packages = found["packages"]
-    shown = [f"{name} {share:.0%}" for name, share in packages[:top]]
+    shown = [f"{name} {share:.0%}" for name, share in packages[:top] if share >= 0.005]
     rest = sum(share for _, share in packages[top:])
     text = " · ".join(shown + ([f"other {rest:.0%}"] if rest >= 0.005 else []))
     frames = "; ".join(f"`{name}` {share:.0%}" for name, share in found["frames"][:4])
