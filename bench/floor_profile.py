@@ -51,7 +51,7 @@ def package(frame: str) -> str:
     if "site-packages/" in path:
         path = path.split("site-packages/", 1)[1]
     elif "/lib/python3" in path:
-        path = path.split("/lib/python3", 1)[1].split("/", 2)[-1]
+        path = path.split("/lib/python3", 1)[1].split("/", 1)[-1]  # past "/lib/python3.11/"
     return path.lstrip("/").split("/", 1)[0].removesuffix(".py") or frame
 
 
@@ -59,7 +59,8 @@ def shares(raw: Path) -> dict:
     """{"packages": [(package, share of the active samples)], "frames": [(innermost frame, share)]}, largest first."""
     packages: Counter = Counter()
     frames: Counter = Counter()
-    for line in raw.read_text().splitlines():
+    lines = raw.read_text().splitlines() if raw.exists() else []  # py-spy could not attach: no profile
+    for line in lines:
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue

@@ -56,3 +56,13 @@ def test_the_http_table_gives_each_layer_as_a_multiple_of_nodes():
 def test_a_floor_above_a_target_is_said_to_be_above_it():
     assert floor_table._compare(5.0, 4.0).startswith("above the target by 1.00 ms")
     assert floor_table._compare(3.0, 4.0).startswith("below the target, leaving 1.00 ms")
+
+
+def test_a_profiled_frame_is_counted_for_its_package_or_standard_library_module():
+    from bench.floor_profile import package
+
+    assert package("untilConcludes (twisted/python/util.py:760)") == "twisted"
+    assert package("Queue.__init__ (asyncio/queues.py:39)") == "asyncio"
+    assert package("EpollSelector.select (selectors.py:468)") == "selectors"
+    assert package("get (/venv/lib/python3.11/site-packages/django/http/request.py:10)") == "django"
+    assert package("loads (/usr/lib/python3.11/json/__init__.py:346)") == "json"
