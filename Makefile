@@ -117,7 +117,7 @@ bench-profile: install
 	$(PY) -m bench.profile_turn
 
 # The measured floor of a Turn on daphne + Django + SQLite + pipes, beside the reference's (issue 22,
-# docs/PERFORMANCE.md "The floor of a Turn", D63): ~1 minute; writes its section into docs/PERFORMANCE.md.
+# docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
 bench-floor: install
 	$(PY) -m bench.floor
 
