@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile lint install browser-deps
+.PHONY: run test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -115,6 +115,11 @@ bench-compare: install
 # split into the steps of a Turn (docs/PERFORMANCE.md "Where a Turn's milliseconds go", D50).
 bench-profile: install
 	$(PY) -m bench.profile_turn
+
+# The measured floor of a Turn on daphne + Django + SQLite + pipes, beside the reference's (issue 22,
+# docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
+bench-floor: install
+	$(PY) -m bench.floor
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -118,9 +118,9 @@ def markdown(summary: dict, entries: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_between_markers(path: Path, text: str) -> None:
+def write_between_markers(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
     document = path.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if not pattern.search(document):
-        raise SystemExit(f"{path} has no {BEGIN} … {END} markers: nothing written")
-    path.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", document, count=1), encoding="utf-8")
+        raise SystemExit(f"{path} has no {begin} … {end} markers: nothing written")
+    path.write_text(pattern.sub(lambda _: f"{begin}\n{text}\n{end}", document, count=1), encoding="utf-8")
