@@ -210,28 +210,23 @@ _outgoing: list[list[Any]] = []  # ["c", seq, frame] and ["t", envelope], in the
 
 
 def _send_to_other_processes(item: list[Any]) -> None:
-    """One layer message per burst, like the local hand-off: the first item of a burst schedules
-    the send on the layer's loop, the ones that follow before it runs go with it."""
-    loop = layer.bound_loop()
-    if loop is None:
-        return
+    """One layer message per burst: the first item queues a message that is made when the layer
+    sends it (``layer.send_soon``); every item that comes before then goes with it. So while one
+    message is on its way to Redis, the commits and deltas behind it gather into the next one,
+    instead of each waiting for the sends of those before it (an agent's reply queued behind its
+    own deltas, docs/DECISIONS.md D59)."""
     with _lock:
         _outgoing.append(item)
         if len(_outgoing) > 1:
-            return
-    try:
-        handoff.post(loop, _send_outgoing)
-    except RuntimeError:  # the loop is closed: the process stops; the table has it all
-        with _lock:
-            _outgoing.clear()
+            return  # the message already queued takes this one too
+    layer.send_soon(BUS_GROUP, _take_outgoing)
 
 
-def _send_outgoing() -> None:
+def _take_outgoing() -> dict[str, Any] | None:
     with _lock:
         items = list(_outgoing)
         _outgoing.clear()
-    if items:
-        layer.send_soon(BUS_GROUP, items_message(items))
+    return items_message(items) if items else None
 
 
 def items_message(items: list[list[Any]]) -> dict[str, Any]:
