@@ -39,7 +39,6 @@ from rooms.event_types import TURN_CONTENT_DELTA
 logger = logging.getLogger("groupx.bus")
 
 BUS_GROUP = "groupx.bus"
-REJOIN_SECONDS = 3_600.0  # a group membership expires (channels_redis: a day): renew it well before
 RELAY_RETRY_SECONDS = 5.0  # the longest pause before the relay reconnects to an unreachable layer
 
 _listeners: set = set()  # Listeners and other members (see the module docstring)
@@ -255,8 +254,6 @@ async def _run_relay() -> None:
     failures = 0
     while True:
         try:
-            # The default prefix: channels_redis reads all of a process's channels from one Redis
-            # key, named after the first one's prefix; another prefix would never be read.
             channel = await channel_layer.new_channel()
             await channel_layer.group_add(BUS_GROUP, channel)
             if failures:
@@ -275,21 +272,12 @@ async def _run_relay() -> None:
 
 
 async def _relay_from(channel_layer, channel: str) -> None:
-    receiving: asyncio.Future | None = None
-    try:
-        while True:
-            if receiving is None:
-                receiving = asyncio.ensure_future(channel_layer.receive(channel))
-            done, _ = await asyncio.wait({receiving}, timeout=REJOIN_SECONDS)
-            if not done:
-                await channel_layer.group_add(BUS_GROUP, channel)
-                continue
-            message, receiving = receiving.result(), None
-            if message.get("origin") != layer.PROCESS_ID:  # our own come back through the group
-                _hand_over_remote(message.get("items") or [])
-    finally:
-        if receiving is not None:
-            receiving.cancel()
+    # Pub/sub memberships do not expire (D59), and a receive must not be cancelled to renew one:
+    # cancelling it unsubscribes the channel, and what is published meanwhile is lost.
+    while True:
+        message = await channel_layer.receive(channel)
+        if message.get("origin") != layer.PROCESS_ID:  # our own come back through the group
+            _hand_over_remote(message.get("items") or [])
 
 
 def _hand_over_remote(items: list[list[Any]]) -> None:
