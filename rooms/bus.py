@@ -127,8 +127,8 @@ def listener_count() -> int:
 
 def wants_frames() -> bool:
     """Whether a commit should hand its encoded frame over: a local member or another process
-    (through the relay) may take it without a read of the table."""
-    return bool(_listeners) or _relay is not None
+    (through its relay) may take it without a read of the table."""
+    return bool(_listeners) or _shared
 
 
 def _by_loop() -> dict[asyncio.AbstractEventLoop, list]:
@@ -167,7 +167,7 @@ def committed(seq: int, frame: bytes | None) -> None:
     commit order), with its SSE frame (None: encode it from the table). Events pile up per loop
     until that loop takes them: one hand-off however many commits a burst holds."""
     _hand_to_members(seq, frame)
-    if _relay is not None:
+    if _shared:
         _send_to_other_processes(["c", seq, frame])
 
 
@@ -193,7 +193,7 @@ def _hand_over_committed(loop: asyncio.AbstractEventLoop) -> None:
 
 def publish_transient(envelope: dict[str, Any]) -> None:
     _offer_to_members(envelope)
-    if _relay is not None:
+    if _shared:
         _send_to_other_processes(["t", envelope])
 
 
@@ -204,7 +204,8 @@ def _offer_to_members(envelope: dict[str, Any]) -> None:
 
 # ---- the other processes, through the channel layer (split mode) ---------------------------------
 
-_relay: asyncio.Task | None = None
+_shared = False  # on a shared layer: this process's commits and deltas go to the other processes
+_relay: asyncio.Task | None = None  # hears theirs (not in the agents' worker: see start_relay)
 _outgoing: list[list[Any]] = []  # ["c", seq, frame] and ["t", envelope], in the order they happened
 
 
@@ -233,16 +234,24 @@ def items_message(items: list[list[Any]]) -> dict[str, Any]:
     return {"type": "bus.items", "origin": layer.PROCESS_ID, "items": items}
 
 
-def start_relay() -> None:
-    """Relay the other processes' commits and deltas to this process's members; on the loop the
-    process has bound to the layer (``groupx_site/core/layer.py``). Only on a shared layer."""
-    global _relay
-    if _relay is None and layer.is_shared():
+def start_relay(*, hear_others: bool = True) -> None:
+    """Send this process's commits and deltas to the other processes and, with ``hear_others``,
+    relay theirs to its members; on the loop the process has bound to the layer
+    (``groupx_site/core/layer.py``). Only on a shared layer. The agents' worker hears nothing: its
+    members would be SSE streams and the waits of ``ask`` and ``watch``, which only a web process
+    serves, and on pub/sub it would otherwise receive every message of the room, its own included
+    (about eight per Turn; D59)."""
+    global _relay, _shared
+    if not layer.is_shared():
+        return
+    _shared = True
+    if _relay is None and hear_others:
         _relay = asyncio.get_running_loop().create_task(_run_relay(), name="groupx-bus-relay")
 
 
 async def stop_relay() -> None:
-    global _relay
+    global _relay, _shared
+    _shared = False
     relay, _relay = _relay, None
     if relay is not None:
         relay.cancel()
