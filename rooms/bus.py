@@ -16,8 +16,9 @@ that paces their wake-ups (rooms/tail.py).
 
 Other processes (split mode, docs/DECISIONS.md D43) are reached through the channel layer: every
 commit and transient also goes, batched per burst and tagged with this process's id, to the group
-``groupx.bus``; each process runs one relay that receives on its own channel in that group and
-hands the other processes' items to its local members exactly as if they had been written here.
+``groupx.bus``; each web process runs one relay that receives on its own channel in that group and
+hands the other processes' items to its local members exactly as if they had been written here
+(the agents' worker has no members: it only sends, D59).
 With the in-memory layer (the embedded default) there is no other process: no relay runs and
 nothing is sent, so the local fast path costs what it did. A message the layer loses only delays:
 the SSE tail reads the table on any gap and every two seconds (rooms/tail.py), and the waits of
