@@ -42,7 +42,6 @@ REPLY_POLL_SECONDS = 1.0  # the backstop read of the reply row, should a wake-up
 ASK_AGAIN_SECONDS = 5.0  # a request the layer lost (or a worker that died with it) is sent again
 CANCEL_ANSWER_SECONDS = 5.0
 RECONNECT_SECONDS = 5.0  # the longest pause before an inbox listens again on an unreachable layer
-REJOIN_SECONDS = 3_600.0  # a group membership expires (channels_redis: a day): renew it well before
 NO_WORKER_DETAIL = ("no worker owns the room: the assistant's brain starts with the agents in "
                     "`manage.py runworker groupx-agents`")
 
@@ -89,13 +88,10 @@ class Inbox:
                 await asyncio.sleep(min(RECONNECT_SECONDS, 0.25 * 2**failures))
 
     async def _receive(self, channel_layer) -> None:
+        # Pub/sub memberships do not expire (D59), and a receive must not be cancelled to renew one:
+        # cancelling it unsubscribes the channel, and what is published meanwhile is lost.
         while True:
-            try:
-                message = await asyncio.wait_for(channel_layer.receive(self.channel), REJOIN_SECONDS)
-            except TimeoutError:
-                if self.group:
-                    await channel_layer.group_add(self.group, self.channel)
-                continue
+            message = await channel_layer.receive(self.channel)
             try:
                 await self.handle(message)
             except Exception:  # one bad message must not end the inbox

@@ -18,14 +18,16 @@ from bench.stats import summary_ms
 STEPS = ("turn.queued", "turn.dispatched", "turn.started", "turn.completed")
 
 
-async def run(base_url: str, *, messages: int = 50, warmup: int = 3, target: str = "agent:kimi") -> dict:
+async def run(base_url: str, *, messages: int = 50, warmup: int = 3, target: str = "agent:kimi",
+              content: str = "") -> dict:
+    """``content``: a prefix of each message (a fake agent's directive, e.g. to stream deltas)."""
     async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
         head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
         accepted, replied = [], []
         steps: dict[str, list[float]] = {step: [] for step in STEPS}
         async with Observer(base_url, head) as room:
             for index in range(warmup + messages):
-                body = {"clientCommandId": f"lat-{uuid.uuid4()}", "to": [target], "content": f"ping {index}"}
+                body = {"clientCommandId": f"lat-{uuid.uuid4()}", "to": [target], "content": f"{content}ping {index}"}
                 started = time.perf_counter()
                 response = await client.post("/api/messages", json=body)
                 accepted_at = time.perf_counter()

@@ -90,6 +90,8 @@ def measure(server: BenchServer, plan: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.split", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run, not the figures")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the sequential messages (POST -> each step on SSE), the figure of D59")
     args = parser.parse_args(argv)
     plan = PLANS["quick" if args.quick else "full"]
     if shutil.which("redis-server") is None:
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench.split] {mode}", file=sys.stderr, flush=True)
             server.start()
             try:
-                results[mode] = measure(server, plan)
+                results[mode] = (measure(server, plan) if not args.latency_only else
+                                 {"latency": asyncio.run(latency.run(server.base_url, messages=plan["latency"]))})
             finally:
                 server.stop()
     finally:

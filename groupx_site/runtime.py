@@ -54,9 +54,14 @@ def run_as_worker(keeper: LeaseKeeper) -> None:
     _keeper = keeper
 
 
+def _is_worker() -> bool:
+    """This process is an agents' worker (``manage.py runworker groupx-agents``)."""
+    return _keeper is not None and _keeper.me.mode == "worker"
+
+
 def _held_agents() -> set[str] | None:
     """The agents this process runs: a worker's, those it holds the leases of (D58); else all."""
-    return set(_keeper.holdings.agents) if _keeper is not None and _keeper.me.mode == "worker" else None
+    return set(_keeper.holdings.agents) if _is_worker() else None
 
 
 def runs_agents() -> bool:
@@ -156,7 +161,7 @@ async def _start() -> None:
     holds) wait and start again: readiness stays ``starting``, health says when the next try is
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
     layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
-    bus.start_relay()
+    bus.start_relay(hear_others=not _is_worker())  # a worker serves no stream nor MCP wait (D59)
     backoff = store_faults.Backoff()
     while True:
         try:

@@ -80,11 +80,13 @@ def _channel_layers() -> dict:
         # One process: the wake-ups to the agents' consumer (the bus relays nothing, rooms/bus.py).
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1_000}}}
     room = hashlib.sha256(str(GROUPX_DB_PATH).encode()).hexdigest()[:16]
-    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+    # Redis pub/sub, not channels_redis's queue layer: a group_send is one PUBLISH and a message is
+    # pushed to its receivers, where the queue layer took four round trips to send and three to
+    # receive, each a turn of a busy event loop (~10 ms of a reply, docs/DECISIONS.md D59). Every
+    # message is a wake-up or a shortcut, so at-most-once delivery is all the layer owes (D43).
+    return {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {
         "hosts": [GROUPX_CONFIG.channelLayer.redisUrl],
         "prefix": f"groupx:{room}:",
-        # The bus relay's channel takes every commit of the other processes: room for a burst.
-        "capacity": 1_000,
     }}}
 
 

@@ -16,8 +16,9 @@ that paces their wake-ups (rooms/tail.py).
 
 Other processes (split mode, docs/DECISIONS.md D43) are reached through the channel layer: every
 commit and transient also goes, batched per burst and tagged with this process's id, to the group
-``groupx.bus``; each process runs one relay that receives on its own channel in that group and
-hands the other processes' items to its local members exactly as if they had been written here.
+``groupx.bus``; each web process runs one relay that receives on its own channel in that group and
+hands the other processes' items to its local members exactly as if they had been written here
+(the agents' worker has no members: it only sends, D59).
 With the in-memory layer (the embedded default) there is no other process: no relay runs and
 nothing is sent, so the local fast path costs what it did. A message the layer loses only delays:
 the SSE tail reads the table on any gap and every two seconds (rooms/tail.py), and the waits of
@@ -39,7 +40,6 @@ from rooms.event_types import TURN_CONTENT_DELTA
 logger = logging.getLogger("groupx.bus")
 
 BUS_GROUP = "groupx.bus"
-REJOIN_SECONDS = 3_600.0  # a group membership expires (channels_redis: a day): renew it well before
 RELAY_RETRY_SECONDS = 5.0  # the longest pause before the relay reconnects to an unreachable layer
 
 _listeners: set = set()  # Listeners and other members (see the module docstring)
@@ -128,8 +128,8 @@ def listener_count() -> int:
 
 def wants_frames() -> bool:
     """Whether a commit should hand its encoded frame over: a local member or another process
-    (through the relay) may take it without a read of the table."""
-    return bool(_listeners) or _relay is not None
+    (through its relay) may take it without a read of the table."""
+    return bool(_listeners) or _shared
 
 
 def _by_loop() -> dict[asyncio.AbstractEventLoop, list]:
@@ -168,7 +168,7 @@ def committed(seq: int, frame: bytes | None) -> None:
     commit order), with its SSE frame (None: encode it from the table). Events pile up per loop
     until that loop takes them: one hand-off however many commits a burst holds."""
     _hand_to_members(seq, frame)
-    if _relay is not None:
+    if _shared:
         _send_to_other_processes(["c", seq, frame])
 
 
@@ -194,7 +194,7 @@ def _hand_over_committed(loop: asyncio.AbstractEventLoop) -> None:
 
 def publish_transient(envelope: dict[str, Any]) -> None:
     _offer_to_members(envelope)
-    if _relay is not None:
+    if _shared:
         _send_to_other_processes(["t", envelope])
 
 
@@ -205,33 +205,29 @@ def _offer_to_members(envelope: dict[str, Any]) -> None:
 
 # ---- the other processes, through the channel layer (split mode) ---------------------------------
 
-_relay: asyncio.Task | None = None
+_shared = False  # on a shared layer: this process's commits and deltas go to the other processes
+_relay: asyncio.Task | None = None  # hears theirs (not in the agents' worker: see start_relay)
 _outgoing: list[list[Any]] = []  # ["c", seq, frame] and ["t", envelope], in the order they happened
 
 
 def _send_to_other_processes(item: list[Any]) -> None:
-    """One layer message per burst, like the local hand-off: the first item of a burst schedules
-    the send on the layer's loop, the ones that follow before it runs go with it."""
-    loop = layer.bound_loop()
-    if loop is None:
-        return
+    """One layer message per burst: the first item queues a message that is made when the layer
+    sends it (``layer.send_soon``); every item that comes before then goes with it. So while one
+    message is on its way to Redis, the commits and deltas behind it gather into the next one,
+    instead of each waiting for the sends of those before it (an agent's reply queued behind its
+    own deltas, docs/DECISIONS.md D59)."""
     with _lock:
         _outgoing.append(item)
         if len(_outgoing) > 1:
-            return
-    try:
-        handoff.post(loop, _send_outgoing)
-    except RuntimeError:  # the loop is closed: the process stops; the table has it all
-        with _lock:
-            _outgoing.clear()
+            return  # the message already queued takes this one too
+    layer.send_soon(BUS_GROUP, _take_outgoing)
 
 
-def _send_outgoing() -> None:
+def _take_outgoing() -> dict[str, Any] | None:
     with _lock:
         items = list(_outgoing)
         _outgoing.clear()
-    if items:
-        layer.send_soon(BUS_GROUP, items_message(items))
+    return items_message(items) if items else None
 
 
 def items_message(items: list[list[Any]]) -> dict[str, Any]:
@@ -239,16 +235,24 @@ def items_message(items: list[list[Any]]) -> dict[str, Any]:
     return {"type": "bus.items", "origin": layer.PROCESS_ID, "items": items}
 
 
-def start_relay() -> None:
-    """Relay the other processes' commits and deltas to this process's members; on the loop the
-    process has bound to the layer (``groupx_site/core/layer.py``). Only on a shared layer."""
-    global _relay
-    if _relay is None and layer.is_shared():
+def start_relay(*, hear_others: bool = True) -> None:
+    """Send this process's commits and deltas to the other processes and, with ``hear_others``,
+    relay theirs to its members; on the loop the process has bound to the layer
+    (``groupx_site/core/layer.py``). Only on a shared layer. The agents' worker hears nothing: its
+    members would be SSE streams and the waits of ``ask`` and ``watch``, which only a web process
+    serves, and on pub/sub it would otherwise receive every message of the room, its own included
+    (about eight per Turn; D59)."""
+    global _relay, _shared
+    if not layer.is_shared():
+        return
+    _shared = True
+    if _relay is None and hear_others:
         _relay = asyncio.get_running_loop().create_task(_run_relay(), name="groupx-bus-relay")
 
 
 async def stop_relay() -> None:
-    global _relay
+    global _relay, _shared
+    _shared = False
     relay, _relay = _relay, None
     if relay is not None:
         relay.cancel()
@@ -260,8 +264,6 @@ async def _run_relay() -> None:
     failures = 0
     while True:
         try:
-            # The default prefix: channels_redis reads all of a process's channels from one Redis
-            # key, named after the first one's prefix; another prefix would never be read.
             channel = await channel_layer.new_channel()
             await channel_layer.group_add(BUS_GROUP, channel)
             if failures:
@@ -280,21 +282,12 @@ async def _run_relay() -> None:
 
 
 async def _relay_from(channel_layer, channel: str) -> None:
-    receiving: asyncio.Future | None = None
-    try:
-        while True:
-            if receiving is None:
-                receiving = asyncio.ensure_future(channel_layer.receive(channel))
-            done, _ = await asyncio.wait({receiving}, timeout=REJOIN_SECONDS)
-            if not done:
-                await channel_layer.group_add(BUS_GROUP, channel)
-                continue
-            message, receiving = receiving.result(), None
-            if message.get("origin") != layer.PROCESS_ID:  # our own come back through the group
-                _hand_over_remote(message.get("items") or [])
-    finally:
-        if receiving is not None:
-            receiving.cancel()
+    # Pub/sub memberships do not expire (D59), and a receive must not be cancelled to renew one:
+    # cancelling it unsubscribes the channel, and what is published meanwhile is lost.
+    while True:
+        message = await channel_layer.receive(channel)
+        if message.get("origin") != layer.PROCESS_ID:  # our own come back through the group
+            _hand_over_remote(message.get("items") or [])
 
 
 def _hand_over_remote(items: list[list[Any]]) -> None:
