@@ -5,10 +5,15 @@ the frame it hands to the streams."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
+from django.db import connection, transaction
 
 from groupx_site.core.text import json_text, repair
+from rooms import bus, events
+from rooms.models import Event
+from rooms.tail import read_frames
 
 LONE = json.loads('"\\ud800"')
 
@@ -22,3 +27,40 @@ LONE = json.loads('"\\ud800"')
 ])
 def test_json_text_writes_what_json_dumps_with_compact_separators_writes(value):
     assert json_text(value) == repair(json.dumps(value, ensure_ascii=False, separators=(",", ":")))[0]
+
+
+class Member:
+    """A bus member that is never woken here (the test's transaction never commits): its presence
+    makes a commit hand its frame over, as a stream's does."""
+
+    loop = None
+
+
+def append(**fields) -> tuple[Event, bytes]:
+    member = Member()
+    bus.join(member)
+    try:
+        with transaction.atomic():
+            event = events.message_created(actor=events.WEB_USER, to=["agent:alpha"], correlation_id="corr_t",
+                                           source_kind="web", **fields)
+            _, hook, _ = connection.run_on_commit[-1]
+    finally:
+        bus.leave(member)
+    assert hook.func is bus.committed and hook.args[0] == event.seq
+    return event, hook.args[1]
+
+
+@pytest.mark.parametrize("fields", [
+    {"content": "hello ünïcode \"quoted\"\nline"},
+    {"content": "a reply", "reply_to_event_id": "evt_parent", "idempotency_key": "k-1",
+     "extra_body": {"turnId": "turn_1", "n": 1.5}},
+])
+def test_an_appended_event_is_the_instance_a_read_of_its_row_gives_and_its_frame_is_the_tails(fields):
+    event, frame = append(**fields)
+    stored = Event.objects.get(seq=event.seq)
+    for field in Event._meta.concrete_fields:
+        assert getattr(event, field.attname) == getattr(stored, field.attname), field.attname
+    assert (event._state.adding, event._state.db) == (False, "default")
+    assert isinstance(event.occurred_at, datetime) and event.occurred_at.tzinfo is UTC
+    # The frame a stream gets from the commit is the one the tail encodes from the table.
+    assert read_frames(event.seq - 1, 1) == [(event.seq, frame)]
