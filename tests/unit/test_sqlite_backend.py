@@ -1,12 +1,17 @@
 """GroupX's SQLite backend (groupx_site/core/sqlite, docs/DECISIONS.md D64) is Django's, with each
-statement text's placeholder conversion done once: the same text reaches SQLite, and a text seen
-before is not converted again."""
+statement text's placeholder conversion done once and a short way for UTC datetimes: the same
+text reaches SQLite, and a text seen before is not converted again."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
 from django.db.backends.sqlite3.base import SQLiteCursorWrapper as DjangoCursor
+from django.db.backends.sqlite3.operations import DatabaseOperations as DjangoOperations
+from django.utils import timezone as django_timezone
 
 from groupx_site.core.sqlite import base
 from memory import sql as memory_sql
@@ -60,3 +65,31 @@ def test_the_connection_runs_statements_through_the_converting_cursor_and_the_or
         assert cursor.fetchone() == (3,)
     assert connection.vendor == "sqlite"
     assert Event.objects.filter(seq__in=[1, 2, 3]).count() == 0
+
+
+class Subclass(datetime):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    None,
+    datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
+    datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC),  # no microseconds: str leaves them out, as Django does
+    datetime(2026, 3, 4, 5, 6, 7, 1, tzinfo=timezone(timedelta(0))),  # a zero offset that is not UTC itself
+    datetime(2026, 3, 4, 5, 6, 7, 5, tzinfo=timezone(timedelta(hours=2))),
+    datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=ZoneInfo("Europe/Berlin")),
+    datetime(2026, 3, 4, 5, 6, 7),  # naive
+    Subclass(2026, 3, 4, 5, 6, 7, 8, tzinfo=UTC),
+])
+@pytest.mark.django_db
+def test_a_datetime_is_adapted_to_the_text_djangos_sqlite_adapter_writes(value):
+    ours = connection.ops.adapt_datetimefield_value(value)
+    assert isinstance(connection.ops, base.DatabaseOperations)
+    assert ours == DjangoOperations(connection).adapt_datetimefield_value(value)
+
+
+@pytest.mark.django_db
+def test_the_short_way_serves_timezone_now():
+    now = django_timezone.now()
+    assert now.tzinfo is UTC and connection.timezone is UTC
+    assert connection.ops.adapt_datetimefield_value(now) == str(now.replace(tzinfo=None))
