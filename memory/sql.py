@@ -30,7 +30,7 @@ from memory.models import (
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders
+from rooms.sql import Names, adapt_datetime, execute, on_this_engine, one_row, per_engine, placeholders
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 
@@ -193,20 +193,18 @@ _PACKET_PARENT = per_engine(lambda d: f"""
 def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
                       now: datetime) -> bool:
     """Add one Turn to the day's rollup row; False when that row does not exist yet."""
-    with connection.cursor() as cursor:
-        cursor.execute(on_this_engine(_BUMP_DATED_ROLLUP), [chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id,
-                                            actor_id, connection.ops.adapt_datefield_value(day)])
-        return cursor.rowcount == 1
+    return execute(on_this_engine(_BUMP_DATED_ROLLUP), [
+        chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id, actor_id,
+        connection.ops.adapt_datefield_value(day)]) == 1
 
 
 def insert_dated_source(*, turn_id: str, room_id: str, actor_id: str, local_date: date, source_event_id: str,
                         source_seq: int, response_event_id: str, response_seq: int, source_chars: int,
                         terminal_at: datetime) -> None:
     """One completed Turn waiting for the dated rollup; the parameters are ``DATED_SOURCE_INSERT_FIELDS``."""
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_DATED_SOURCE, [
-            turn_id, room_id, actor_id, connection.ops.adapt_datefield_value(local_date), source_event_id,
-            source_seq, response_event_id, response_seq, source_chars, adapt_datetime(terminal_at)])
+    execute(_INSERT_DATED_SOURCE, [
+        turn_id, room_id, actor_id, connection.ops.adapt_datefield_value(local_date), source_event_id, source_seq,
+        response_event_id, response_seq, source_chars, adapt_datetime(terminal_at)])
 
 
 def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
@@ -326,14 +324,10 @@ def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
 
 def native_reset_mark(room_id: str) -> int:
     """The floor of the room's latest native reset, 0 when there was none."""
-    with connection.cursor() as cursor:
-        cursor.execute(_NATIVE_RESET_MARK, [room_id, True])
-        return cursor.fetchone()[0] or 0
+    return one_row(_NATIVE_RESET_MARK, [room_id, True])[0] or 0
 
 
 def advance_delivery_cursor(*, actor_id: str, room_id: str, through_seq: int) -> bool:
     """Move the agent's cursor up to ``through_seq``; False when no row is behind it (none yet, or
     already there)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ADVANCE_DELIVERY_CURSOR, [through_seq, actor_id, room_id, through_seq])
-        return cursor.rowcount == 1
+    return execute(_ADVANCE_DELIVERY_CURSOR, [through_seq, actor_id, room_id, through_seq]) == 1
