@@ -62,5 +62,11 @@ def test_an_appended_event_is_the_instance_a_read_of_its_row_gives_and_its_frame
         assert getattr(event, field.attname) == getattr(stored, field.attname), field.attname
     assert (event._state.adding, event._state.db) == (False, "default")
     assert isinstance(event.occurred_at, datetime) and event.occurred_at.tzinfo is UTC
-    # The frame a stream gets from the commit is the one the tail encodes from the table.
-    assert read_frames(event.seq - 1, 1) == [(event.seq, frame)]
+    # The frame a stream gets from the commit is the one the tail encodes from the table (byte for
+    # byte on SQLite; PostgreSQL's jsonb reads a body's keys back in an order of its own).
+    [(seq, read)] = read_frames(event.seq - 1, 1)
+    assert seq == event.seq
+    if connection.vendor == "sqlite":
+        assert read == frame
+    else:
+        assert json.loads(read.split(b"data: ", 1)[1]) == json.loads(frame.split(b"data: ", 1)[1])
