@@ -70,3 +70,19 @@ def test_an_appended_event_is_the_instance_a_read_of_its_row_gives_and_its_frame
         assert read == frame
     else:
         assert json.loads(read.split(b"data: ", 1)[1]) == json.loads(frame.split(b"data: ", 1)[1])
+
+
+def test_reading_the_config_through_the_settings_misses_no_attribute_of_the_model(monkeypatch):
+    from django.conf import settings
+
+    config = settings.GROUPX_CONFIG
+    missed = []
+
+    def missing(self, name):
+        missed.append(name)
+        raise AttributeError(name)
+
+    monkeypatch.setattr(type(config), "__getattr__", missing)
+    assert settings.GROUPX_CONFIG is config and settings.GROUPX_CONFIG.limits is config.limits
+    assert missed == []
+    assert "_mask_wrapped" not in config.model_dump() and "_mask_wrapped" not in type(config).model_json_schema()
