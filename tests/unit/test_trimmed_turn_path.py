@@ -86,3 +86,13 @@ def test_reading_the_config_through_the_settings_misses_no_attribute_of_the_mode
     assert settings.GROUPX_CONFIG is config and settings.GROUPX_CONFIG.limits is config.limits
     assert missed == []
     assert "_mask_wrapped" not in config.model_dump() and "_mask_wrapped" not in type(config).model_json_schema()
+
+
+@pytest.mark.parametrize("envelope", [
+    {"type": "turn.content.delta", "body": {"text": "ünï \"q\" 😀", "chunkIndex": 3, "f": 1e-07}},
+    {"type": "x", "body": {1: [None, True, 2**70, float("nan")]}},
+])
+def test_a_transient_is_sized_as_json_dumps_sized_it(envelope):
+    from rooms.bus import _SIZE_ENCODER
+
+    assert len(_SIZE_ENCODER.encode(envelope)) == len(json.dumps(envelope, ensure_ascii=False))
