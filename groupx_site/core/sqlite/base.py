@@ -27,7 +27,9 @@ CONVERTED_TEXTS = 1024
 
 @lru_cache(maxsize=CONVERTED_TEXTS)
 def format_to_qmark(query: str) -> str:
-    """What Django's ``convert_query`` makes of a statement with positional parameters."""
+    """What Django's ``convert_query`` makes of a statement with positional parameters: its own
+    code, called without a cursor, which that branch never reads (a Django that starts to would
+    fail here loudly, and tests/unit/test_sqlite_backend.py with it)."""
     return base.SQLiteCursorWrapper.convert_query(None, query)
 
 
