@@ -12,6 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from groupx_site.core import sqlite
 from groupx_site.core.postgresql import postgresql_database
 from setup_wizard.config import GroupXConfig, config_path_from_env, load_config, storage_path
 
@@ -114,7 +115,8 @@ GROUPX_BUSY_TIMEOUT_MS = int(os.environ.get("GROUPX_BUSY_TIMEOUT_MS") or 5000)
 
 DATABASES = {
     "default": {
-        "ENGINE": "django.db.backends.sqlite3",
+        # Django's SQLite backend with each statement's placeholders converted once (D64).
+        "ENGINE": sqlite.ENGINE,
         "NAME": GROUPX_DB_PATH,
         "OPTIONS": {
             # BEGIN IMMEDIATE: a DEFERRED read lock upgraded to a write lock fails at once with

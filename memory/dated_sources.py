@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from memory import sql as memory_sql
-from memory.models import DatedMemoryRollup, DatedMemorySource
+from memory.models import DatedMemoryRollup
 from rooms.models import ROOM_ID, Event
 
 # Observer (supervision watch) Turns are not the agent's own work and are excluded.
@@ -36,7 +36,8 @@ def register_source(*, turn_id: str, actor_id: str, command_type: str, source_ev
     chars = len(str((source_body or {}).get("content", ""))) + len(str(response.body.get("content", "")))
     now = timezone.now()
     day = local_date(now)
-    DatedMemorySource.objects.create(
+    # The row DatedMemorySource.objects.create would write, as a fixed INSERT (memory/sql.py).
+    memory_sql.insert_dated_source(
         turn_id=turn_id, room_id=ROOM_ID, actor_id=actor_id, local_date=day,
         source_event_id=source_event_id, source_seq=source_seq, response_event_id=response.event_id,
         response_seq=response.seq, source_chars=chars, terminal_at=now,

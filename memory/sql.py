@@ -1,5 +1,5 @@
 """The raw SQL of the memory app: the Context Packet's reads (memory/context.py), the dated
-rollup's bump (memory/dated_sources.py) and the native-reset mark a lane reads before each Turn
+rollup's bump and its source's insert (memory/dated_sources.py) and the native-reset mark a lane reads before each Turn
 (memory/native_reset.py).
 
 The rules are rooms/sql.py's (docs/DECISIONS.md D20, D32): names from the models' ``_meta``,
@@ -23,13 +23,14 @@ from memory.models import (
     AGENT_MEMORY_TYPES,
     ContextReset,
     DatedMemoryRollup,
+    DatedMemorySource,
     IdentityRecord,
     MemoryRecord,
     Summary,
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders
+from rooms.sql import Names, adapt_datetime, execute, on_this_engine, one_row, per_engine, placeholders
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 
@@ -41,6 +42,15 @@ _BUMP_DATED_ROLLUP = per_engine(lambda d: f"""
         {D.pending_through_seq} = {d.greatest(D.pending_through_seq, "%s")},
         {D.first_pending_at} = COALESCE({D.first_pending_at}, %s), {D.last_pending_at} = %s
     WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s""")
+
+# A completed Turn's dated-memory source (the row DatedMemorySource.objects.create writes: the ORM's
+# create cost ~5× SQLite's, and it ran on every completed Turn, the last ORM write of a Turn's path).
+# ``processed_at`` and ``memory_id`` stay NULL, as the model leaves them.
+S = Names(DatedMemorySource)
+DATED_SOURCE_INSERT_FIELDS = ("turn_id", "room_id", "actor_id", "local_date", "source_event_id", "source_seq",
+                              "response_event_id", "response_seq", "source_chars", "terminal_at")
+_INSERT_DATED_SOURCE = (f"INSERT INTO {S} ({S.list(DATED_SOURCE_INSERT_FIELDS)}) "
+                        f"VALUES ({placeholders(DATED_SOURCE_INSERT_FIELDS)})")
 
 # ---- the Context Packet (memory/context.py) --------------------------------------------------------
 
@@ -183,10 +193,18 @@ _PACKET_PARENT = per_engine(lambda d: f"""
 def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
                       now: datetime) -> bool:
     """Add one Turn to the day's rollup row; False when that row does not exist yet."""
-    with connection.cursor() as cursor:
-        cursor.execute(on_this_engine(_BUMP_DATED_ROLLUP), [chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id,
-                                            actor_id, connection.ops.adapt_datefield_value(day)])
-        return cursor.rowcount == 1
+    return execute(on_this_engine(_BUMP_DATED_ROLLUP), [
+        chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id, actor_id,
+        connection.ops.adapt_datefield_value(day)]) == 1
+
+
+def insert_dated_source(*, turn_id: str, room_id: str, actor_id: str, local_date: date, source_event_id: str,
+                        source_seq: int, response_event_id: str, response_seq: int, source_chars: int,
+                        terminal_at: datetime) -> None:
+    """One completed Turn waiting for the dated rollup; the parameters are ``DATED_SOURCE_INSERT_FIELDS``."""
+    execute(_INSERT_DATED_SOURCE, [
+        turn_id, room_id, actor_id, connection.ops.adapt_datefield_value(local_date), source_event_id, source_seq,
+        response_event_id, response_seq, source_chars, adapt_datetime(terminal_at)])
 
 
 def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
@@ -306,14 +324,10 @@ def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
 
 def native_reset_mark(room_id: str) -> int:
     """The floor of the room's latest native reset, 0 when there was none."""
-    with connection.cursor() as cursor:
-        cursor.execute(_NATIVE_RESET_MARK, [room_id, True])
-        return cursor.fetchone()[0] or 0
+    return one_row(_NATIVE_RESET_MARK, [room_id, True])[0] or 0
 
 
 def advance_delivery_cursor(*, actor_id: str, room_id: str, through_seq: int) -> bool:
     """Move the agent's cursor up to ``through_seq``; False when no row is behind it (none yet, or
     already there)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ADVANCE_DELIVERY_CURSOR, [through_seq, actor_id, room_id, through_seq])
-        return cursor.rowcount == 1
+    return execute(_ADVANCE_DELIVERY_CURSOR, [through_seq, actor_id, room_id, through_seq]) == 1

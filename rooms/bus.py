@@ -198,8 +198,13 @@ def publish_transient(envelope: dict[str, Any]) -> None:
         _send_to_other_processes(["t", envelope])
 
 
+# What ``json.dumps(envelope, ensure_ascii=False)`` builds per call, built once: the same text, so the
+# same size against a reader's byte budget, without an encoder constructed per delta (D64).
+_SIZE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _offer_to_members(envelope: dict[str, Any]) -> None:
-    size = len(json.dumps(envelope, ensure_ascii=False))
+    size = len(_SIZE_ENCODER.encode(envelope))
     _call_each("_offer_transient", envelope, size)
 
 

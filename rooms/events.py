@@ -83,8 +83,10 @@ def envelope_from_row(row: dict[str, Any]) -> dict[str, Any]:
     return envelope
 
 
-def envelope_of(event: Event) -> dict[str, Any]:
-    return envelope_from_row({field: getattr(event, field) for field in ENVELOPE_FIELDS})
+# ``append_event`` builds its Event from the values in this order (the model's concrete fields).
+EVENT_FIELDS_IN_ORDER = ("seq", *sql.EVENT_INSERT_FIELDS)
+if tuple(field.attname for field in Event._meta.concrete_fields) != EVENT_FIELDS_IN_ORDER:
+    raise ImportError("rooms.models.Event's fields moved: append_event builds its Event in the old order")
 
 
 def append_event(
@@ -104,6 +106,7 @@ def append_event(
     """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit."""
     body = body or {}
     event_types.check(event_type, event_types.DURABLE, body)  # an undeclared or forbidden type never enters the store
+    # In the order of the model's fields after seq (EVENT_FIELDS_IN_ORDER below): ``from_db`` takes them so.
     values = {
         "event_id": new_event_id(),
         "room_id": ROOM_ID,
@@ -124,12 +127,14 @@ def append_event(
         "provenance": provenance,
     }
     # One INSERT … RETURNING seq (rooms/sql.py) instead of Model.objects.create: the same row,
-    # a sixth of the CPU, and this runs six times per Turn. The caller gets the same saved instance.
-    event = Event(seq=sql.insert_event(**values), **values)
-    event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS  # what save() leaves on an instance
+    # a sixth of the CPU, and this runs six times per Turn. The caller gets the same saved instance,
+    # built as a read builds one (``from_db``: positional values, the state save() leaves), which
+    # costs a third of the keyword constructor (docs/DECISIONS.md D64).
+    row = {"seq": sql.insert_event(**values), **values}
+    event = Event.from_db(DEFAULT_DB_ALIAS, None, row.values())
     # The streams get the committed frame itself (encoded now: exactly the row just written, even
     # if the caller changes ``body`` later), so the SSE tail need not read the table back.
-    frame = durable_frame(envelope_of(event)).encode() if bus.wants_frames() else None
+    frame = durable_frame(envelope_from_row(row)).encode() if bus.wants_frames() else None
     transaction.on_commit(functools.partial(bus.committed, event.seq, frame))
     return event
 

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -243,6 +243,12 @@ class TimeoutsConfig(Strict):
 
 
 class GroupXConfig(Strict):
+    # Django's settings object asks every value it hands out for ``_mask_wrapped`` (LazyObject); a
+    # pydantic model answers a missing private name by raising inside its ``__getattr__``, ~3.5 µs on
+    # every ``settings.GROUPX_CONFIG`` (several per Turn). Found on the class, it costs nothing, and
+    # True is what Django assumes when the name is missing (docs/DECISIONS.md D64).
+    _mask_wrapped: ClassVar[bool] = True
+
     transport: Literal["structured"] = "structured"
     server: ServerConfig = Field(default_factory=ServerConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)

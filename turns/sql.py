@@ -12,10 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
-
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, on_this_engine, per_engine, placeholders
+from rooms.sql import (
+    Names,
+    adapt_datetime,
+    all_rows,
+    execute,
+    on_this_engine,
+    one_row,
+    per_engine,
+    placeholders,
+)
 from turns.models import Turn, TurnAttempt
 from turns.states import ACTIVE_STATUSES, CLAIM, IN_FLIGHT_STATUSES, QUEUED, START
 
@@ -130,72 +137,55 @@ class TerminalRead:
 
 def lane_head(actor_id: str) -> tuple[str, str, str, str, int] | None:
     """The oldest queued Turn of a lane, as ``LANE_HEAD_COLUMNS``, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(_LANE_HEAD, [actor_id, QUEUED])
-        return cursor.fetchone()
+    return one_row(_LANE_HEAD, [actor_id, QUEUED])
 
 
 def claim_turn(turn_id: str, binding_id: str) -> tuple[str, str, str, str] | None:
     """CAS queued → dispatching. (target_actor_id, source_event_id, correlation_id,
     root_correlation_id) of the Turn it moved, or None when the Turn was not queued."""
-    with connection.cursor() as cursor:
-        cursor.execute(_CLAIM_TURN, [CLAIM.new, binding_id, turn_id, CLAIM.current])
-        return cursor.fetchone()
+    return one_row(_CLAIM_TURN, [CLAIM.new, binding_id, turn_id, CLAIM.current])
 
 
 def turn_status(turn_id: str) -> str | None:
-    with connection.cursor() as cursor:
-        cursor.execute(_TURN_STATUS, [turn_id])
-        row = cursor.fetchone()
+    row = one_row(_TURN_STATUS, [turn_id])
     return row[0] if row else None
 
 
 def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current,
-                                     START.new, turn_id])
+    execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current, START.new,
+                          turn_id])
 
 
 def insert_attempt(*, attempt_id: str, turn_id: str, binding_id: str | None, instance_id: str | None,
                    context_through_seq: int, summary_through_seq: int | None, claimed_at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_ATTEMPT, [attempt_id, turn_id, binding_id, instance_id, context_through_seq,
-                                         summary_through_seq, _ATTEMPT_DEFAULTS["dispatch_phase"],
-                                         _ATTEMPT_DEFAULTS["delivery_certainty"], adapt_datetime(claimed_at)])
+    execute(_INSERT_ATTEMPT, [attempt_id, turn_id, binding_id, instance_id, context_through_seq, summary_through_seq,
+                              _ATTEMPT_DEFAULTS["dispatch_phase"], _ATTEMPT_DEFAULTS["delivery_certainty"],
+                              adapt_datetime(claimed_at)])
 
 
 def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id,
-                                                 "prepared"])
+    execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id, "prepared"])
 
 
 def attempt_started(attempt_id: str, native_turn_id: str | None, at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_ATTEMPT_STARTED, ["native_started", "delivered", native_turn_id, adapt_datetime(at),
-                                          attempt_id])
+    execute(_ATTEMPT_STARTED, ["native_started", "delivered", native_turn_id, adapt_datetime(at), attempt_id])
 
 
 def attempt_terminal(attempt_id: str, at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_ATTEMPT_TERMINAL, ["terminal", adapt_datetime(at), attempt_id])
+    execute(_ATTEMPT_TERMINAL, ["terminal", adapt_datetime(at), attempt_id])
 
 
 def finish_turn(turn_id: str, current: str, new: str, *, response_event_id: str | None, terminal_event_id: str,
                 error_code: str | None, partial_text: str, terminal_at: datetime) -> bool:
     """CAS ``current`` → ``new`` (a terminal status) with the terminal columns; False when the Turn
     is no longer ``current``. The caller has checked the move (turns.states.check_move)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_FINISH_TURN, [new, response_event_id, terminal_event_id, error_code, partial_text,
-                                      adapt_datetime(terminal_at), turn_id, current])
-        return cursor.rowcount == 1
+    return execute(_FINISH_TURN, [new, response_event_id, terminal_event_id, error_code, partial_text,
+                                  adapt_datetime(terminal_at), turn_id, current]) == 1
 
 
 def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
     """What ``finish`` reads, in one statement; None when the Turn does not exist."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TERMINAL_READ, [attempt_id, turn_id])
-        row = cursor.fetchone()
+    row = one_row(_TERMINAL_READ, [attempt_id, turn_id])
     if row is None:
         return None
     *columns, body = row
@@ -205,23 +195,18 @@ def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
 
 def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:
     """{actor_id: unfinished Turns} for the actors that have any."""
-    with connection.cursor() as cursor:
-        cursor.execute(on_this_engine(_ACTIVE_COUNTS), [json.dumps(actor_ids), *_ACTIVE])
-        return dict(cursor.fetchall())
+    return dict(all_rows(on_this_engine(_ACTIVE_COUNTS), [json.dumps(actor_ids), *_ACTIVE]))
 
 
 def in_flight_ahead(actor_id: str, enqueue_seq: int) -> str | None:
-    with connection.cursor() as cursor:
-        cursor.execute(_IN_FLIGHT_AHEAD, [actor_id, *_IN_FLIGHT, enqueue_seq])
-        row = cursor.fetchone()
+    row = one_row(_IN_FLIGHT_AHEAD, [actor_id, *_IN_FLIGHT, enqueue_seq])
     return row[0] if row else None
 
 
 def insert_turn(*, turn_id: str, source_event_id: str, target_actor_id: str, adapter_id: str, command_type: str,
                 parent_turn_id: str | None, correlation_id: str, root_correlation_id: str, hop_count: int,
                 queued_event_id: str, enqueue_seq: int, status: str, queued_at: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id,
-                                      _TURN_DEFAULTS["transport"], command_type, parent_turn_id, correlation_id,
-                                      root_correlation_id, hop_count, queued_event_id, enqueue_seq, status,
-                                      _TURN_DEFAULTS["partial_text"], adapt_datetime(queued_at)])
+    execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id, _TURN_DEFAULTS["transport"],
+                           command_type, parent_turn_id, correlation_id, root_correlation_id, hop_count,
+                           queued_event_id, enqueue_seq, status, _TURN_DEFAULTS["partial_text"],
+                           adapt_datetime(queued_at)])

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.db import DatabaseError
 
+from groupx_site.core import sqlite
 from groupx_site.core.errors import GroupXError
 
 RETRY_AFTER_SECONDS = 5  # the default busy timeout, and the ceiling of the background backoff
@@ -125,7 +126,7 @@ def as_store_unavailable(error: BaseException) -> StoreUnavailable | None:
 def store_folder_is_read_only() -> bool:
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         return False  # a PostgreSQL server reports a read-only store itself (25006)
     try:
         return bool(os.statvfs(Path(settings.DATABASES["default"]["NAME"]).parent).f_flag & os.ST_RDONLY)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from groupx_site.core import store_faults
+from groupx_site.core import sqlite, store_faults
 
 SCHEMA_VERSION = 9  # FEATURES §18: the storage schema these tables implement
 MAX_REPORTED_PROBLEMS = 5  # quick_check may list up to 100; the first few say enough
@@ -53,7 +53,7 @@ def check() -> Integrity | None:
     (a file that cannot be opened, a disk I/O error, ...) kept the check from reading the file:
     that is not damage, and health reports the fault itself (D24); the last answer stays."""
     global _last
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         return None  # not applicable: PostgreSQL checks its own pages (integrityOk stays null, D53)
     with _lock:
         found = _quick_check(settings.DATABASES["default"]["NAME"])

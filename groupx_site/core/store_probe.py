@@ -24,7 +24,7 @@ import time
 
 from django.conf import settings
 
-from groupx_site.core import store_faults
+from groupx_site.core import sqlite, store_faults
 
 PROBE_WHILE_FAULTY_SECONDS = 1.0
 PROBE_WHILE_HEALTHY_SECONDS = 10.0
@@ -50,7 +50,7 @@ def check(*, suspect: bool) -> store_faults.Fault | None:
 
 
 def _probe() -> None:
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         _probe_postgresql()
         return
     path = settings.DATABASES["default"]["NAME"]

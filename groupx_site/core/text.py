@@ -93,8 +93,14 @@ def find_unencodable(value: Any, path: str = "") -> str | None:
     return None
 
 
+# What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on every call, built
+# once: the same text, without constructing an encoder per frame (~2 µs each; docs/DECISIONS.md D64).
+# An encoder holds no state between calls, so every thread may share it.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def json_text(value: Any) -> str:
     """``value`` as compact JSON text that always encodes as UTF-8: what the log, SSE frames and
     JSON responses send. A lone surrogate already stored (by an older version) comes out as
     U+FFFD instead of failing the whole frame, page or stream."""
-    return repair(json.dumps(value, ensure_ascii=False, separators=(",", ":")))[0]
+    return repair(_COMPACT.encode(value))[0]

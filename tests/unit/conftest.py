@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from groupx_site.core import sqlite
 from setup_wizard.config import GroupXConfig
 from tests.event_loops import no_parked_event_loop  # noqa: F401 (an autouse fixture: tests/event_loops.py)
 
@@ -32,7 +33,7 @@ def django_db_modify_db_settings(tmp_path_factory):
     # tmp_path_factory is per xdist worker, so parallel runs never share it.
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         return  # make test-pg's run of the parity test: pytest-django names a test database per worker
     settings.DATABASES["default"]["TEST"]["NAME"] = str(tmp_path_factory.mktemp("unit-db") / "groupx.sqlite3")
 

@@ -20,6 +20,7 @@ from memory.models import (
     AGENT_MEMORY_TYPES,
     ContextReset,
     DatedMemoryRollup,
+    DatedMemorySource,
     IdentityRecord,
     MemoryRecord,
     Summary,
@@ -267,6 +268,22 @@ def test_bump_dated_rollup_updates_the_row_as_the_orm_update_does(fields):
     # No row for the day: nothing written, False.
     assert not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 5), chars=7,
                                             through_seq=50, now=NOW)
+
+
+def test_insert_dated_source_writes_the_row_create_writes():
+    values = {"turn_id": "turn_p", "room_id": ROOM_ID, "actor_id": ALPHA, "local_date": date(2026, 3, 4),
+              "source_event_id": "evt_s", "source_seq": 41, "response_event_id": "evt_r", "response_seq": 43,
+              "source_chars": 17, "terminal_at": NOW}
+    memory_sql.insert_dated_source(**values)
+    by_sql = stored(DatedMemorySource, pk="turn_p")
+    DatedMemorySource.objects.all().delete()
+    DatedMemorySource.objects.create(**values)
+    assert differences(by_sql, stored(DatedMemorySource, pk="turn_p")) == {}
+
+
+def test_insert_dated_source_binds_every_column_in_order():
+    assert list(inspect.signature(memory_sql.insert_dated_source).parameters) == list(
+        memory_sql.DATED_SOURCE_INSERT_FIELDS)
 
 
 # ---- reads -----------------------------------------------------------------------------------------
