@@ -57,7 +57,8 @@ def settle(pid: int, quiet: float = 0.05, window: float = 0.5, bound: float = 10
 
 
 class BenchServer:
-    def __init__(self, workdir: Path, *, storage_url: str | None = None):
+    def __init__(self, workdir: Path, *, storage_url: str | None = None, app: str = "groupx_site.asgi:application"):
+        self.app = app  # bench/post_profiled.py wraps it to switch cProfile on and off
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "groupx.json"
@@ -88,7 +89,7 @@ class BenchServer:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "groupx_site.asgi:application"],
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", self.app],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             )
 
