@@ -5,6 +5,7 @@ A GroupX server (``bench/server.py``: daphne, its own SQLite, the three instant 
 posted one message; the measured requests replay that message (the same ``clientCommandId`` and
 body), which the real endpoint answers exactly as the first time: 202 and the stored result, read
 by the command (``rooms.commands.run_once``: one SELECT on the writer thread) with no Turn run.
+The server logs no request, as `groupx start` (daphne's command line would, at verbosity 1).
 So each measured request is the real post's whole HTTP path (daphne, the ASGI router, the write
 guard, Django's handler and middleware, ninja, the body's check and model, the writer hop, the
 response) and the smallest command there is. The load client is the floor's raw-socket client
@@ -111,7 +112,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="groupx-bench-post-") as scratch:
         raw = (args.cprofile_out or Path(scratch) / "cprofile.out").resolve()
-        server = BenchServer(Path(scratch) / "room", app="bench.post_profiled:application")
+        server = BenchServer(Path(scratch) / "room", app="bench.post_profiled:application", access_log=False)
         server.env["GROUPX_BENCH_CPROFILE"] = str(raw)
         server.start()
         try:
