@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from bench.memory import children
-from bench.server import settle, wait_until
+from bench.server import free_port, settle, wait_until
 from tests.split.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,12 +39,6 @@ ENTRY_POINTS = ("start", "runserver", "split")
 
 class Unavailable(RuntimeError):
     """This entry point cannot run on this machine (its column is skipped, with the reason)."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def tree(pid: int) -> list[int]:

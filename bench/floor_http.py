@@ -43,18 +43,18 @@ LAYERS = (
 )
 
 
-def message_body() -> bytes:
+def message_body(client_command_id: str | None = None) -> bytes:
     """The harness's message body (bench/anchor/groupx_bench.py ``_post_message``), as httpx encodes it."""
     head = "bench 1a2b3c4d throughput #1: "
     filler = "the quick brown fox jumps over the lazy dog " * 4
-    return json.dumps({"clientCommandId": f"bench-1a2b3c4d-{uuid.uuid4().hex}",
+    return json.dumps({"clientCommandId": client_command_id or f"bench-1a2b3c4d-{uuid.uuid4().hex}",
                        "to": ["agent:kimi", "agent:grok", "agent:hermes"], "content": (head + filler)[:120]},
                       ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def request_bytes(port: int) -> bytes:
-    """The harness's message post, its headers as httpx writes them."""
-    body = message_body()
+def request_bytes(port: int, body: bytes | None = None) -> bytes:
+    """The harness's message post (``body``: the harness's message by default), its headers as httpx writes them."""
+    body = body or message_body()
     headers = (f"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n"
                "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\nUser-Agent: python-httpx/0.28.1\r\n"
                f"Content-Length: {len(body)}\r\nContent-Type: application/json\r\n\r\n")
@@ -90,10 +90,11 @@ async def _chunks(reader: asyncio.StreamReader) -> None:
             return
 
 
-async def load(port: int, requests: int, connections: int) -> dict[int, int]:
-    """``requests`` posts over ``connections`` keep-alive connections; the count of each status."""
+async def load(port: int, requests: int, connections: int, request: bytes | None = None) -> dict[int, int]:
+    """``requests`` posts over ``connections`` keep-alive connections; the count of each status.
+    ``request``: the bytes of each request (the harness's message post by default)."""
     statuses: dict[int, int] = {}
-    request = request_bytes(port)
+    request = request or request_bytes(port)
     shares = [requests // connections + (1 if i < requests % connections else 0) for i in range(connections)]
     await asyncio.gather(*(_connection(port, share, request, statuses) for share in shares if share))
     return statuses

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +32,12 @@ def _die_with_parent() -> None:
     import ctypes
 
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def wait_until(predicate, timeout: float, what: str):
@@ -57,7 +64,12 @@ def settle(pid: int, quiet: float = 0.05, window: float = 0.5, bound: float = 10
 
 
 class BenchServer:
-    def __init__(self, workdir: Path, *, storage_url: str | None = None):
+    def __init__(self, workdir: Path, *, storage_url: str | None = None, app: str = "groupx_site.asgi:application",
+                 access_log: bool = True):
+        self.app = app  # bench/post_profiled.py wraps it to switch cProfile on and off
+        # daphne's command line logs every request (verbosity 1, which also prints the bound port);
+        # `groupx start` logs none. False: verbosity 0 on a port chosen here, as GroupX serves.
+        self.access_log = access_log
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "groupx.json"
@@ -86,15 +98,19 @@ class BenchServer:
     def start(self, timeout: float = 60.0) -> BenchServer:
         self.migrate()
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        fixed_port = None if self.access_log else free_port()
+        where = ["-p", "0"] if fixed_port is None else ["-p", str(fixed_port), "-v", "0"]
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "groupx_site.asgi:application"],
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", *where, self.app],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             )
 
         def port():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+            if fixed_port is not None:
+                return fixed_port  # the agents' readiness below waits for it to answer
             match = LISTENING.search(self.log_path.read_bytes()[offset:].decode(errors="replace"))
             return match and int(match.group(1))
 

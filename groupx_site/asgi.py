@@ -97,8 +97,10 @@ def with_backpressure(app):
     return paced
 
 
+EVENTS_PATH = "/api/events"
+
 http_routes = URLRouter([
-    path("api/events", with_backpressure(
+    path(EVENTS_PATH.lstrip("/"), with_backpressure(
         EventStreamConsumer.as_asgi(django_app=django_app, end_on_drain=shutdown.end_on_drain))),
     re_path(r"^mcp/?$", imported_on_first_request("agents.mcp.server")),
     re_path(r"^mcp/operator/?$", imported_on_first_request("assistant.mcp.server")),  # the room assistant's tools (FEATURES §13)
@@ -114,6 +116,10 @@ async def http(scope, receive, send):
         runtime.begin_start()
     else:
         await runtime.wait_for_store()
+    if scope["path"].startswith("/api/") and scope["path"] != EVENTS_PATH:
+        # Where the routes below send it, without matching it against five patterns first (~15 µs
+        # of each API request, D66): no other route starts with /api/.
+        return await django_app(scope, receive, send)
     return await http_routes(scope, receive, send)
 
 

@@ -1,16 +1,30 @@
-"""Django's ASGI handler, without a thread per API request (docs/DECISIONS.md D20).
+"""Django's ASGI handler, without a thread hand-off per API request (docs/DECISIONS.md D20, D66).
 
 Django runs each request inside an asgiref ``ThreadSensitiveContext``: the request's sync code
 (its ``request_started`` receivers, a sync view, ``response.close()`` with ``request_finished``)
-gets a thread created for that request and joined at its end. Every ``/api/`` view is ``async``
-and does its database work on ``groupx_site.core.db``'s long-lived threads, so what Django still runs
-synchronously for it is a few microseconds of signal receivers. Those go to asgiref's one shared
-thread instead: no thread is created per request. Pages and the admin keep Django's behaviour.
+gets a thread created for that request and joined at its end. Pages and the admin keep that.
+
+Every ``/api/`` view is ``async`` and does its database work on ``groupx_site.core.db``'s
+long-lived threads, so an API request opens no database connection on any thread Django's
+request code runs on. What Django still runs synchronously for it is the two signals' receivers
+(``reset_queries`` and ``close_old_connections``, which act on the calling thread's connections
+only, and ``reset_urlconf``, ``close_caches``) and ``response.close()``: a few microseconds of work,
+each behind a hop to a thread and back (~2 × 60 µs of a post's ~1 ms, D66). ``handle_api`` is
+Django's ``ASGIHandler.handle`` with those called on the event loop's thread instead: the
+receivers find no connection there (Django refuses database access on it), so they do the same
+nothing without the hops. ``tests/unit/test_api_handler.py`` fails when Django's ``handle``
+changes, so the copy is compared again.
 """
 
 from __future__ import annotations
 
-from django.core.handlers.asgi import ASGIHandler
+import asyncio
+import contextlib
+
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.urls import set_script_prefix
 
 
 def is_api_scope(scope: dict) -> bool:
@@ -20,9 +34,59 @@ def is_api_scope(scope: dict) -> bool:
 class GroupXASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         if is_api_scope(scope):
-            await self.handle(scope, receive, send)
+            await self.handle_api(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    async def handle_api(self, scope, receive, send):
+        """``ASGIHandler.handle`` (Django 5.2) with the signals sent and the response closed on
+        this thread, not through ``sync_to_async``; every other line is Django's."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            error_response.close()
+            return
+
+        async def process_request(request, send):
+            response = await self.run_get_response(request)
+            with contextlib.suppress(asyncio.CancelledError):  # the client went away during the send
+                await self.send_response(response, send)
+            return response
+
+        # Django's: a disconnect while the response is made cancels it (listen_for_disconnect first,
+        # as it raises nothing unexpected that would keep process_request from being cancelled).
+        tasks = [
+            asyncio.create_task(self.listen_for_disconnect(receive)),
+            asyncio.create_task(process_request(request, send)),
+        ]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()  # a view may handle its cancellation
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            response = tasks[1].result()
+        except asyncio.CancelledError:
+            signals.request_finished.send(sender=self.__class__)
+        else:
+            response.close()
+        body_file.close()
 
 
 def get_application() -> GroupXASGIHandler:

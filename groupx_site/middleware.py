@@ -39,9 +39,10 @@ from groupx_site.core.http import (
 from groupx_site.shutdown import end_on_drain
 
 
-def check_api_write(request: HttpRequest) -> GroupXError | None:
+def check_api_write(request: HttpRequest, host: str) -> GroupXError | None:
+    """``host``: the request's ``get_host()``, already checked against ``ALLOWED_HOSTS``."""
     refusal = refused_content_type(request.META.get("CONTENT_TYPE", "")) or refused_origin(
-        request.META.get("HTTP_ORIGIN"), request.get_host())
+        request.META.get("HTTP_ORIGIN"), host)
     if refusal is not None:
         return refusal
     try:
@@ -63,12 +64,13 @@ DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
 
 
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
+    host = None
     if is_api(request):
         # Django's CommonMiddleware, skipped under /api/ (pages_only), was what checked the Host
         # header against ALLOWED_HOSTS (loopback only) on every request; its DisallowedHost became
         # Django's HTML 400 page, so the API answers it with the protocol's body itself.
         try:
-            host = request.get_host()
+            host = request.get_host()  # once: a write's origin check below reuses it (D66)
         except DisallowedHost:
             return error_response(foreign_host(status=400))
         if request.method not in WRITE_METHODS:  # writes check their Content-Type first, below
@@ -79,8 +81,8 @@ def _write_guard(request: HttpRequest) -> HttpResponse | None:
                 return error_response(refusal)
     if lifecycle.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
         return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
-    if request.path.startswith("/api/") and request.method in WRITE_METHODS:
-        error = check_api_write(request)
+    if host is not None and request.method in WRITE_METHODS:
+        error = check_api_write(request, host)
         if error is None and request.path not in DRAIN_EXEMPT_PATHS:  # shutdown works in any state
             error = check_readiness()
         if error is not None:

@@ -11,4 +11,6 @@ from groupx_site.core.text import json_text
 
 
 def json_response(body: Any, status: int = 200) -> HttpResponse:
-    return HttpResponse(json_text(body), status=status, content_type="application/json")
+    # Bytes, the UTF-8 Django would write (DEFAULT_CHARSET): given a str, Django parses the
+    # Content-Type for a charset on every response to encode it (~5 µs of each post, D66).
+    return HttpResponse(json_text(body).encode(), status=status, content_type="application/json")
