@@ -36,7 +36,6 @@ REASONING_LIMIT_CHARACTERS = 1_048_576
 TOOL_RECORD_LIMIT = 1_000
 OVER_CAP_CODE = ErrorCode.MESSAGE_TOO_LARGE.value
 ENDED_CODE = "PROTOCOL_INVALID_MESSAGE"
-_TIMED_OUT = object()  # no event came within the wait
 
 # How a turn ended (``Ending.kind``).
 COMPLETED = "completed"  # the CLI's terminal: ``content`` is the final reply
@@ -128,8 +127,9 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
             deadline = hooks.deadline()
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - loop.time()))
-            event = _TIMED_OUT
-            if wait > 0:
+            # An event already queued is taken as is: no timer armed and cancelled for it.
+            event = native.ready_event() if wait > 0 else None
+            if event is None and wait > 0:
                 try:
                     async with asyncio.timeout(wait) as waiting:
                         event = await anext(stream)
@@ -139,7 +139,7 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
                     if not (isinstance(exc, TimeoutError) and waiting.expired()):
                         logger.exception("%s: the driver's event stream failed", label)
                         return _ended()
-            if event is _TIMED_OUT:
+            if event is None:
                 await hooks.timed_out(heard)
                 code = "TURN_IDLE_TIMEOUT" if heard else "TURN_FIRST_EVENT_TIMEOUT"
                 return Ending(TIMED_OUT, code, f"no answer within {wait:g} s")
