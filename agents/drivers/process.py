@@ -183,6 +183,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+# One decoder for every line: ``json.loads`` with an option builds a new decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def encode_frame(obj: Any) -> bytes:
     """One compact JSON line. Raises ValueError for anything that is not a serialisable dict:
     a malformed line must never reach a CLI's stdin (NATIVE_PROTOCOLS §5.3, X7)."""
@@ -208,7 +212,7 @@ def decode_frame_repaired(line: bytes) -> tuple[dict[str, Any], int]:
     except UnicodeDecodeError as exc:
         raise FrameError(f"invalid UTF-8 on stdout: {exc}") from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = _DECODER.decode(text)
     except ValueError as exc:  # JSONDecodeError, and int-digit limits
         raise FrameError(f"malformed JSON on stdout: {exc}; line starts {text[:120]!r}") from None
     except RecursionError:  # "[[[[…" a few thousand deep, well within the line limit
