@@ -183,8 +183,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-# One decoder for every line: ``json.loads`` with an option builds a new decoder per call.
+# One decoder and one encoder for every line: ``json.loads`` and ``json.dumps`` with an option
+# build a new one per call.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def encode_frame(obj: Any) -> bytes:
@@ -193,7 +195,7 @@ def encode_frame(obj: Any) -> bytes:
     if not isinstance(obj, dict):
         raise ValueError(f"refusing to write a non-object frame ({type(obj).__name__})")
     try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(obj)
         # Lone surrogates pass json.dumps but are not UTF-8; strict encoding refuses them.
         return text.encode("utf-8") + b"\n"
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
