@@ -121,11 +121,13 @@ class ChildSession(NativeSession, Generic[TurnT]):
     def text_repaired(self) -> int:
         return self.process.text_repaired if self.process is not None else 0
 
-    async def pace_reader(self) -> None:
-        """The reader's ``pace``: wait while the active turn's backlog is full."""
+    def pace_reader(self) -> Awaitable[None] | None:
+        """The reader's ``pace``: while the active turn's backlog is full, what to wait on; else
+        None, so the usual frame costs no coroutine."""
         turn = self._turn
-        if turn is not None:
-            await turn.wait_for_room()
+        if turn is not None and turn.holds_reader:
+            return turn.wait_for_room()
+        return None
 
     @property
     def active_turn(self) -> TurnT | None:
@@ -227,9 +229,14 @@ class QueuedTurn(NativeTurn):
         self._count_backlog(event, -1)
         return event
 
+    @property
+    def holds_reader(self) -> bool:
+        """The backlog is over its bounds and someone will still drain it."""
+        return not self._room.is_set() and self.terminal is None and not self._abandoned
+
     async def wait_for_room(self) -> None:
         """Return once the backlog is under its bounds, or nobody will drain it any more."""
-        while not self._room.is_set() and self.terminal is None and not self._abandoned:
+        while self.holds_reader:
             await self._room.wait()
 
     def abandon(self) -> None:
