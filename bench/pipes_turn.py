@@ -9,8 +9,10 @@ nothing. The kit's agent answers each prompt with four ``session/update`` chunks
 
 Printed per Turn: this process's CPU (``time.process_time``; the agent's is not in it), the median
 of ``--rounds`` rounds, beside ``bench.floor``'s pipe part (the same exchange with as little code
-as it allows); and, from one further round under ``cProfile``, the Python calls and the event
-loop's iterations, counts the machine's load does not move.
+as it allows); and, from one further round under ``cProfile``, the Python calls (all, and those to
+GroupX's own ``agents/``) and the event loop's iterations: counts the machine's load moves far less
+than it moves CPU seconds (how the agent's frames happen to arrive, in one read or several, still
+moves them a little).
 """
 
 from __future__ import annotations
@@ -76,11 +78,13 @@ async def _run(turns: int, warmup: int, rounds: int, prompt_chars: int) -> dict:
         await close()
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     calls = sum(entry[1] for entry in stats.values())
+    own = str(FAKE_AGENT.parents[2] / "agents")
+    own_calls = sum(entry[1] for (path, _line, _name), entry in stats.items() if path.startswith(own))
     iterations = sum(entry[1] for (path, _line, name), entry in stats.items()
                      if name == "_run_once" and path.endswith("base_events.py"))
     return {"turns": turns, "rounds": rounds, "prompt_chars": prompt_chars,
             "cpu_ms_per_turn": round(statistics.median(cpu_ms), 3), "cpu_ms_each_round": [round(v, 3) for v in cpu_ms],
-            "python_calls_per_turn": round(calls / turns, 1), "loop_iterations_per_turn": round(iterations / turns, 2)}
+            "python_calls_per_turn": round(calls / turns, 1), "groupx_calls_per_turn": round(own_calls / turns, 1), "loop_iterations_per_turn": round(iterations / turns, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(_run(args.turns, args.warmup, args.rounds, args.prompt_chars))
     print(f"{result['turns']} sequential Turns through AcpDriver + collect, per Turn: "
           f"CPU {result['cpu_ms_per_turn']} ms (rounds: {', '.join(map(str, result['cpu_ms_each_round']))}), "
-          f"{result['python_calls_per_turn']} Python calls, {result['loop_iterations_per_turn']} event-loop iterations")
+          f"{result['python_calls_per_turn']} Python calls ({result['groupx_calls_per_turn']} of them to "
+          f"agents/), {result['loop_iterations_per_turn']} event-loop iterations")
     return 0
 
 
