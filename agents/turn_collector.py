@@ -1,9 +1,9 @@
 """Consume one native turn's events into text: the one routine the lanes and the one-shot
 summariser share (docs/DECISIONS.md D23, D33).
 
-``collect`` reads the driver's events through a one-slot queue (a full queue leaves them in the
-driver's bounded backlog, whose fullness stops the reading of a CLI that outruns us), waits at most
-``firstEventMs`` for the CLI's first answer and ``idleMs`` between the next ones, keeps the reply, the
+``collect`` takes the driver's events straight from its stream, one at a time (what it has not taken
+stays in the driver's bounded backlog, whose fullness stops the reading of a CLI that outruns us),
+waits at most ``firstEventMs`` for the CLI's first answer and ``idleMs`` between the next ones, keeps the reply, the
 reasoning and the tool progress within their caps, and returns how the turn ended. Whatever ended
 it, the native turn is abandoned: nobody reads its events any more, so the driver must not hold the
 CLI's output back for us.
@@ -36,9 +36,6 @@ REASONING_LIMIT_CHARACTERS = 1_048_576
 TOOL_RECORD_LIMIT = 1_000
 OVER_CAP_CODE = ErrorCode.MESSAGE_TOO_LARGE.value
 ENDED_CODE = "PROTOCOL_INVALID_MESSAGE"
-# The caller takes the driver's events one at a time (see the module docstring).
-QUEUE_EVENTS = 1
-_END = object()
 
 # How a turn ended (``Ending.kind``).
 COMPLETED = "completed"  # the CLI's terminal: ``content`` is the final reply
@@ -115,19 +112,10 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
     """Read ``native``'s events into ``collected`` until the turn ends; never raises for the CLI's
     doing (``label`` names the turn in the log)."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue(maxsize=QUEUE_EVENTS)
-
-    async def pump() -> None:
-        # Reading through a queue lets a timeout give up waiting without cancelling the
-        # driver's generator mid-frame. Cancelled, it puts nothing: nobody reads on.
-        try:
-            async for event in native.events():
-                await queue.put(event)
-        except Exception:
-            logger.exception("%s: the driver's event stream failed", label)
-        await queue.put(_END)
-
-    pump_task = loop.create_task(pump())
+    # The stream is read in this task, each wait bounded by a timeout that cancels only the wait:
+    # no task or queue per event between the driver and us (docs/DECISIONS.md D65). A timed-out
+    # wait ends the stream, and nobody reads on after it: the turn is abandoned below.
+    stream = native.events()
     started = False  # the driver's first event arrived (the prompt reached the CLI)
     # The CLI itself has answered: content, reasoning, a tool or a terminal. A driver's own
     # TurnStarted (written when the prompt goes out or is acknowledged) is not an answer, so a
@@ -139,14 +127,22 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
             deadline = hooks.deadline()
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - loop.time()))
-            try:
-                event = await asyncio.wait_for(queue.get(), timeout=wait)
-            except TimeoutError:
+            # An event already queued is taken as is: no timer armed and cancelled for it.
+            event = native.ready_event() if wait > 0 else None
+            if event is None and wait > 0:
+                try:
+                    async with asyncio.timeout(wait) as waiting:
+                        event = await anext(stream)
+                except StopAsyncIteration:
+                    return _ended()
+                except Exception as exc:
+                    if not (isinstance(exc, TimeoutError) and waiting.expired()):
+                        logger.exception("%s: the driver's event stream failed", label)
+                        return _ended()
+            if event is None:
                 await hooks.timed_out(heard)
                 code = "TURN_IDLE_TIMEOUT" if heard else "TURN_FIRST_EVENT_TIMEOUT"
                 return Ending(TIMED_OUT, code, f"no answer within {wait:g} s")
-            if event is _END:
-                return Ending(ENDED, ENDED_CODE, "the turn ended without a terminal event")
             if not started:
                 started = True
                 await hooks.started(event)
@@ -155,8 +151,14 @@ async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *,
             if ending is not None:
                 return ending
     finally:
-        pump_task.cancel()
         native.abandon()
+        closing = getattr(stream, "aclose", None)
+        if closing is not None:
+            await closing()
+
+
+def _ended() -> Ending:
+    return Ending(ENDED, ENDED_CODE, "the turn ended without a terminal event")
 
 
 async def _take(event, collected: Collected, hooks: TurnHooks, caps: Caps) -> Ending | None:

@@ -106,6 +106,8 @@ def parse(raw: Path) -> tuple[Counter, int, Counter]:
         if not stack or not count.isdigit():
             continue
         frames = stack.split(";")
+        if len(frames) < 2:
+            continue  # a thread py-spy caught with no Python frame on its stack
         thread = frames[0].split(": ", 1)[-1]
         if any(frames[-1].startswith(name) for name in IDLE):
             idle += int(count)

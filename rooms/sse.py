@@ -24,6 +24,7 @@ from rooms.models import ROOM_ID, SCHEMA
 from rooms.tail import Inbox, Tail, read_head_seq, tail_for, transient_frame
 
 DECIMAL = re.compile(r"^[0-9]{1,18}$")
+HEARTBEAT = b": heartbeat\n\n"
 
 
 def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
@@ -79,24 +80,32 @@ async def event_stream(cursor: int) -> AsyncIterator[str | bytes]:
             await tail.refresh()  # the tail may be older than this stream's first read
         need_read = True
         while True:
+            # What one wake-up has for the client goes out as one body chunk: one send through
+            # the server and one socket write, not one per kind (docs/DECISIONS.md D65).
+            batch: list[bytes] = []
             if need_read:
                 inbox.durable_pending = False
                 more = True
                 while more:
                     chunk, cursor, more = await _next_durable(tail, inbox, cursor)
-                    if chunk:
+                    if chunk and more:
+                        # Catching up in pages: each goes out as it is read, none held for the next.
                         yield chunk
                         inbox.last_sent = loop.time()
+                    elif chunk:
+                        batch.append(chunk)
                 # A generator's locals live while it waits: an idle stream must not pin its last
                 # page (up to 500 encoded frames; 50 streams held ~13 MiB this way).
                 chunk = b""
             if inbox.transients:
-                yield tail.transient_bytes(inbox.take_transients())
-                inbox.last_sent = loop.time()
+                batch.append(tail.transient_bytes(inbox.take_transients()))
             if inbox.heartbeat_due:
                 inbox.heartbeat_due = False
-                yield ": heartbeat\n\n"
+                batch.append(HEARTBEAT)
+            if batch:
+                yield batch[0] if len(batch) == 1 else b"".join(batch)
                 inbox.last_sent = loop.time()
+                batch = []
             # Each yield let the tail run: look again before parking (nothing may run between
             # this check and the park, or a broadcast's wake would be lost until the next one).
             need_read = inbox.durable_pending

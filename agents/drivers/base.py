@@ -162,6 +162,11 @@ class NativeTurn(abc.ABC):
     def events(self) -> AsyncIterator[AdapterEvent]:
         """Yield adapter events; the last one is always a terminal event."""
 
+    def ready_event(self) -> AdapterEvent | None:
+        """The next event of ``events`` if it is already there, taken without waiting; None when
+        the caller must wait on ``events`` for it (the default: always)."""
+        return None
+
     @abc.abstractmethod
     async def cancel(self) -> None:
         """Send the native cancel/interrupt once. The terminal still arrives through ``events``."""

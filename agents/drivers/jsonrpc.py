@@ -92,7 +92,7 @@ class StdinClosed(ProcessExited):
     """The child closed its stdin and lives on: nothing we write reaches it any more."""
 
 
-Pace = Callable[[], Awaitable[None]]
+Pace = Callable[[], Awaitable[None] | None]  # None: read on at once
 
 
 class FrameReader:
@@ -102,9 +102,10 @@ class FrameReader:
     a StdinClosed. Shared by the JSON-RPC client and the Claude session, whose wire is not
     JSON-RPC but ends the same way.
 
-    ``pace`` is awaited before each frame is read: while the active turn's queue is full it does
-    not return, the pipe fills and the child blocks on its own write (issue 14). It never waits
-    for a response, so a request in flight cannot deadlock on it."""
+    ``pace`` is called before each frame is read, and what it returns, unless None, awaited:
+    while the active turn's queue is full that does not return, the pipe fills and the child
+    blocks on its own write (issue 14). It never waits for a response, so a request in flight
+    cannot deadlock on it."""
 
     def __init__(self, process: JsonLineProcess, *, dispatch: Callable[[dict[str, Any]], None],
                  fail: Callable[[ConnectionLost], None], closing: Callable[[], bool], label: str,
@@ -140,8 +141,8 @@ class FrameReader:
     async def _read_loop(self) -> None:
         try:
             while True:
-                if self._pace is not None:
-                    await self._pace()
+                if self._pace is not None and (held := self._pace()) is not None:
+                    await held
                 frame = await self.process.read_frame()
                 if frame is None:
                     break

@@ -183,13 +183,19 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+# One decoder and one encoder for every line: ``json.loads`` and ``json.dumps`` with an option
+# build a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode_frame(obj: Any) -> bytes:
     """One compact JSON line. Raises ValueError for anything that is not a serialisable dict:
     a malformed line must never reach a CLI's stdin (NATIVE_PROTOCOLS §5.3, X7)."""
     if not isinstance(obj, dict):
         raise ValueError(f"refusing to write a non-object frame ({type(obj).__name__})")
     try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(obj)
         # Lone surrogates pass json.dumps but are not UTF-8; strict encoding refuses them.
         return text.encode("utf-8") + b"\n"
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
@@ -208,7 +214,7 @@ def decode_frame_repaired(line: bytes) -> tuple[dict[str, Any], int]:
     except UnicodeDecodeError as exc:
         raise FrameError(f"invalid UTF-8 on stdout: {exc}") from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = _DECODER.decode(text)
     except ValueError as exc:  # JSONDecodeError, and int-digit limits
         raise FrameError(f"malformed JSON on stdout: {exc}; line starts {text[:120]!r}") from None
     except RecursionError:  # "[[[[…" a few thousand deep, well within the line limit

@@ -121,11 +121,13 @@ class ChildSession(NativeSession, Generic[TurnT]):
     def text_repaired(self) -> int:
         return self.process.text_repaired if self.process is not None else 0
 
-    async def pace_reader(self) -> None:
-        """The reader's ``pace``: wait while the active turn's backlog is full."""
+    def pace_reader(self) -> Awaitable[None] | None:
+        """The reader's ``pace``: while the active turn's backlog is full, what to wait on; else
+        None, so the usual frame costs no coroutine."""
         turn = self._turn
-        if turn is not None:
-            await turn.wait_for_room()
+        if turn is not None and turn.holds_reader:
+            return turn.wait_for_room()
+        return None
 
     @property
     def active_turn(self) -> TurnT | None:
@@ -191,7 +193,10 @@ class QueuedTurn(NativeTurn):
 
     def __init__(self, turn_id: str):
         self.turn_id = turn_id
-        self._events: asyncio.Queue[AdapterEvent] = asyncio.Queue()
+        # A deque and one waiter, not an asyncio.Queue: one reader, and most events are taken
+        # without waiting (``ready_event``), so the queue's getter/putter machinery is not needed.
+        self._events: deque[AdapterEvent] = deque()
+        self._arrived: asyncio.Future[None] | None = None  # the reader waiting in ``events``
         self.terminal: AdapterEvent | None = None
         self.cancel_requested = False  # by the runtime, as opposed to our own interaction cancel
         self._failure: TurnFailed | None = None  # decided early; emitted once the native turn settles
@@ -205,15 +210,33 @@ class QueuedTurn(NativeTurn):
 
     async def events(self) -> AsyncIterator[AdapterEvent]:
         while True:
-            event = await self._events.get()
-            self._count_backlog(event, -1)
+            event = self.ready_event()
+            if event is None:
+                self._arrived = asyncio.get_running_loop().create_future()
+                try:
+                    await self._arrived
+                finally:
+                    self._arrived = None
+                continue
             yield event
             if isinstance(event, TERMINAL_EVENTS):
                 return
 
+    def ready_event(self) -> AdapterEvent | None:
+        if not self._events:
+            return None
+        event = self._events.popleft()
+        self._count_backlog(event, -1)
+        return event
+
+    @property
+    def holds_reader(self) -> bool:
+        """The backlog is over its bounds and someone will still drain it."""
+        return not self._room.is_set() and self.terminal is None and not self._abandoned
+
     async def wait_for_room(self) -> None:
         """Return once the backlog is under its bounds, or nobody will drain it any more."""
-        while not self._room.is_set() and self.terminal is None and not self._abandoned:
+        while self.holds_reader:
             await self._room.wait()
 
     def abandon(self) -> None:
@@ -225,15 +248,16 @@ class QueuedTurn(NativeTurn):
 
     def _take_all(self) -> list[AdapterEvent]:
         out = []
-        while not self._events.empty():
-            event = self._events.get_nowait()
-            self._count_backlog(event, -1)
+        while (event := self.ready_event()) is not None:
             out.append(event)
         return out
 
     def _enqueue(self, event: AdapterEvent) -> None:
-        self._events.put_nowait(event)
+        self._events.append(event)
         self._count_backlog(event, 1)
+        arrived = self._arrived
+        if arrived is not None and not arrived.done():
+            arrived.set_result(None)
 
     def _count_backlog(self, event: AdapterEvent, sign: int) -> None:
         self._backlog_events += sign
