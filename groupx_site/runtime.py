@@ -147,6 +147,7 @@ def _prepare_store() -> None:
 
     from agents.roster import sync_actors
 
+    db.leave_checkpoints_to_their_thread()  # a worker's writer connection is open already (its lease, D67)
     if _migrate_first:
         from django.core.management import call_command
 

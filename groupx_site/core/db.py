@@ -128,6 +128,13 @@ def _leave_checkpoints_to_their_thread(sender, connection, **kwargs) -> None:
             cursor.execute("PRAGMA wal_autocheckpoint=0")
 
 
+def leave_checkpoints_to_their_thread() -> None:
+    """On the writer thread: a connection it opened before the checkpointer started follows the
+    same rule from now on (one opened later does by itself, above)."""
+    if connection.connection is not None:
+        _leave_checkpoints_to_their_thread(None, connection)
+
+
 connection_created.connect(_note_if_opened_read_only)
 connection_created.connect(_leave_checkpoints_to_their_thread)
 connection_created.connect(postgresql.repair_nul_on_postgresql)

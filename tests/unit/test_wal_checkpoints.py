@@ -76,3 +76,16 @@ def test_without_the_checkpointer_the_writer_keeps_sqlites_automatic_checkpoint(
     settings.GROUPX_DB_INLINE = False
     db.run_on_writer_thread(lambda: connection.close())
     assert _on_writer("PRAGMA wal_autocheckpoint") == [(1000,)]
+
+
+def test_a_writer_connection_opened_before_the_checkpointer_leaves_checkpoints_to_it_once_told(settings):
+    settings.GROUPX_DB_INLINE = False
+    db.run_on_writer_thread(lambda: connection.close())
+    assert _on_writer("PRAGMA wal_autocheckpoint") == [(1000,)]  # open now, with SQLite's default
+    wal_checkpoints.start(db.run_on_writer_thread)
+    try:
+        db.run_on_writer_thread(db.leave_checkpoints_to_their_thread)
+        assert _on_writer("PRAGMA wal_autocheckpoint") == [(0,)]
+    finally:
+        wal_checkpoints.stop()
+        db.run_on_writer_thread(lambda: connection.close())
