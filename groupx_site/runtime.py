@@ -28,7 +28,7 @@ import sys
 from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
-from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity
+from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity, wal_checkpoints
 from rooms import bus
 from setup_wizard import roster
 
@@ -147,6 +147,7 @@ def _prepare_store() -> None:
 
     from agents.roster import sync_actors
 
+    db.leave_checkpoints_to_their_thread()  # a worker's writer connection is open already (its lease, D67)
     if _migrate_first:
         from django.core.management import call_command
 
@@ -162,6 +163,7 @@ async def _start() -> None:
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
     layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
     bus.start_relay(hear_others=not _is_worker())  # a worker serves no stream nor MCP wait (D59)
+    wal_checkpoints.start(db.run_on_writer_thread)  # before the writer's first connection, which then leaves them to it (D67)
     backoff = store_faults.Backoff()
     while True:
         try:
@@ -249,6 +251,7 @@ async def _stop() -> None:
     if _keeper is not None:
         await _keeper.release()
     await bus.stop_relay()
+    await asyncio.to_thread(wal_checkpoints.stop)  # its last pass cuts the WAL (D67)
 
 
 async def shutdown() -> None:

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import contextvars
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -37,9 +38,10 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import handoff, postgresql, store_faults, store_integrity
+from groupx_site.core import handoff, postgresql, store_faults, store_integrity, wal_checkpoints
 
-_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupx-db-write")
+WRITER_THREAD = "groupx-db-write"
+_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WRITER_THREAD)
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
@@ -52,6 +54,11 @@ def write(fn: Callable[..., Any], *, clears_faults: bool = True):
 def read(fn: Callable[..., Any]):
     """``fn`` as a coroutine function that runs on a reader thread."""
     return _on(_readers, _faults_as_codes(fn, clears=False))
+
+
+def run_on_writer_thread(fn: Callable[[], Any]) -> Any:
+    """``fn`` on the writer thread, from another thread, waiting for it: no write runs meanwhile."""
+    return _writer.submit(fn).result()
 
 
 def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
@@ -112,7 +119,24 @@ def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
     connection.groupx_opened_read_only = store_faults.store_folder_is_read_only()
 
 
+def _leave_checkpoints_to_their_thread(sender, connection, **kwargs) -> None:
+    # A commit that crosses SQLite's automatic checkpoint copies the WAL back on the thread that
+    # committed: on the writer thread every queued write waited for it (docs/DECISIONS.md D67).
+    if (connection.vendor == "sqlite" and threading.current_thread().name.startswith(WRITER_THREAD)
+            and wal_checkpoints.turns_off_autocheckpoint()):
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
+
+
+def leave_checkpoints_to_their_thread() -> None:
+    """On the writer thread: a connection it opened before the checkpointer started follows the
+    same rule from now on (one opened later does by itself, above)."""
+    if connection.connection is not None:
+        _leave_checkpoints_to_their_thread(None, connection)
+
+
 connection_created.connect(_note_if_opened_read_only)
+connection_created.connect(_leave_checkpoints_to_their_thread)
 connection_created.connect(postgresql.repair_nul_on_postgresql)
 
 

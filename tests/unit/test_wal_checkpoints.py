@@ -1,0 +1,91 @@
+"""WAL checkpoints run on their own thread, not in the writer's commits (docs/DECISIONS.md D67).
+
+These tests use the real writer thread (``groupx_site/core/db.py``, not inline) and its real Django
+connection to the tier's file database, and the real checkpointer thread on the same file. In WAL
+mode only a checkpoint writes the database file itself, so its size is the observable: the rows of
+a burst reach it although the writer never checkpoints."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.db import connection, transaction
+
+from groupx_site.core import db, wal_checkpoints
+from tests.server import wait_until
+
+pytestmark = [pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's WAL only"),
+              pytest.mark.django_db(transaction=True)]
+
+BURST_TRANSACTIONS = 60
+ROWS_PER_TRANSACTION = 40  # 2,400 rows of 4,000 bytes: ~2,400 pages, past SQLite's 1,000-page default
+ROW_BYTES = 4_000
+
+
+def _on_writer(sql: str, params: tuple = ()) -> list:
+    def run() -> list:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    return db.run_on_writer_thread(run)
+
+
+@pytest.fixture
+def checkpointer(settings):
+    settings.GROUPX_DB_INLINE = False
+    db.run_on_writer_thread(lambda: connection.close())  # its next connection is made while the checkpointer runs
+    running = wal_checkpoints.start(db.run_on_writer_thread)
+    yield running
+    wal_checkpoints.stop()
+    _on_writer("DROP TABLE IF EXISTS wal_burst")
+    db.run_on_writer_thread(lambda: connection.close())  # later tests get a connection with SQLite's defaults
+
+
+def _burst() -> None:
+    _on_writer("CREATE TABLE wal_burst (body BLOB)")
+
+    def write() -> None:
+        for _ in range(BURST_TRANSACTIONS):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.executemany("INSERT INTO wal_burst VALUES (randomblob(%s))",
+                                   [(ROW_BYTES,)] * ROWS_PER_TRANSACTION)
+
+    db.run_on_writer_thread(write)
+
+
+def test_the_writer_thread_leaves_checkpoints_to_the_checkpointer_and_a_burst_reaches_the_database_file(
+        checkpointer):
+    assert _on_writer("PRAGMA wal_autocheckpoint") == [(0,)]
+    database = Path(connection.settings_dict["NAME"])
+    _burst()
+    burst_bytes = BURST_TRANSACTIONS * ROWS_PER_TRANSACTION * ROW_BYTES
+    wait_until(lambda: database.stat().st_size >= burst_bytes, timeout=60,
+               message="the burst's pages copied back into the database file")
+
+
+def test_after_a_burst_the_wal_is_cut_to_nothing_once_writes_pause(checkpointer):
+    wal = Path(f"{connection.settings_dict['NAME']}-wal")
+    _burst()
+    wait_until(lambda: os.stat(wal).st_size == 0, timeout=60, message="the idle WAL truncated")
+
+
+def test_without_the_checkpointer_the_writer_keeps_sqlites_automatic_checkpoint(settings):
+    settings.GROUPX_DB_INLINE = False
+    db.run_on_writer_thread(lambda: connection.close())
+    assert _on_writer("PRAGMA wal_autocheckpoint") == [(1000,)]
+
+
+def test_a_writer_connection_opened_before_the_checkpointer_leaves_checkpoints_to_it_once_told(settings):
+    settings.GROUPX_DB_INLINE = False
+    db.run_on_writer_thread(lambda: connection.close())
+    assert _on_writer("PRAGMA wal_autocheckpoint") == [(1000,)]  # open now, with SQLite's default
+    wal_checkpoints.start(db.run_on_writer_thread)
+    try:
+        db.run_on_writer_thread(db.leave_checkpoints_to_their_thread)
+        assert _on_writer("PRAGMA wal_autocheckpoint") == [(0,)]
+    finally:
+        wal_checkpoints.stop()
+        db.run_on_writer_thread(lambda: connection.close())
