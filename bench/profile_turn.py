@@ -119,9 +119,13 @@ def parse(raw: Path) -> tuple[Counter, int, Counter]:
     return steps, idle, sqlite
 
 
-def harness(server: Server, turns: int, out: Path) -> dict:
+def harness(server: Server, turns: int, out: Path, workload: str = "latency") -> dict:
+    """Run the kit's harness: ``latency`` is ``turns`` sequential Turns; ``throughput`` is the
+    side-by-side run's throughput workload (``turns`` // 3 messages to each of the three agents, eight
+    senders back to back), the workload whose CPU per Turn issue 22 judges."""
+    size = ["--latency-n", str(turns)] if workload == "latency" else ["--throughput-k", str(max(1, turns // 3))]
     argv = [sys.executable, str(HARNESS), "--base-url", server.base_url, "--agents", "kimi,grok,hermes",
-            "--workloads", "latency", "--latency-n", str(turns), "--out", str(out)]
+            "--workloads", workload, *size, "--out", str(out)]
     subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=900)
     return json.loads(out.read_text())["results"][0]
 
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second per thread")
     parser.add_argument("--entry", choices=ENTRY_POINTS, default="start",
                         help="how the server is started (runserver: its serving child is sampled)")
+    parser.add_argument("--workload", choices=("latency", "throughput"), default="latency",
+                        help="sequential Turns, or the throughput workload bench-compare's CPU per Turn comes from")
     parser.add_argument("--raw", type=Path, help="an existing py-spy raw profile to split (no server run)")
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -167,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1.0)  # py-spy attaches before the first measured Turn (it prints nothing to wait on)
                 before = cpu_seconds(server.pid)
-                latency = harness(server, args.turns, Path(scratch) / "profiled.json")
-                ms_per_turn = (cpu_seconds(server.pid) - before) * 1000 / args.turns
+                latency = harness(server, args.turns, Path(scratch) / "profiled.json", args.workload)
+                turns = args.turns if args.workload == "latency" else latency.get("turns_accepted") or args.turns
+                ms_per_turn = (cpu_seconds(server.pid) - before) * 1000 / turns
                 spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
                 spy.wait(timeout=60)
             finally:
@@ -176,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     steps, idle, sqlite = parse(raw)
     if ms_per_turn is None:  # an old profile: shares only
         ms_per_turn = 1.0
-    print(f"{args.turns} sequential Turns, server CPU {ms_per_turn:.2f} ms per Turn; "
+    print(f"{args.turns} Turns ({args.workload}), server CPU {ms_per_turn:.2f} ms per Turn; "
           f"{sum(steps.values())} active samples ({idle} idle dropped); raw profile: {raw}")
-    if latency:
+    if latency and args.workload == "latency":
         print("harness, p50 ms after the POST: " + ", ".join(
             f"{key} {latency[key]['p50']}" for key in ("post_accept_ms", "first_delta_ms", "reply_message_ms",
                                                         "turn_terminal_ms") if key in latency))
