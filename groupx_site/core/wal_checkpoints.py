@@ -16,8 +16,8 @@ still needs, and passes follow until one finds nothing new, so that the writer's
 finds every frame copied and starts the WAL again from its beginning (``_catch_up``).
 
 The WAL stays bounded. Under writes that never pause for a pass (the throughput bench's), passes
-on this thread cannot catch up: after ``CATCH_UP_PASSES`` the last, small one runs while the writer
-thread waits for it, so the WAL starts again at about ``CHECKPOINT_FRAMES`` (the soft bound). Past ``BOUND_BYTES`` (a reader that
+on this thread cannot catch up: past ``SOFT_BOUND_FRAMES`` the last, small one runs while the
+writer thread waits for it, so the WAL starts again. Past ``BOUND_BYTES`` (a reader that
 never lets go), a TRUNCATE checkpoint waits for readers (``TRUNCATE_WAIT_SECONDS`` at most) and cuts
 the file to nothing; so do the first pass (start-up), a pass once the WAL has been idle for
 ``IDLE_TICKS`` (what is left under the threshold), and the last (shutdown).
@@ -49,6 +49,7 @@ logger = logging.getLogger("groupx.wal_checkpoints")
 
 TICK_SECONDS = 0.1  # between looks at the WAL index: ~750 WAL frames at the throughput bench's peak
 CHECKPOINT_FRAMES = 1000  # SQLite's own wal_autocheckpoint: a pass once the WAL holds this many frames
+SOFT_BOUND_FRAMES = 2 * CHECKPOINT_FRAMES  # passes that cannot catch up end on the writer thread: _catch_up
 BOUND_BYTES = 64 * 1024 * 1024  # past this, a TRUNCATE checkpoint waits for readers and cuts the WAL
 # A TRUNCATE holds the write lock while it waits for readers to let go of the WAL: it gives up
 # after this (and tries at the next occasion) rather than keep the writer thread waiting.
@@ -146,10 +147,12 @@ class Checkpointer:
             if frames == last and copied >= frames:
                 return
             last = frames
-        # Writes never paused long enough (writes back to back): the last pass runs while the writer
-        # thread waits for it, so the next write finds every frame copied. It copies only what was
-        # written during the passes above (a few milliseconds of writes), once per ~1,000 frames.
-        if self.run_on_writer is not None:
+        # Writes never paused long enough (writes back to back): past the soft bound, the last pass
+        # runs while the writer thread waits for it, so the next write finds every frame copied. It
+        # copies only what was written during the passes above (a few milliseconds of writes). Under
+        # it, the next tick tries again: between sequential Turns the writes do pause.
+        index = wal_index(self.shm)
+        if index is not None and index[1] > SOFT_BOUND_FRAMES and self.run_on_writer is not None:
             self.run_on_writer(lambda: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
 
     def _open(self) -> sqlite3.Connection:
