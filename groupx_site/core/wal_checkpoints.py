@@ -1,4 +1,5 @@
-"""WAL checkpoints on a thread of their own, not inside the writer's commits (docs/DECISIONS.md D67).
+"""WAL checkpoints on a thread of their own, not inside the writer's commits (docs/DECISIONS.md D67,
+D69).
 
 SQLite's automatic checkpoint (``wal_autocheckpoint``, 1,000 pages) runs inside the commit that
 crosses it: the writer thread (``groupx_site/core/db.py``, D20), on which every write transaction
@@ -12,14 +13,15 @@ file's header) and runs ``PRAGMA wal_checkpoint(PASSIVE)`` once the WAL holds ``
 frames, SQLite's own threshold (D69). A page that the Turns rewrite many times (the log's last
 page, an index's right edge, the FTS structure record) is then copied once per 1,000 frames rather
 than once per tick. PASSIVE takes no lock a writer or a reader waits for: it copies what no reader
-still needs, and passes follow until one finds nothing new, so that the writer's next transaction
-finds every frame copied and starts the WAL again from its beginning (``_catch_up``).
+still needs, and a second pass follows, which finds nothing new when the writes paused meanwhile,
+so that the writer's next transaction finds every frame copied and starts the WAL again from its
+beginning (``_catch_up``).
 
 The WAL stays bounded. Under writes that never pause for a pass (the throughput bench's), passes
 on this thread cannot catch up: past ``SOFT_BOUND_FRAMES`` the last, small one runs while the
-writer thread waits for it, so the WAL starts again. Past ``BOUND_BYTES`` (a reader that
-never lets go), a TRUNCATE checkpoint waits for readers (``TRUNCATE_WAIT_SECONDS`` at most) and cuts
-the file to nothing; so do the first pass (start-up), a pass once the WAL has been idle for
+writer thread waits for it, so the WAL starts again. Past ``BOUND_BYTES`` (a reader that never
+lets go), a TRUNCATE checkpoint waits for readers (``TRUNCATE_WAIT_SECONDS`` at most) and cuts the
+file to nothing; so do the first pass (start-up), a pass once the WAL has been idle for
 ``IDLE_TICKS`` (what is left under the threshold), and the last (shutdown).
 
 A fault (a full disk, a read-only folder, an I/O error) is reported to ``store_faults`` as a
@@ -138,9 +140,10 @@ class Checkpointer:
     def _catch_up(self, connection: sqlite3.Connection) -> None:
         # A pass copies the frames there were when it began, and says so: the writer may have added
         # more meanwhile. The WAL starts again from its beginning (instead of growing) only at a
-        # write that finds every frame copied, so passes follow until one finds no frame added since
-        # the last: each copies what was written while the last one ran, fewer every time, and one
-        # with nothing to copy costs next to nothing.
+        # write that finds every frame copied, so a pass follows that finds no frame added since the
+        # last when the writes paused: it copies what was written while the last one ran, and with
+        # nothing to copy costs next to nothing. More passes rarely help (D69): under writes back to
+        # back none catches up, and each one that copies anything syncs both files.
         last = -1
         for _ in range(CATCH_UP_PASSES):
             [(_busy, frames, copied)] = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
