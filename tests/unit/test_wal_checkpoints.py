@@ -112,6 +112,34 @@ def test_the_checkpointer_copies_nothing_back_until_the_wal_holds_sqlites_thousa
         writer.close()
 
 
+def test_passes_that_cannot_catch_up_end_on_the_writer_thread_only_past_twice_that(tmp_path):
+    # A reader on an old snapshot keeps every pass from copying the frames after it, as writes back
+    # to back do: the passes never catch up. The writer's queue is asked for the last pass only
+    # once the WAL is past SOFT_BOUND_FRAMES.
+    database = tmp_path / "scratch.sqlite3"
+    writer = _scratch_writer(database)
+    shm = Path(f"{database}-shm")
+    on_writer = []
+    checkpointer = wal_checkpoints.Checkpointer(database, run_on_writer=lambda fn: on_writer.append(fn()))
+    reader = sqlite3.connect(database, isolation_level=None)
+    try:
+        _write_frames(writer, shm, 100)
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM pages").fetchall()  # holds this snapshot
+        _write_frames(writer, shm, wal_checkpoints.CHECKPOINT_FRAMES)
+        checkpointer.tick()
+        _, frames, copied = wal_checkpoints.wal_index(shm)
+        assert (copied < frames, on_writer) == (True, [])
+
+        _write_frames(writer, shm, wal_checkpoints.SOFT_BOUND_FRAMES + 1)
+        checkpointer.tick()
+        assert len(on_writer) == 1
+    finally:
+        reader.close()
+        checkpointer._close()
+        writer.close()
+
+
 def test_without_the_checkpointer_the_writer_keeps_sqlites_automatic_checkpoint(settings):
     settings.GROUPX_DB_INLINE = False
     db.run_on_writer_thread(lambda: connection.close())
