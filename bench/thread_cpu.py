@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from bench.compare_servers import ENTRY_POINTS, Server
 from bench.profile_turn import harness
@@ -52,29 +54,39 @@ def thread_cpu(pid: int, names: dict[str, str]) -> Counter:
     return seconds
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.thread_cpu", description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=100, help="messages per round (three Turns each)")
-    parser.add_argument("--rounds", type=int, default=3)
+def arguments(prog: str, description: str, argv: list[str] | None, messages: int = 100, rounds: int = 3):
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--messages", type=int, default=messages, help="messages per round (three Turns each)")
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--entry", choices=ENTRY_POINTS, default="start")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def measured_rounds(args, sample: Callable[[int, dict[str, str]], Any]) -> Iterator[tuple[dict, Any, Any]]:
+    """Start the server, warm it up, then run ``args.rounds`` throughput rounds: yields each round's
+    harness result with ``sample(pid, thread names)`` taken before and after it."""
     with tempfile.TemporaryDirectory(prefix="groupx-thread-cpu-") as scratch:
         server = Server(args.entry, Path(scratch)).start()
         try:
             harness(server, 60, Path(scratch) / "warmup.json", "throughput")
             names = thread_names(server.pid)
             for _ in range(args.rounds):
-                before = thread_cpu(server.pid, names)
+                before = sample(server.pid, names)
                 result = harness(server, args.messages * 3, Path(scratch) / "round.json", "throughput")
-                after = thread_cpu(server.pid, names)
-                turns = result["turns_accepted"] or 1
-                per_thread = {name: (after[name] - before.get(name, 0)) * 1000 / turns for name in after}
-                shown = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(per_thread.items(), key=lambda kv: -kv[1])
-                                  if ms >= 0.01)
-                print(f"{turns} Turns, {result['turns_per_s']} turns/s, {result['backpressure_rejections']} "
-                      f"rejected posts; server CPU {sum(per_thread.values()):.2f} ms per Turn: {shown}", flush=True)
+                yield result, before, sample(server.pid, names)
         finally:
             server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments("python -m bench.thread_cpu", __doc__.splitlines()[0], argv)
+    for result, before, after in measured_rounds(args, thread_cpu):
+        turns = result["turns_accepted"] or 1
+        per_thread = {name: (after[name] - before.get(name, 0)) * 1000 / turns for name in after}
+        shown = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(per_thread.items(), key=lambda kv: -kv[1])
+                          if ms >= 0.01)
+        print(f"{turns} Turns, {result['turns_per_s']} turns/s, {result['backpressure_rejections']} "
+              f"rejected posts; server CPU {sum(per_thread.values()):.2f} ms per Turn: {shown}", flush=True)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""WAL checkpoints on a thread of their own, not inside the writer's commits (docs/DECISIONS.md D67).
+"""WAL checkpoints on a thread of their own, not inside the writer's commits (docs/DECISIONS.md D67,
+D69).
 
 SQLite's automatic checkpoint (``wal_autocheckpoint``, 1,000 pages) runs inside the commit that
 crosses it: the writer thread (``groupx_site/core/db.py``, D20), on which every write transaction
@@ -7,16 +8,21 @@ load, once every ~13 sequential Turns, and every Turn queued behind it waits (th
 
 While this checkpointer runs, the writer's connection turns the automatic checkpoint off
 (``db.py``'s ``connection_created`` handler asks ``turns_off_autocheckpoint``), and this thread, with
-its own connection, runs ``PRAGMA wal_checkpoint(PASSIVE)`` every ``TICK_SECONDS`` when the ``-wal``
-file changed. PASSIVE takes no lock a writer or a reader waits for: it copies what no reader still
-needs, and passes follow until one finds nothing new, so that the writer's next transaction finds
-every frame copied and starts the WAL again from its beginning (``_catch_up``).
+its own connection, looks at the WAL index every ``TICK_SECONDS`` (one ``pread`` of the ``-shm``
+file's header) and runs ``PRAGMA wal_checkpoint(PASSIVE)`` once the WAL holds ``CHECKPOINT_FRAMES``
+frames, SQLite's own threshold (D69). A page that the Turns rewrite many times (the log's last
+page, an index's right edge, the FTS structure record) is then copied once per 1,000 frames rather
+than once per tick. PASSIVE takes no lock a writer or a reader waits for: it copies what no reader
+still needs, and a second pass follows, which finds nothing new when the writes paused meanwhile,
+so that the writer's next transaction finds every frame copied and starts the WAL again from its
+beginning (``_catch_up``).
 
-The WAL stays bounded. Under writes that never pause for a pass, past ``SOFT_BOUND_BYTES`` (SQLite's
-own 1,000 pages) the tick's last, small pass runs while the writer thread waits for it. Past
-``BOUND_BYTES`` (a reader that never lets go), a TRUNCATE checkpoint waits for readers
-(``TRUNCATE_WAIT_SECONDS`` at most) and cuts the file to nothing; so do the first pass (start-up),
-a pass once the WAL has been idle for ``IDLE_TICKS``, and the last (shutdown).
+The WAL stays bounded. Under writes that never pause for a pass (the throughput bench's), passes
+on this thread cannot catch up: past ``SOFT_BOUND_FRAMES`` the last, small one runs while the
+writer thread waits for it, so the WAL starts again. Past ``BOUND_BYTES`` (a reader that never
+lets go), a TRUNCATE checkpoint waits for readers (``TRUNCATE_WAIT_SECONDS`` at most) and cuts the
+file to nothing; so do the first pass (start-up), a pass once the WAL has been idle for
+``IDLE_TICKS`` (what is left under the threshold), and the last (shutdown).
 
 A fault (a full disk, a read-only folder, an I/O error) is reported to ``store_faults`` as a
 write's would be, the connection is closed (one opened on a read-only folder would keep the WAL
@@ -30,7 +36,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
+import struct
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -41,14 +49,18 @@ from groupx_site.core import sqlite, store_faults, store_integrity
 
 logger = logging.getLogger("groupx.wal_checkpoints")
 
-TICK_SECONDS = 0.1  # between passes: ~750 WAL pages at the throughput bench's peak (~100 Turns/s)
-SOFT_BOUND_BYTES = 4 * 1024 * 1024  # SQLite's own default (1,000 pages of 4 KiB): see _catch_up
+TICK_SECONDS = 0.1  # between looks at the WAL index: ~750 WAL frames at the throughput bench's peak
+CHECKPOINT_FRAMES = 1000  # SQLite's own wal_autocheckpoint: a pass once the WAL holds this many frames
+SOFT_BOUND_FRAMES = 2 * CHECKPOINT_FRAMES  # passes that cannot catch up end on the writer thread: _catch_up
 BOUND_BYTES = 64 * 1024 * 1024  # past this, a TRUNCATE checkpoint waits for readers and cuts the WAL
 # A TRUNCATE holds the write lock while it waits for readers to let go of the WAL: it gives up
 # after this (and tries at the next occasion) rather than keep the writer thread waiting.
 TRUNCATE_WAIT_SECONDS = 0.1
 IDLE_TICKS = 20  # two seconds without a write: cut the WAL to nothing while nobody needs it
-CATCH_UP_PASSES = 8  # PASSIVE passes in a row at most, while the writer keeps adding frames
+# PASSIVE passes in a row on this thread at most, while the writer keeps adding frames: the first
+# copies the ~1,000 frames, the second catches up when writes paused meanwhile; under writes back
+# to back no number of passes does (D69).
+CATCH_UP_PASSES = 2
 THREAD_NAME = "groupx-wal-checkpoint"
 
 
@@ -60,7 +72,8 @@ class Checkpointer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
         self._connection: sqlite3.Connection | None = None
-        self._seen: tuple[int, int] | None = None  # the -wal's (size, mtime) at the last pass
+        self.shm = Path(f"{database}-shm")
+        self._seen: bytes | None = None  # the WAL index's header at the last tick
         self._idle = 0
 
     def start(self) -> None:
@@ -75,23 +88,31 @@ class Checkpointer:
     def _run(self) -> None:
         self.checkpoint(truncate=True)  # start-up: whatever a previous process left
         while not self._stop.wait(TICK_SECONDS):
-            self._tick()
+            self.tick()
         self.checkpoint(truncate=True)
         self._close()
 
-    def _tick(self) -> None:
-        try:
-            stat = self.wal.stat()
-        except FileNotFoundError:
-            return
-        now = (stat.st_size, stat.st_mtime_ns)
-        if now != self._seen:
+    def tick(self) -> None:
+        """One look at the WAL index (the thread's, every TICK_SECONDS): a pass when it is due."""
+        index = wal_index(self.shm)
+        if index is None:
+            return  # no WAL index yet (or the store folder is gone): nothing to copy
+        header, frames, copied = index
+        if header != self._seen:  # a write committed (or the WAL started again) since the last tick
+            self._seen = header
             self._idle = 0
-            self.checkpoint(truncate=stat.st_size > BOUND_BYTES)
-        elif stat.st_size > 0 and (idle := self._idle + 1) <= IDLE_TICKS:
+            if frames >= CHECKPOINT_FRAMES and copied < frames:
+                self.checkpoint(truncate=self._wal_bytes() > BOUND_BYTES)
+        elif frames > 0 and (idle := self._idle + 1) <= IDLE_TICKS:
             self._idle = idle
             if idle == IDLE_TICKS:
                 self.checkpoint(truncate=True)
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self.wal.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def checkpoint(self, *, truncate: bool) -> None:
         """One pass; a store fault is reported and the connection closed, never raised."""
@@ -115,25 +136,26 @@ class Checkpointer:
         except Exception:  # the thread must outlive anything a pass meets
             self._close()
             logger.exception("WAL checkpoint failed")
-        with contextlib.suppress(OSError):
-            stat = self.wal.stat()
-            self._seen = (stat.st_size, stat.st_mtime_ns)
 
     def _catch_up(self, connection: sqlite3.Connection) -> None:
         # A pass copies the frames there were when it began, and says so: the writer may have added
         # more meanwhile. The WAL starts again from its beginning (instead of growing) only at a
-        # write that finds every frame copied, so passes follow until one finds no frame added since
-        # the last: each copies what was written while the last one ran, fewer every time, and one
-        # with nothing to copy costs next to nothing.
+        # write that finds every frame copied, so a pass follows that finds no frame added since the
+        # last when the writes paused: it copies what was written while the last one ran, and with
+        # nothing to copy costs next to nothing. More passes rarely help (D69): under writes back to
+        # back none catches up, and each one that copies anything syncs both files.
         last = -1
         for _ in range(CATCH_UP_PASSES):
             [(_busy, frames, copied)] = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             if frames == last and copied >= frames:
                 return
             last = frames
-        # Writes never paused long enough (a sustained burst): past the soft bound, the last pass
-        # runs while the writer thread waits for it, so the next write finds every frame copied.
-        if self.wal.stat().st_size > SOFT_BOUND_BYTES and self.run_on_writer is not None:
+        # Writes never paused long enough (writes back to back): past the soft bound, the last pass
+        # runs while the writer thread waits for it, so the next write finds every frame copied. It
+        # copies only what was written during the passes above (a few milliseconds of writes). Under
+        # it, the next tick tries again: between sequential Turns the writes do pause.
+        index = wal_index(self.shm)
+        if index is not None and index[1] > SOFT_BOUND_FRAMES and self.run_on_writer is not None:
             self.run_on_writer(lambda: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
 
     def _open(self) -> sqlite3.Connection:
@@ -149,6 +171,27 @@ class Checkpointer:
                 self._connection.close()
             self._connection = None
 
+
+def wal_index(shm: Path) -> tuple[bytes, int, int] | None:
+    """The WAL index's header (its first copy: it changes at every commit and at every start of
+    the WAL), its last frame (``mxFrame``) and the frames copied back so far (``nBackfill``), read
+    from the ``-shm`` file (SQLite's wal.c layout, native byte order); None without one. Read
+    without SQLite's locks: a torn value only moves a pass by one tick."""
+    try:
+        fd = os.open(shm, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        raw = os.pread(fd, _INDEX_BYTES, 0)
+    finally:
+        os.close(fd)
+    if len(raw) < _INDEX_BYTES:
+        return None
+    return raw[:_HEADER_BYTES], struct.unpack_from("=I", raw, 16)[0], struct.unpack_from("=I", raw, 96)[0]
+
+
+_HEADER_BYTES = 48  # WalIndexHdr; mxFrame at byte 16
+_INDEX_BYTES = 100  # two headers, then WalCkptInfo.nBackfill at byte 96
 
 _running: Checkpointer | None = None
 

@@ -8,6 +8,7 @@ a burst reach it although the writer never checkpoints."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,73 @@ def test_after_a_burst_the_wal_is_cut_to_nothing_once_writes_pause(checkpointer)
     wal = Path(f"{connection.settings_dict['NAME']}-wal")
     _burst()
     wait_until(lambda: os.stat(wal).st_size == 0, timeout=60, message="the idle WAL truncated")
+
+
+def _scratch_writer(database: Path) -> sqlite3.Connection:
+    """A writer of its own on a scratch database, leaving checkpoints to the checkpointer as the
+    writer thread does while it runs, so that only the checkpointer's passes copy frames back."""
+    writer = sqlite3.connect(database, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE pages (body BLOB)")
+    return writer
+
+
+def _write_frames(writer: sqlite3.Connection, shm: Path, frames: int) -> None:
+    """Small transactions (a page and a half each, like a Turn's) until the WAL holds ``frames``."""
+    while wal_checkpoints.wal_index(shm)[1] < frames:
+        writer.execute("INSERT INTO pages VALUES (randomblob(6000))")
+
+
+def test_the_checkpointer_copies_nothing_back_until_the_wal_holds_sqlites_thousand_frames(tmp_path):
+    database = tmp_path / "scratch.sqlite3"
+    writer = _scratch_writer(database)
+    shm = Path(f"{database}-shm")
+    checkpointer = wal_checkpoints.Checkpointer(database)  # not started: its ticks are called here
+    try:
+        _write_frames(writer, shm, wal_checkpoints.CHECKPOINT_FRAMES - 50)
+        checkpointer.tick()
+        _, frames, copied = wal_checkpoints.wal_index(shm)
+        assert (frames < wal_checkpoints.CHECKPOINT_FRAMES, copied) == (True, 0)
+
+        _write_frames(writer, shm, wal_checkpoints.CHECKPOINT_FRAMES)
+        checkpointer.tick()
+        _, frames, copied = wal_checkpoints.wal_index(shm)
+        assert copied == frames >= wal_checkpoints.CHECKPOINT_FRAMES
+
+        writer.execute("INSERT INTO pages VALUES (randomblob(10))")  # finds every frame copied
+        assert wal_checkpoints.wal_index(shm)[1] < 10, "the WAL started again from its beginning"
+    finally:
+        checkpointer._close()
+        writer.close()
+
+
+def test_passes_that_cannot_catch_up_end_on_the_writer_thread_only_past_twice_that(tmp_path):
+    # A reader on an old snapshot keeps every pass from copying the frames after it, as writes back
+    # to back do: the passes never catch up. The writer's queue is asked for the last pass only
+    # once the WAL is past SOFT_BOUND_FRAMES.
+    database = tmp_path / "scratch.sqlite3"
+    writer = _scratch_writer(database)
+    shm = Path(f"{database}-shm")
+    on_writer = []
+    checkpointer = wal_checkpoints.Checkpointer(database, run_on_writer=lambda fn: on_writer.append(fn()))
+    reader = sqlite3.connect(database, isolation_level=None)
+    try:
+        _write_frames(writer, shm, 100)
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM pages").fetchall()  # holds this snapshot
+        _write_frames(writer, shm, wal_checkpoints.CHECKPOINT_FRAMES)
+        checkpointer.tick()
+        _, frames, copied = wal_checkpoints.wal_index(shm)
+        assert (copied < frames, on_writer) == (True, [])
+
+        _write_frames(writer, shm, wal_checkpoints.SOFT_BOUND_FRAMES + 1)
+        checkpointer.tick()
+        assert len(on_writer) == 1
+    finally:
+        reader.close()
+        checkpointer._close()
+        writer.close()
 
 
 def test_without_the_checkpointer_the_writer_keeps_sqlites_automatic_checkpoint(settings):
