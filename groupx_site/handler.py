@@ -15,8 +15,8 @@ receivers find no connection there (Django refuses database access on it), so th
 nothing without the hops. ``tests/unit/test_api_handler.py`` fails when Django's ``handle``
 changes, so the copy is compared again.
 
-Every response with a status of 400 or more (the API's refusals: a 429 ``QUEUE_CAPACITY_REACHED``
-is a third of the posts of a busy room) goes through ``log_response`` for the ``django.request``
+Every response with a status of 400 or more (the API's refusals: in a busy room, 429
+``QUEUE_CAPACITY_REACHED`` is 15-50 % of the posts) goes through ``log_response`` for the ``django.request``
 logger, which Django calls through ``sync_to_async(thread_sensitive=False)``: a thread of the
 loop's default executor and a wake-up of the loop, ~60 µs of CPU, to drop a warning the logger is
 not enabled for (``settings.LOGGING``: ERROR). ``get_response_async`` calls it on the loop's thread
