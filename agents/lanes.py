@@ -366,11 +366,15 @@ class Lane:
             return
         await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
         # The agent's answer exists only here until it is written: through a store fault, wait.
-        # Shielded: a restart stopping this lane now must not drop an outcome already on its way.
+        # A restart stopping this lane now must not drop an outcome already on its way, and it does
+        # not: the writer call is handed to its thread before this task can be cancelled (its first
+        # suspension is the wait for the result), and a cancelled caller leaves the call to finish
+        # there (groupx_site/core/db.py; tests/unit/test_handoff.py). An ``asyncio.shield`` around
+        # it was a task and two callbacks per Turn for the same guarantee (D70).
         # The call reads the lane's next head too (``_run_queue`` takes it: one hand-off fewer, D60).
         self._next_head = await store_probe.until_available(
-            lambda: asyncio.shield(_db(dispatch.finish_then_head)(
-                active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id)),
+            lambda: _db(dispatch.finish_then_head)(
+                active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 
     # ---- cancel -----------------------------------------------------------------------------------

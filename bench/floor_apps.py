@@ -17,11 +17,13 @@ import sys
 from urllib.parse import parse_qs
 
 if "daphne.server" in sys.modules:
-    from groupx_site import body_limit
+    from groupx_site import access_log, body_limit
 
     # daphne as GroupX runs it (groupx_site/asgi.py): its request class with the 2 MiB ceiling and
-    # twisted's form parsing off (D60), which bare daphne would spend ~20 % of a request on.
+    # twisted's form parsing off (D60), which bare daphne would spend ~20 % of a request on, and
+    # no access-log line for twisted's log, which daphne sends nowhere (D70).
     body_limit.install()
+    access_log.install()
 
 # The same answer from every floor server (bench/floor_node_server.js too).
 ANSWER = b'{"messageEventId":"evt_floor","turns":[]}'

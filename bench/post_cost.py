@@ -11,6 +11,10 @@ guard, Django's handler and middleware, ninja, the body's check and model, the w
 response) and the smallest command there is. The load client is the floor's raw-socket client
 (``bench/floor_http.py``); the server's CPU per request is ``/proc/<pid>/stat`` before/after.
 
+``--refused`` measures a refused post instead: the same ``clientCommandId`` with another body, which
+the command refuses on the writer thread with 409 ``CLIENT_COMMAND_CONFLICT`` and nothing written,
+the path a 429 ``QUEUE_CAPACITY_REACHED`` of the throughput workload takes (D70).
+
 Each round measures the real post, then the floor's server (``--no-floor``: not), alternately.
 ``--profile``: py-spy shares by package of a further run; ``--cprofile``: cProfile in the server's
 main thread (``bench/post_profiled.py``) over a further run: function calls per request, by package,
@@ -38,18 +42,26 @@ from bench.server import REPO, BenchServer, settle
 COMMAND_ID = "bench-post-cost-1"
 
 
-def replayed_request(port: int) -> bytes:
-    return floor_http.request_bytes(port, floor_http.message_body(COMMAND_ID))
+def replayed_request(port: int, refused: bool = False) -> bytes:
+    body = floor_http.message_body(COMMAND_ID)
+    if refused:  # the same command id, another body: CLIENT_COMMAND_CONFLICT
+        body = body.replace(b'"content":"bench', b'"content":"other')
+    return floor_http.request_bytes(port, body)
 
 
-def measure_real(server: BenchServer, port: int, requests: int, connections: int, warmup: int) -> dict:
-    request = replayed_request(port)
+def expected_status(refused: bool) -> int:
+    return 409 if refused else 202
+
+
+def measure_real(server: BenchServer, port: int, requests: int, connections: int, warmup: int,
+                 refused: bool = False) -> dict:
+    request = replayed_request(port, refused)
     asyncio.run(floor_http.load(port, warmup, connections, request))
     before, started = cpu_seconds(server.proc.pid), time.perf_counter()
     statuses = asyncio.run(floor_http.load(port, requests, connections, request))
     elapsed, cpu = time.perf_counter() - started, cpu_seconds(server.proc.pid) - before
-    if statuses.get(202) != requests:
-        raise RuntimeError(f"the real post: answers {statuses}, expected {requests} × 202")
+    if statuses.get(expected_status(refused)) != requests:
+        raise RuntimeError(f"the real post: answers {statuses}, expected {requests} × {expected_status(refused)}")
     return {"us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed)}
 
 
@@ -85,13 +97,14 @@ def call_counts(raw: Path, requests: int, top: int = 25) -> dict:
             "functions": [(name, per(n)) for name, n in by_function.most_common(top)]}
 
 
-def cprofiled(server: BenchServer, port: int, requests: int, connections: int, raw: Path) -> dict:
+def cprofiled(server: BenchServer, port: int, requests: int, connections: int, raw: Path,
+              refused: bool = False) -> dict:
     base = f"http://127.0.0.1:{port}/__bench/cprofile/"
-    request = replayed_request(port)
+    request = replayed_request(port, refused)
     httpx.post(base + "start", timeout=10).raise_for_status()
     statuses = asyncio.run(floor_http.load(port, requests, connections, request))
     httpx.post(base + "stop", timeout=30).raise_for_status()
-    if statuses.get(202) != requests:
+    if statuses.get(expected_status(refused)) != requests:
         raise RuntimeError(f"the real post under cProfile: answers {statuses}")
     return call_counts(raw, requests)
 
@@ -106,6 +119,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="py-spy shares by package (after the rounds)")
     parser.add_argument("--cprofile", action="store_true", help="cProfile call counts per request (after the rounds)")
     parser.add_argument("--cprofile-out", type=Path, help="keep cProfile's stats in this file (pstats)")
+    parser.add_argument("--refused", action="store_true",
+                        help="measure a refused post (409 CLIENT_COMMAND_CONFLICT from the command) instead")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     log = lambda text: print(text, flush=True)  # noqa: E731
@@ -124,9 +139,10 @@ def main() -> None:
             port = int(server.base_url.rsplit(":", 1)[1])
             rows: dict[str, list[float]] = {"real": [], "floor": []}
             for round_ in range(args.rounds):
-                real = measure_real(server, port, args.requests, args.connections, args.warmup)
+                real = measure_real(server, port, args.requests, args.connections, args.warmup, args.refused)
                 rows["real"].append(real["us_per_request"])
-                log(f"round {round_ + 1}: the real post (replayed, 202): {real['us_per_request']} µs of server CPU "
+                what = "refused, 409" if args.refused else "replayed, 202"
+                log(f"round {round_ + 1}: the real post ({what}): {real['us_per_request']} µs of server CPU "
                     f"per request ({real['requests_per_s']} requests/s)")
                 if not args.no_floor:
                     floor = floor_http.measure("daphne_django", None, args.requests, args.connections, args.warmup)
@@ -137,11 +153,12 @@ def main() -> None:
             if args.profile:
                 spy = Path(scratch) / "py-spy.txt"
                 with floor_profile.sampled(server.proc.pid, spy):
-                    asyncio.run(floor_http.load(port, args.requests, args.connections, replayed_request(port)))
+                    asyncio.run(floor_http.load(port, args.requests, args.connections,
+                                                replayed_request(port, args.refused)))
                 result["profile"] = floor_profile.shares(spy)
                 log(f"py-spy: {floor_profile.summary(result['profile'], top=9)}")
             if args.cprofile:
-                result["cprofile"] = cprofiled(server, port, args.requests, args.connections, raw)
+                result["cprofile"] = cprofiled(server, port, args.requests, args.connections, raw, args.refused)
                 counts = result["cprofile"]
                 log(f"cProfile: {counts['calls_per_request']} function calls per request in the main thread; by package: "
                     + ", ".join(f"{name} {n}" for name, n in counts["by_package"][:10]))

@@ -14,17 +14,29 @@ Django's ``ASGIHandler.handle`` with those called on the event loop's thread ins
 receivers find no connection there (Django refuses database access on it), so they do the same
 nothing without the hops. ``tests/unit/test_api_handler.py`` fails when Django's ``handle``
 changes, so the copy is compared again.
+
+Every response with a status of 400 or more (the API's refusals: in a busy room, 429
+``QUEUE_CAPACITY_REACHED`` is 15-50 % of the posts) goes through ``log_response`` for the ``django.request``
+logger, which Django calls through ``sync_to_async(thread_sensitive=False)``: a thread of the
+loop's default executor and a wake-up of the loop, ~60 µs of CPU, to drop a warning the logger is
+not enabled for (``settings.LOGGING``: ERROR). ``get_response_async`` calls it on the loop's thread
+when the logger drops it (it returns at the level check), through Django's hop when it would
+write (D70); the test fails when Django's ``get_response_async`` changes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.urls import set_script_prefix
+from django.urls import set_script_prefix, set_urlconf
+from django.utils.log import log_response, request_logger
 
 
 def is_api_scope(scope: dict) -> bool:
@@ -37,6 +49,20 @@ class GroupXASGIHandler(ASGIHandler):
             await self.handle_api(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    async def get_response_async(self, request):
+        """``BaseHandler.get_response_async`` (Django 5.2) with ``log_response`` called on this
+        thread when the ``django.request`` logger would drop what it logs; every other line is Django's."""
+        set_urlconf(settings.ROOT_URLCONF)
+        response = await self._middleware_chain(request)
+        response._resource_closers.append(request.close)
+        if response.status_code >= 400:
+            args, kwargs = ("%s: %s", response.reason_phrase, request.path), {"response": response, "request": request}
+            if request_logger.isEnabledFor(logging.ERROR if response.status_code >= 500 else logging.WARNING):
+                await sync_to_async(log_response, thread_sensitive=False)(*args, **kwargs)  # it writes: Django's hop
+            else:
+                log_response(*args, **kwargs)  # returns at the logger's level check, and marks the response logged
+        return response
 
     async def handle_api(self, scope, receive, send):
         """``ASGIHandler.handle`` (Django 5.2) with the signals sent and the response closed on

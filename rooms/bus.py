@@ -11,8 +11,9 @@ members live on the server's event loop and are offered items with ``call_soon_t
 hand-off per loop for a whole burst of commits (from a database call, with the call's result:
 ``groupx_site/core/handoff.py``). A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
-``_offer_transient(envelope, size)``: the SSE streams of one loop join through one shared member
-that paces their wake-ups (rooms/tail.py).
+``_offer_transient(envelope, text)`` (``text``: the envelope as the compact JSON its SSE frame carries,
+encoded once per delta for every member, D70): the SSE streams of one loop join through one shared
+member that paces their wake-ups (rooms/tail.py).
 
 Other processes (split mode, docs/DECISIONS.md D43) are reached through the channel layer: every
 commit and transient also goes, batched per burst and tagged with this process's id, to the group
@@ -28,13 +29,13 @@ the SSE tail reads the table on any gap and every two seconds (rooms/tail.py), a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections import deque
 from typing import Any
 
 from groupx_site.core import handoff, layer
+from groupx_site.core.text import json_text
 from rooms.event_types import TURN_CONTENT_DELTA
 
 logger = logging.getLogger("groupx.bus")
@@ -66,8 +67,8 @@ class Listener:
     def _committed(self, frames: list[tuple[int, bytes | None]]) -> None:
         self._wake_durable()  # a plain inbox re-reads the table
 
-    def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
-        if self.offer(envelope, size):
+    def _offer_transient(self, envelope: dict[str, Any], text: str) -> None:
+        if self.offer(envelope, len(text)):
             self.signal.set()
 
     def offer(self, envelope: dict[str, Any], size: int) -> bool:
@@ -198,14 +199,12 @@ def publish_transient(envelope: dict[str, Any]) -> None:
         _send_to_other_processes(["t", envelope])
 
 
-# What ``json.dumps(envelope, ensure_ascii=False)`` builds per call, built once: the same text, so the
-# same size against a reader's byte budget, without an encoder constructed per delta (D64).
-_SIZE_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
 def _offer_to_members(envelope: dict[str, Any]) -> None:
-    size = len(_SIZE_ENCODER.encode(envelope))
-    _call_each("_offer_transient", envelope, size)
+    # One encoding for every member: the text an SSE frame carries (the tail's frame is built from
+    # it), whose length is what the delta counts against a reader's byte budget. It was encoded
+    # twice per delta, once here only to be measured (json.dumps's spaced text) and once by the tail.
+    if _listeners:
+        _call_each("_offer_transient", envelope, json_text(envelope))
 
 
 # ---- the other processes, through the channel layer (split mode) ---------------------------------

@@ -187,11 +187,11 @@ class Tail:
         self._flush_wanted = True
         self._schedule()
 
-    def _offer_transient(self, envelope: dict[str, Any], size: int) -> None:
-        # encoded once here, not by each stream (the inboxes share the envelope object)
-        self._offered[id(envelope)] = (envelope, transient_frame(envelope).encode())
+    def _offer_transient(self, envelope: dict[str, Any], text: str) -> None:
+        # framed once here from the bus's encoding, not by each stream (the inboxes share the envelope)
+        self._offered[id(envelope)] = (envelope, frame_of(text).encode())
         for inbox in self.inboxes:
-            inbox.offer(envelope, size)
+            inbox.offer(envelope, len(text))
         self._flush_wanted = True
         self._schedule()
 
@@ -380,4 +380,9 @@ def tail_for(loop: asyncio.AbstractEventLoop, head: int) -> Tail:
 
 
 def transient_frame(envelope: dict[str, Any]) -> str:
-    return f"data: {json_text(envelope)}\n\n"
+    return frame_of(json_text(envelope))
+
+
+def frame_of(text: str) -> str:
+    """The SSE frame of a transient envelope already encoded (``json_text``)."""
+    return f"data: {text}\n\n"

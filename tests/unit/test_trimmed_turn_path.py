@@ -4,6 +4,7 @@ the frame it hands to the streams."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ from django.db import connection, transaction
 from groupx_site.core.text import json_text, repair
 from rooms import bus, events
 from rooms.models import Event
-from rooms.tail import read_frames
+from rooms.tail import read_frames, transient_frame
 
 LONE = json.loads('"\\ud800"')
 
@@ -90,9 +91,35 @@ def test_reading_the_config_through_the_settings_misses_no_attribute_of_the_mode
 
 @pytest.mark.parametrize("envelope", [
     {"type": "turn.content.delta", "body": {"text": "ünï \"q\" 😀", "chunkIndex": 3, "f": 1e-07}},
-    {"type": "x", "body": {1: [None, True, 2**70, float("nan")]}},
+    {"type": "x", "body": {1: [None, True, 2**70, float("nan")], "bad": f"a lone {LONE} half"}},
 ])
-def test_a_transient_is_sized_as_json_dumps_sized_it(envelope):
-    from rooms.bus import _SIZE_ENCODER
+def test_a_transient_reaches_every_member_as_one_encoding_the_text_of_its_frame(envelope):
+    # D70: the bus encoded each delta twice (json.dumps's spaced text, only to measure it, then the
+    # tail's frame); now once, and a reader's byte budget counts the text its frame carries.
+    offered: list[tuple[dict, str]] = []
 
-    assert len(_SIZE_ENCODER.encode(envelope)) == len(json.dumps(envelope, ensure_ascii=False))
+    async def publish() -> None:
+        both = asyncio.Event()
+
+        class Member:
+            loop = asyncio.get_running_loop()
+
+            def _offer_transient(self, envelope, text):
+                offered.append((envelope, text))
+                if len(offered) == 2:
+                    both.set()
+
+        members = [Member(), Member()]
+        for member in members:
+            bus.join(member)
+        try:
+            bus.publish_transient(envelope)
+            await asyncio.wait_for(both.wait(), 30)
+        finally:
+            for member in members:
+                bus.leave(member)
+
+    asyncio.run(publish())
+    assert len(offered) == 2 and offered[0][1] is offered[1][1]
+    assert offered[0][1] == json_text(envelope)
+    assert transient_frame(envelope) == f"data: {offered[0][1]}\n\n"
