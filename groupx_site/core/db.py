@@ -25,12 +25,14 @@ own connection, inside the ``db`` fixture's transaction, in the order the test a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
+import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -41,7 +43,55 @@ from django.db.backends.signals import connection_created
 from groupx_site.core import handoff, postgresql, store_faults, store_integrity, wal_checkpoints
 
 WRITER_THREAD = "groupx-db-write"
-_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WRITER_THREAD)
+
+
+class _WriterThread:
+    """The one writer thread: it runs the calls put on its queue, in arrival order. Lighter than a
+    one-worker ``ThreadPoolExecutor`` (no concurrent Future, work item or idle semaphore per call,
+    docs/DECISIONS.md D68): a write call's result goes back to its loop by ``handoff.deliver``.
+
+    Started by the first call. At the interpreter's exit the calls already queued still run, then
+    the thread ends (as the executor's worker did); a call submitted after that raises RuntimeError."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._calls: queue.SimpleQueue[tuple[Callable[..., None], tuple] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        """``fn(*args)`` on the thread; ``fn`` must not raise (what it runs reports its own errors)."""
+        if self._thread is None or self._stopped:
+            self._start()
+        self._calls.put((fn, args))
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("cannot schedule new calls after interpreter shutdown")
+            if self._thread is None:
+                # A daemon thread, stopped by atexit: atexit runs after the process's other
+                # non-daemon threads ended, so what they queued on their way out still runs.
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+                atexit.register(self._stop)
+
+    def _run(self) -> None:
+        calls = self._calls
+        while (call := calls.get()) is not None:
+            fn, args = call
+            fn(*args)
+
+    def _stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+        self._calls.put(None)
+        if self._thread is not None:
+            self._thread.join()
+
+
+_writer = _WriterThread(f"{WRITER_THREAD}_0")  # the name a one-worker executor gave it (benches read it)
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
@@ -58,10 +108,19 @@ def read(fn: Callable[..., Any]):
 
 def run_on_writer_thread(fn: Callable[[], Any]) -> Any:
     """``fn`` on the writer thread, from another thread, waiting for it: no write runs meanwhile."""
-    return _writer.submit(fn).result()
+    done: Future = Future()
+    _writer.submit(_run_into, done, fn)
+    return done.result()
 
 
-def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
+def _run_into(done: Future, fn: Callable[[], Any]) -> None:
+    try:
+        done.set_result(fn())
+    except BaseException as raised:  # the waiting thread raises it
+        done.set_exception(raised)
+
+
+def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any]):
     if settings.GROUPX_DB_INLINE:
         return sync_to_async(fn, thread_sensitive=True)
 
@@ -86,8 +145,9 @@ def _run_then_post(loop: asyncio.AbstractEventLoop, future: asyncio.Future, cont
             result = context.run(fn, *args, **kwargs)
         except BaseException as raised:  # whatever ends the call, its caller must not wait forever
             error = raised
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for the result
-        loop.call_soon_threadsafe(_deliver, loop, future, posts, result, error)
+    # With the results of calls that finished before the loop took the last ones, if any (D68);
+    # a closed loop gets nothing: nobody waits for the result.
+    handoff.deliver(loop, _deliver, loop, future, posts, result, error)
 
 
 def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,
