@@ -53,6 +53,12 @@ def _db_sharing_a_commit(fn):
     return db.write(fn, group_commit=True)
 
 
+def _db_claiming(fn):
+    # A claim may share a commit too, unless the fault tier stops the writer between the claim and
+    # its write-ahead, where the claim must already be committed (D36).
+    return (_db if fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD) else _db_sharing_a_commit)(fn)
+
+
 @dataclass
 class ActiveTurn:
     claim: Claim | None
@@ -218,10 +224,7 @@ class Lane:
         # claims it, so a cancel that lands meanwhile is kept (D20).
         active = self.active = ActiveTurn(claim=None, turn_id="")
         try:
-            # It may share a commit (D68), unless the fault tier stops the writer between its claim
-            # and its write-ahead, where the claim must already be committed (D36).
-            claim = (_db if fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD) else _db_sharing_a_commit)
-            head = await claim(dispatch.claim_head)(
+            head = await _db_claiming(dispatch.claim_head)(
                 self.agent, active, session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
                 instance_id=sessions.instance_id)
         except asyncio.CancelledError:
@@ -282,12 +285,12 @@ class Lane:
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
         try:
             if ready is None:
-                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
             if ready.needs_compaction:
                 # Compacts older room history first (FEATURES §14); a failed compaction raises.
                 packet = await prepare_packet(self.agent, source_event_id)
-                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, packet=packet,
-                                                             **ids)
+                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id,
+                                                                      packet=packet, **ids)
         except ContextBudgetExceeded as error:
             # The mandatory context alone is over the budget, or the compaction that would make
             # room failed (FEATURES §7, §14): nothing was claimed, nothing is sent.
