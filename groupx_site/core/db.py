@@ -5,7 +5,8 @@
   admits one writer at a time, and a writer that finds the lock taken sleeps in SQLite's busy
   handler (1, 2, 5, 10 … ms) before trying again; on one thread, writers queue in Python, in
   arrival order, and never meet the lock. The thread's connection lives as long as the process,
-  instead of being opened (PRAGMAs, function registrations) for every request.
+  instead of being opened (PRAGMAs, function registrations) for every request. On SQLite, a Turn's
+  hot calls queued together share one commit (``group_commit.py``, docs/DECISIONS.md D68).
 - ``read(fn)``: reads that need no write lock (SSE pages, bootstrap, health, ask snapshots) run on
   a few long-lived reader threads; WAL readers never wait for the writer.
 
