@@ -66,7 +66,8 @@ def run_together(calls: list[Call], run_alone: Callable[..., None],
 
 
 def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseException | None:
-    """Fills ``outcomes`` for the calls it ran; the store fault that failed the group, or None."""
+    """Fills ``outcomes`` for the calls it ran; what failed the group (a store fault, a COMMIT's
+    error), or None."""
     try:
         with transaction.atomic():
             for _loop, future, context, fn, args, kwargs in calls:
@@ -76,9 +77,8 @@ def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseE
                     outcomes.append((future, None, raised))
                     if isinstance(raised, store_faults.StoreUnavailable):
                         raise _GroupFailed(raised) from None
-                if not _transaction_whole():  # SQLite rolled it back (a fault the call kept to itself)
-                    store_faults.record("io_error")
-                    raise _GroupFailed(store_faults.StoreUnavailable("io_error"))
+                if not _transaction_whole():
+                    raise _GroupFailed(_transaction_lost())
     except _GroupFailed as failed:
         _close_if_outside_a_transaction()
         return failed.error
@@ -97,6 +97,17 @@ def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseE
 def _transaction_whole() -> bool:
     raw = connection.connection
     return connection.in_atomic_block and not connection.needs_rollback and raw is not None and raw.in_transaction
+
+
+def _transaction_lost() -> store_faults.StoreUnavailable:
+    # SQLite rolled the whole transaction back (a full disk or an I/O error the call kept to
+    # itself): a store fault, for health too. Django's own mark (an error it could not undo inside
+    # a block without a savepoint) is a bug of the call, not the store's: the group fails the same
+    # way, and health is left alone.
+    raw = connection.connection
+    if raw is None or not raw.in_transaction:
+        store_faults.record("io_error")
+    return store_faults.StoreUnavailable("io_error")
 
 
 def _same_fault(failure: BaseException) -> BaseException:
