@@ -56,7 +56,8 @@ class _WriterThread:
 
     def __init__(self, name: str):
         self.name = name
-        self._calls: queue.SimpleQueue[tuple[Callable[..., None], tuple] | None] = queue.SimpleQueue()
+        # (fn, args) to run, (None, call) for a call that may share a commit, None to stop.
+        self._calls: queue.SimpleQueue[tuple[Callable[..., None] | None, tuple] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stopped = False
