@@ -47,6 +47,18 @@ def _db(fn):
     return db.write(fn)
 
 
+def _db_sharing_a_commit(fn):
+    # A Turn's hot transactions, reviewed for it: they may share one commit with the calls queued
+    # beside them (groupx_site/core/group_commit.py, D68).
+    return db.write(fn, group_commit=True)
+
+
+def _db_claiming(fn):
+    # A claim may share a commit too, unless the fault tier stops the writer between the claim and
+    # its write-ahead, where the claim must already be committed (D36).
+    return (_db if fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD) else _db_sharing_a_commit)(fn)
+
+
 @dataclass
 class ActiveTurn:
     claim: Claim | None
@@ -75,7 +87,7 @@ class _LaneHooks(TurnHooks):
     async def started(self, event) -> None:
         active = self.active
         native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
-        await _db(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+        await _db_sharing_a_commit(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
         await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert (D36)
 
     async def content(self, text: str) -> None:
@@ -212,7 +224,7 @@ class Lane:
         # claims it, so a cancel that lands meanwhile is kept (D20).
         active = self.active = ActiveTurn(claim=None, turn_id="")
         try:
-            head = await _db(dispatch.claim_head)(
+            head = await _db_claiming(dispatch.claim_head)(
                 self.agent, active, session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
                 instance_id=sessions.instance_id)
         except asyncio.CancelledError:
@@ -273,12 +285,12 @@ class Lane:
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
         try:
             if ready is None:
-                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
             if ready.needs_compaction:
                 # Compacts older room history first (FEATURES §14); a failed compaction raises.
                 packet = await prepare_packet(self.agent, source_event_id)
-                ready = await _db(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, packet=packet,
-                                                             **ids)
+                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id,
+                                                                      packet=packet, **ids)
         except ContextBudgetExceeded as error:
             # The mandatory context alone is over the budget, or the compaction that would make
             # room failed (FEATURES §7, §14): nothing was claimed, nothing is sent.
@@ -373,7 +385,7 @@ class Lane:
         # it was a task and two callbacks per Turn for the same guarantee (D70).
         # The call reads the lane's next head too (``_run_queue`` takes it: one hand-off fewer, D60).
         self._next_head = await store_probe.until_available(
-            lambda: _db(dispatch.finish_then_head)(
+            lambda: _db_sharing_a_commit(dispatch.finish_then_head)(
                 active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 

@@ -34,7 +34,8 @@ HARNESS = REPO / "bench" / "anchor" / "groupx_bench.py"
 RESULTS = REPO / "bench" / "results" / "profile"
 
 # Innermost frames of a thread that waits (py-spy's own idle detection does not see these here).
-IDLE = ("_worker (concurrent/futures/thread.py", "ThreadedChildWatcher._do_waitpid", "EpollSelector.select",
+IDLE = ("_worker (concurrent/futures/thread.py", "_WriterThread._run (groupx_site/core/db.py",  # waiting for a call
+        "ThreadedChildWatcher._do_waitpid", "EpollSelector.select",
         "Condition.wait (threading.py", "Event.wait (threading.py",
         "StatReloader.tick (")  # runserver's file watcher: its own frame is its sleep; its stats are below it
 

@@ -54,6 +54,8 @@ def count(trace: Path) -> collections.Counter:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.wakeups", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--workload", choices=("latency", "throughput"), default="latency",
+                        help="throughput: the side-by-side run's throughput workload (eight senders)")
     args = parser.parse_args(argv)
     strace = shutil.which("strace")
     if strace is None:
@@ -68,15 +70,18 @@ def main(argv: list[str] | None = None) -> int:
                                        "signal=none", "-o", str(trace), "-p", str(server.pid)],
                                       stderr=subprocess.DEVNULL)
             time.sleep(1.0)  # strace attaches to every thread first (it prints nothing to wait on)
-            harness(server, args.turns, Path(scratch) / "traced.json")
+            result = harness(server, args.turns, Path(scratch) / "traced.json", args.workload)
             tracer.send_signal(signal.SIGINT)
             tracer.wait(timeout=60)
         finally:
             server.stop()
         counts = count(trace)
-    print(f"{args.turns} sequential Turns (groupx start), per Turn:")
+    turns = result["turns_accepted"] if args.workload == "throughput" else args.turns
+    print(f"{turns} {'sequential' if args.workload == 'latency' else 'throughput'} Turns (groupx start)"
+          + (f", {result['backpressure_rejections']} rejected posts" if args.workload == "throughput" else "")
+          + ", per Turn:")
     for name in ("self-pipe wake-ups", "epoll_ctl", "sendto", "write", "futex wakes"):
-        print(f"  {name}: {counts[name] / args.turns:.2f}")
+        print(f"  {name}: {counts[name] / turns:.2f}")
     return 0
 
 

@@ -44,7 +44,7 @@ def _install() -> None:
     from django.conf import settings
 
     django.setup()
-    from groupx_site.core import db
+    from groupx_site.core import db, group_commit
 
     out = open(os.environ[TRACE_ENV], "a", buffering=1)  # noqa: SIM115 (open for the process's life)
     db_path = str(settings.DATABASES["default"]["NAME"])
@@ -52,9 +52,9 @@ def _install() -> None:
     state: dict[str, int] = {}
     original = db._run_then_post
 
-    def traced(loop, future, context, fn, args, kwargs):
-        if threading.current_thread().name.startswith("groupx-db-write") is False:
-            return original(loop, future, context, fn, args, kwargs)
+    original_group = group_commit.run_together
+
+    def timed(run, name: str):
         if "fd" not in state and os.path.exists(shm_path):
             state["fd"] = os.open(shm_path, os.O_RDONLY)
         fd = state.get("fd")
@@ -62,15 +62,25 @@ def _install() -> None:
         written_before = os.stat(db_path).st_mtime_ns
         started = time.perf_counter()
         try:
-            return original(loop, future, context, fn, args, kwargs)
+            return run()
         finally:
             took = time.perf_counter() - started
             after = _index_counts(fd) if fd is not None else (-1, -1)
             wrote_database = int(os.stat(db_path).st_mtime_ns != written_before)
             out.write(f"{time.time():.6f} {took * 1000:.4f} {before[0]} {wrote_database} {after[0]} {after[1]}"
-                      f" {getattr(fn, '__qualname__', '?')}\n")
+                      f" {name}\n")
+
+    def traced(loop, future, context, fn, args, kwargs):
+        if threading.current_thread().name.startswith("groupx-db-write") is False:
+            return original(loop, future, context, fn, args, kwargs)
+        return timed(lambda: original(loop, future, context, fn, args, kwargs), getattr(fn, "__qualname__", "?"))
+
+    def traced_group(calls, run_alone, deliver):
+        # Calls that shared one commit (D68): one line for the group, its calls' count in the name.
+        return timed(lambda: original_group(calls, run_alone, deliver), f"group of {len(calls)}")
 
     db._run_then_post = traced
+    group_commit.run_together = traced_group
 
 
 def _serve() -> None:

@@ -5,7 +5,8 @@
   admits one writer at a time, and a writer that finds the lock taken sleeps in SQLite's busy
   handler (1, 2, 5, 10 … ms) before trying again; on one thread, writers queue in Python, in
   arrival order, and never meet the lock. The thread's connection lives as long as the process,
-  instead of being opened (PRAGMAs, function registrations) for every request.
+  instead of being opened (PRAGMAs, function registrations) for every request. On SQLite, a Turn's
+  hot calls queued together share one commit (``group_commit.py``, docs/DECISIONS.md D68).
 - ``read(fn)``: reads that need no write lock (SSE pages, bootstrap, health, ask snapshots) run on
   a few long-lived reader threads; WAL readers never wait for the writer.
 
@@ -25,12 +26,14 @@ own connection, inside the ``db`` fixture's transaction, in the order the test a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
+import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -38,17 +41,107 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import handoff, postgresql, store_faults, store_integrity, wal_checkpoints
+from groupx_site.core import group_commit, handoff, postgresql, store_faults, store_integrity, wal_checkpoints
 
 WRITER_THREAD = "groupx-db-write"
-_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WRITER_THREAD)
+
+
+class _WriterThread:
+    """The one writer thread: it runs the calls put on its queue, in arrival order. Lighter than a
+    one-worker ``ThreadPoolExecutor`` (no concurrent Future, work item or idle semaphore per call,
+    docs/DECISIONS.md D68): a write call's result goes back to its loop by ``handoff.deliver``.
+
+    Started by the first call. At the interpreter's exit the calls already queued still run, then
+    the thread ends (as the executor's worker did); a call submitted after that raises RuntimeError."""
+
+    def __init__(self, name: str):
+        self.name = name
+        # (fn, args) to run, (None, call) for a call that may share a commit, None to stop.
+        self._calls: queue.SimpleQueue[tuple[Callable[..., None] | None, tuple] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        """``fn(*args)`` on the thread; ``fn`` must not raise (what it runs reports its own errors)."""
+        if self._thread is None or self._stopped:
+            self._start()
+        self._calls.put((fn, args))
+
+    def submit_groupable(self, call: tuple) -> None:
+        """``_run_then_post(*call)``, or with the groupable calls queued beside it in one commit."""
+        if self._thread is None or self._stopped:
+            self._start()
+        self._calls.put((None, call))
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("cannot schedule new calls after interpreter shutdown")
+            if self._thread is None:
+                # A daemon thread, stopped by atexit: atexit runs after the process's other
+                # non-daemon threads ended, so what they queued on their way out still runs.
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+                atexit.register(self._stop)
+
+    def _run(self) -> None:
+        held = None  # taken from the queue while gathering a group but not of it: it runs next
+        while True:
+            call = held if held is not None else self._calls.get()
+            held = None
+            if call is None or call is _STOP:
+                return
+            fn, args = call
+            if fn is not None:
+                fn(*args)
+                continue
+            group, held = self._gather(args)
+            if len(group) == 1:
+                _run_then_post(*args)
+            else:
+                group_commit.run_together(group, _run_then_post, _deliver_soon)
+                _close_if_opened_read_only()
+
+    def _gather(self, first: tuple) -> tuple[list[tuple], tuple | None]:
+        """``first`` (a groupable call) and the groupable calls from its loop queued right behind it;
+        and the call taken from the queue that is not one of them, if any."""
+        group = [first]
+        if self._calls.empty() or not group_commit.available():
+            return group, None
+        while len(group) < group_commit.MOST_CALLS:
+            try:
+                queued = self._calls.get_nowait()
+            except queue.Empty:
+                break
+            if queued is None:
+                return group, _STOP
+            if queued[0] is not None or queued[1][0] is not first[0]:
+                return group, queued
+            group.append(queued[1])
+        return group, None
+
+    def _stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+        self._calls.put(None)
+        if self._thread is not None:
+            self._thread.join()
+
+
+_STOP = (None, None)  # a stop taken from the queue while gathering a group
+_writer = _WriterThread(f"{WRITER_THREAD}_0")  # the name a one-worker executor gave it (benches read it)
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
-def write(fn: Callable[..., Any], *, clears_faults: bool = True):
+def write(fn: Callable[..., Any], *, clears_faults: bool = True, group_commit: bool = False):
     """``fn`` as a coroutine function that runs on the writer thread. ``clears_faults=False`` for a
-    tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk."""
-    return _on(_writer, _faults_as_codes(fn, clears=clears_faults))
+    tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk.
+    ``group_commit=True``: on SQLite the call may share one commit with other such calls queued
+    beside it (``groupx_site/core/group_commit.py``); only for a call that may run inside another
+    transaction (its own ``atomic`` blocks then savepoints): nothing in it checks
+    ``in_atomic_block``, uses ``durable=True``, closes the connection or waits for a CLI."""
+    return _on(_writer, _faults_as_codes(fn, clears=clears_faults), groupable=group_commit)
 
 
 def read(fn: Callable[..., Any]):
@@ -58,10 +151,19 @@ def read(fn: Callable[..., Any]):
 
 def run_on_writer_thread(fn: Callable[[], Any]) -> Any:
     """``fn`` on the writer thread, from another thread, waiting for it: no write runs meanwhile."""
-    return _writer.submit(fn).result()
+    done: Future = Future()
+    _writer.submit(_run_into, done, fn)
+    return done.result()
 
 
-def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
+def _run_into(done: Future, fn: Callable[[], Any]) -> None:
+    try:
+        done.set_result(fn())
+    except BaseException as raised:  # the waiting thread raises it
+        done.set_exception(raised)
+
+
+def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *, groupable: bool = False):
     if settings.GROUPX_DB_INLINE:
         return sync_to_async(fn, thread_sensitive=True)
 
@@ -72,7 +174,10 @@ def _on(executor: ThreadPoolExecutor, fn: Callable[..., Any]):
         # caller's context, as there; a cancelled caller leaves the call to finish on its thread.
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        executor.submit(_run_then_post, loop, future, contextvars.copy_context(), fn, args, kwargs)
+        if groupable:
+            executor.submit_groupable((loop, future, contextvars.copy_context(), fn, args, kwargs))
+        else:
+            executor.submit(_run_then_post, loop, future, contextvars.copy_context(), fn, args, kwargs)
         return await future
 
     return call
@@ -86,8 +191,14 @@ def _run_then_post(loop: asyncio.AbstractEventLoop, future: asyncio.Future, cont
             result = context.run(fn, *args, **kwargs)
         except BaseException as raised:  # whatever ends the call, its caller must not wait forever
             error = raised
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for the result
-        loop.call_soon_threadsafe(_deliver, loop, future, posts, result, error)
+    # With the results of calls that finished before the loop took the last ones, if any (D68);
+    # a closed loop gets nothing: nobody waits for the result.
+    _deliver_soon(loop, future, posts, result, error)
+
+
+def _deliver_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,
+                  error: BaseException | None) -> None:
+    handoff.deliver(loop, _deliver, loop, future, posts, result, error)
 
 
 def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,
@@ -140,14 +251,18 @@ connection_created.connect(_leave_checkpoints_to_their_thread)
 connection_created.connect(postgresql.repair_nul_on_postgresql)
 
 
+def _close_if_opened_read_only() -> None:
+    if getattr(connection, "groupx_opened_read_only", False) and not connection.in_atomic_block:
+        with contextlib.suppress(DatabaseError):
+            connection.close()
+
+
 def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return _call(*args, **kwargs)
         finally:
-            if getattr(connection, "groupx_opened_read_only", False) and not connection.in_atomic_block:
-                with contextlib.suppress(DatabaseError):
-                    connection.close()
+            _close_if_opened_read_only()
 
     def _call(*args: Any, **kwargs: Any) -> Any:
         # Rows changed by a call that returned normally were committed: the store takes writes

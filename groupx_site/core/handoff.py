@@ -9,6 +9,11 @@ posts to the loop that awaits it waits in a list, and the result carries the lis
 ``call_soon_threadsafe``, where the posts run first, in the order they were made, before the
 awaiting coroutine resumes (as they did when each was its own hand-off).
 
+Results of several calls that finish while the loop is busy share one wake-up (``deliver``,
+docs/DECISIONS.md D68): while a delivery to a loop is on its way and not yet drained, the next
+joins it instead of writing another byte; the loop's one callback runs them in the order they
+finished, each call's posts before its caller resumes, as separate callbacks would have.
+
 A post from the loop's own thread (a lane publishing a reply's delta) is a plain ``call_soon``:
 the loop is awake, and a byte through its self-pipe would only wake it once more. A post from
 anywhere else (another thread, a call made from another loop) goes at once with
@@ -24,6 +29,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _collecting = threading.local()
+# Deliveries on their way to each loop: a loop is a key from the wake-up that carries its list
+# until the loop drains it (one ``call_soon_threadsafe`` per list, not per delivery).
+_on_their_way: dict[asyncio.AbstractEventLoop, list[tuple[Callable[..., Any], tuple]]] = {}
+_on_their_way_lock = threading.Lock()
 
 
 def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any) -> None:
@@ -66,3 +75,26 @@ def run_posts(loop: asyncio.AbstractEventLoop, posts: list[tuple[Callable[..., A
             callback(*args)
         except Exception as error:
             loop.call_exception_handler({"message": f"posted callback {callback!r} failed", "exception": error})
+
+
+def deliver(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any) -> None:
+    """``callback(*args)`` on ``loop`` from another thread: with the wake-up already on its way to
+    ``loop`` if there is one, else in a new one. Nothing happens if ``loop`` is closed (nobody
+    waits there any more)."""
+    with _on_their_way_lock:
+        batch = _on_their_way.get(loop)
+        if batch is not None and not loop.is_closed():
+            batch.append((callback, args))
+            return
+        _on_their_way[loop] = [(callback, args)]  # a closed loop's leftover list goes with it
+    try:
+        loop.call_soon_threadsafe(_drain, loop)
+    except RuntimeError:  # the loop is closed
+        with _on_their_way_lock:
+            _on_their_way.pop(loop, None)
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    with _on_their_way_lock:
+        batch = _on_their_way.pop(loop, [])
+    run_posts(loop, batch)

@@ -124,3 +124,95 @@ def test_a_cancelled_caller_leaves_the_call_to_finish_and_its_posts_still_run(th
 
     run(main)
     assert seen == ["committed after the caller left"]
+
+
+def test_results_that_finish_while_the_loop_is_busy_share_one_wakeup_each_calls_posts_before_its_caller(
+        threaded_calls):
+    seen = []
+
+    async def main(loop):
+        def call(number):
+            def posting():
+                handoff.post(loop, seen.append, f"posted by {number}")
+                return number
+            return posting
+
+        async def caller(number):
+            seen.append(f"caller {await db.write(call(number))()} resumed")
+
+        callers = [asyncio.ensure_future(caller(number)) for number in range(3)]
+        await asyncio.sleep(0)  # one pass of the loop: each caller runs to its await, all three calls are queued
+        db.run_on_writer_thread(lambda: None)  # the loop's thread waits here until the writer ran all three
+        await asyncio.gather(*callers)
+        assert loop.wakeups == 1
+
+    run(main)
+    assert seen == ["posted by 0", "posted by 1", "posted by 2",
+                    "caller 0 resumed", "caller 1 resumed", "caller 2 resumed"]
+
+
+def test_a_cancelled_caller_in_a_shared_wakeup_leaves_the_others_their_results(threaded_calls):
+    async def main(loop):
+        release = threading.Event()
+
+        def waits_for_release():
+            release.wait(timeout=30)
+            return "nobody reads this"
+
+        first = asyncio.ensure_future(db.write(waits_for_release)())
+        second = asyncio.ensure_future(db.write(lambda: "second")())
+        await asyncio.sleep(0)  # one pass of the loop: both calls are queued
+        first.cancel()
+        release.set()
+        db.run_on_writer_thread(lambda: None)  # both finished: their results share one wake-up
+        assert await second == "second"
+        assert first.cancelled()
+        assert loop.wakeups == 1
+
+    run(main)
+
+
+def test_a_delivery_to_a_closed_loop_is_dropped_and_leaves_nothing_behind():
+    loop = asyncio.new_event_loop()
+    loop.close()
+    handoff.deliver(loop, pytest.fail, "a closed loop runs nothing")
+    assert loop not in handoff._on_their_way
+
+
+def test_a_delivery_waiting_for_a_loop_that_closed_does_not_keep_later_ones_waiting():
+    seen = []
+    closed = CountingLoop()
+    handoff.deliver(closed, seen.append, "never drained")  # its wake-up is queued, then the loop closes
+    closed.close()
+    handoff.deliver(closed, seen.append, "after the close")
+    assert closed not in handoff._on_their_way
+
+    async def main(loop):
+        done = asyncio.Event()
+        thread = threading.Thread(target=lambda: handoff.deliver(loop, done.set))
+        thread.start()
+        await done.wait()
+        thread.join()
+
+    run(main)
+    assert seen == []
+
+
+def test_the_writer_runs_calls_in_arrival_order_on_its_one_named_thread(threaded_calls):
+    threads = []
+
+    async def main(loop):
+        def call(number):
+            return lambda: threads.append((number, threading.current_thread().name))
+        await asyncio.gather(*(db.write(call(number))() for number in range(5)))
+
+    run(main)
+    assert [number for number, _ in threads] == [0, 1, 2, 3, 4]
+    assert {name for _, name in threads} == {f"{db.WRITER_THREAD}_0"}
+
+
+def test_run_on_writer_thread_returns_its_value_or_raises_its_error_and_the_writer_goes_on():
+    assert db.run_on_writer_thread(lambda: threading.current_thread().name) == f"{db.WRITER_THREAD}_0"
+    with pytest.raises(ZeroDivisionError):
+        db.run_on_writer_thread(lambda: 1 / 0)
+    assert db.run_on_writer_thread(lambda: "still running") == "still running"

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 
 from groupx_site.core import db, wal_checkpoints
 from tests.server import wait_until
+from tests.unit.writer_sql import on_writer as _on_writer
 
 pytestmark = [pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's WAL only"),
               pytest.mark.django_db(transaction=True)]
@@ -23,15 +24,6 @@ pytestmark = [pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's
 BURST_TRANSACTIONS = 60
 ROWS_PER_TRANSACTION = 40  # 2,400 rows of 4,000 bytes: ~2,400 pages, past SQLite's 1,000-page default
 ROW_BYTES = 4_000
-
-
-def _on_writer(sql: str, params: tuple = ()) -> list:
-    def run() -> list:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-
-    return db.run_on_writer_thread(run)
 
 
 @pytest.fixture
