@@ -9,8 +9,8 @@ load, once every ~13 sequential Turns, and every Turn queued behind it waits (th
 While this checkpointer runs, the writer's connection turns the automatic checkpoint off
 (``db.py``'s ``connection_created`` handler asks ``turns_off_autocheckpoint``), and this thread, with
 its own connection, looks at the WAL index every ``TICK_SECONDS`` (one ``pread`` of the ``-shm``
-file's header) and runs ``PRAGMA wal_checkpoint(PASSIVE)`` once the WAL holds ``CHECKPOINT_FRAMES``
-frames, SQLite's own threshold (D69). A page that the Turns rewrite many times (the log's last
+file's header, through a descriptor it never closes: ``_held``) and runs
+``PRAGMA wal_checkpoint(PASSIVE)`` once the WAL holds ``CHECKPOINT_FRAMES`` frames, SQLite's own threshold (D69). A page that the Turns rewrite many times (the log's last
 page, an index's right edge, the FTS structure record) is then copied once per 1,000 frames rather
 than once per tick. PASSIVE takes no lock a writer or a reader waits for: it copies what no reader
 still needs, and a second pass follows, which finds nothing new when the writes paused meanwhile,
@@ -177,17 +177,40 @@ def wal_index(shm: Path) -> tuple[bytes, int, int] | None:
     the WAL), its last frame (``mxFrame``) and the frames copied back so far (``nBackfill``), read
     from the ``-shm`` file (SQLite's wal.c layout, native byte order); None without one. Read
     without SQLite's locks: a torn value only moves a pass by one tick."""
-    try:
-        fd = os.open(shm, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        raw = os.pread(fd, _INDEX_BYTES, 0)
-    finally:
-        os.close(fd)
-    if len(raw) < _INDEX_BYTES:
+    raw = _index_file(shm)
+    if raw is None or len(raw) < _INDEX_BYTES:
         return None
     return raw[:_HEADER_BYTES], struct.unpack_from("=I", raw, 16)[0], struct.unpack_from("=I", raw, 96)[0]
+
+
+# The -shm files read here, each held open for the life of the process: path → (descriptor, inode).
+# Closing ANY descriptor of a file releases every POSIX lock the process holds on it, SQLite's own
+# included: its shared "dead man switch" lock on the WAL index, and its readers' marks. Another
+# process opening the database would then take that lock alone, believe no connection uses the
+# index, and truncate and rebuild it under this process's mapping of it (SIGBUS) and its readers
+# (a corrupt read). So a descriptor is closed only once its file is no longer the one at the path:
+# SQLite unlinks the index only when no connection of any process holds it.
+_held: dict[str, tuple[int, int]] = {}
+_held_lock = threading.Lock()
+
+
+def _index_file(shm: Path) -> bytes | None:
+    with _held_lock:
+        try:
+            inode = os.stat(shm).st_ino
+        except OSError:
+            return None
+        fd, held_inode = _held.get(str(shm), (None, None))
+        if fd is None or held_inode != inode:
+            if fd is not None:
+                os.close(fd)  # the file unlinked: no connection holds a lock on it any more
+                del _held[str(shm)]
+            try:
+                fd = os.open(shm, os.O_RDONLY)
+            except OSError:
+                return None
+            _held[str(shm)] = (fd, os.fstat(fd).st_ino)
+        return os.pread(fd, _INDEX_BYTES, 0)
 
 
 _HEADER_BYTES = 48  # WalIndexHdr; mxFrame at byte 16

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,39 @@ def test_passes_that_cannot_catch_up_end_on_the_writer_thread_only_past_twice_th
     finally:
         reader.close()
         checkpointer._close()
+        writer.close()
+
+
+# Another process opening the database tries to take the WAL index's "dead man switch" byte (offset
+# 128 of the -shm file, SQLite's os_unix.c) alone: it gets it only when no connection holds it.
+_TAKES_THE_DEAD_MAN_SWITCH = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
+    print("taken")
+except OSError:
+    print("held")
+"""
+
+
+def test_reading_the_wal_index_leaves_sqlites_own_locks_on_it_held(tmp_path):
+    # Closing any descriptor of the -shm file would release the locks this process's connections
+    # hold on it; another process would then truncate the index under them (a SIGBUS, seen in the
+    # SIGKILL soak of the fault tier).
+    database = tmp_path / "locks.sqlite3"
+    writer = sqlite3.connect(database, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("CREATE TABLE t (x)")
+        writer.execute("INSERT INTO t VALUES (1)")
+        shm = Path(f"{database}-shm")
+        for _ in range(3):
+            assert wal_checkpoints.wal_index(shm) is not None
+        probe = subprocess.run([sys.executable, "-c", _TAKES_THE_DEAD_MAN_SWITCH, str(shm)],
+                               capture_output=True, text=True, timeout=60, check=True)
+        assert probe.stdout.strip() == "held"
+    finally:
         writer.close()
 
 
