@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from agents.models import Actor
 from groupx_site.core.text import repair
 from memory import sql as memory_sql
 from memory.packet_groups import fetch_groups, optional_groups
@@ -115,10 +114,6 @@ def _watch_section(source: dict) -> str | None:
             f"{workers}\nnote: {WATCH_NOTE}")
 
 
-def _names() -> dict[str, str]:
-    return dict(Actor.objects.values_list("actor_id", "display_name"))
-
-
 def _memory_entry(record: MemoryRow, names: dict[str, str]) -> str:
     return (f"- id={record.memory_id} author={record.author_actor_id} "
             f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
@@ -186,13 +181,18 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     if used > hard:
         raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
 
-    groups = optional_groups(agent.actor_id, _correlations(source))
-    fetched = fetch_groups(agent.actor_id, groups, _correlations(source))
+    # The prelude said whether either table holds a record for this packet: most rooms hold none,
+    # and then there is nothing to read, show or count in any optional group (D71).
+    tables = {"memory": prelude.any_memory, "identity": prelude.any_identity}
+    groups = optional_groups(agent.actor_id, _correlations(source)) if any(tables.values()) else {}
+    fetched = fetch_groups(agent.actor_id, groups, _correlations(source), tables)
     names: dict[str, str] | None = None  # author names, read when the first record is shown
     omitted = 0
 
     def fill(key: str) -> None:
         nonlocal used, omitted, names
+        if key not in groups:
+            return  # no record of this group exists: none taken, none omitted
         section, kind = groups[key].section, groups[key].table
         render, smallest = (_memory_entry, SMALLEST_MEMORY) if kind == "memory" else (_identity_entry, SMALLEST_IDENTITY)
         taken, looked = [], 0
@@ -201,7 +201,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
             if budget - used < smallest:
                 break  # no entry of this kind can fit any more: the rest is omitted unread
             looked += 1
-            names = _names() if names is None else names
+            names = memory_sql.actor_names() if names is None else names
             item = render(record, names)
             cost = sections.cost(section, item) if not taken else len(item) + 1
             if used + cost <= budget:

@@ -117,13 +117,19 @@ def _newest_first(group: str, params: list, *, below: int, wanted: int) -> Itera
         below, wanted, limit = page[-1].id, wanted - len(page), limit * 2
 
 
-def fetch_groups(me: str, groups: dict[str, GroupSpec], correlations: set[str]) -> dict[str, Group]:
+def fetch_groups(me: str, groups: dict[str, GroupSpec], correlations: set[str],
+                 tables: dict[str, bool] | None = None) -> dict[str, Group]:
     """A ``Group`` per key, from the table's one read when it held the whole table's share, else
-    continued below it as the packet goes."""
+    continued below it as the packet goes. ``tables``: False for a table known to hold no record
+    of these groups (the packet's prelude says so), which is then not read; no groups, no reads."""
+    tables = tables or {"memory": True, "identity": True}
+    wanted = {spec.table for spec in groups.values()}
     unions = {
         "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                           limit=GROUP_FETCH_CAP + 1),
-        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
+                                           limit=GROUP_FETCH_CAP + 1)
+        if tables["memory"] and "memory" in wanted else [],
+        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1)
+        if tables["identity"] and "identity" in wanted else [],
     }
     fetched = {}
     for key, spec in groups.items():
