@@ -231,3 +231,29 @@ def test_the_one_record_of_any_scope_a_packet_may_show_is_read_shown_and_counted
     assert packet(message, budget=1).omitted == 1 + 1
     shown = packet(message).text
     assert content in shown and "not for alpha" not in shown and "never shown" not in shown
+
+
+def test_the_packet_at_the_hard_ceiling_after_the_probe_is_composed_from_the_probes_reads(settings):
+    # D71: the probe at the soft target read everything the packet at the hard ceiling shows; the
+    # second composition reads nothing again, and is the packet a build at the ceiling gives.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.engine import packet_if_it_fits
+
+    settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+    post(["agent:beta"], "an unread message")
+    for n in range(8):
+        remember({"type": "agent", "id": ALPHA}, f"core note {n}: " + "c" * 60)
+    for n in range(15):
+        do_remember_identity(WEB_WRITER, subject=ALPHA, kind="note", content=f"user note {n}: " + "u" * 40,
+                             source_event_id=None)
+    message = post([ALPHA], "what do we know?")
+    agent = roster.live_agent(ALPHA)
+    with CaptureQueriesContext(connection) as captured:
+        lanes = packet_if_it_fits(agent, message["messageEventId"])
+    with CaptureQueriesContext(connection) as once:
+        built = build_context_packet(agent, message["messageEventId"], budget=4096)
+    assert lanes == built and lanes.omitted > 0 and "an unread message" in lanes.text
+    assert [q["sql"] for q in captured.captured_queries] == [q["sql"] for q in once.captured_queries]
