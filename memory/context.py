@@ -224,6 +224,14 @@ class PacketReads:
             self._unread_read.append(event)
             yield event
 
+    def stop_unread(self) -> None:
+        """A composition stopped reading the unread messages: their statement ends now, as it
+        did before the reads were kept (its cursor must not stay open through the COUNT and the
+        later groups). A later composition reads them again from the start."""
+        if self._unread_rest is not None:
+            self._unread_rest.close()
+        self._unread_read, self._unread_rest = [], None
+
 
 def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None,
                          count_omitted: bool = True) -> ContextPacket:
@@ -276,6 +284,7 @@ def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitt
         cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
         if used + cost > budget:
             newest_omitted = event["seq"]  # everything older is left out too: no gaps in history
+            reads.stop_unread()
             break
         unread.append(item)
         used += cost

@@ -1,8 +1,7 @@
 """The Turn lifecycle on the database side (PROTOCOL §2.1, §2.2, §5; FEATURES §7).
 
-Each function is one short IMMEDIATE transaction (or, ``mark_prompt_invoked``, one statement that
-commits by itself), called by the agent runtime through ``sync_to_async``; none holds a
-transaction across an ``await``. Every status change is a
+Each function is one short IMMEDIATE transaction, called by the agent runtime through
+``sync_to_async``; none holds a transaction across an ``await``. Every status change is a
 conditional UPDATE checked against the transition table (``turns.transitions.move_turn``, the
 fixed statements' ``turns.states.CLAIM`` / ``START``, or ``check_move`` before the terminal
 ``turns.sql.finish_turn``), so a cancel racing a claim or a terminal can never produce two
@@ -119,16 +118,12 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
 
 def mark_prompt_invoked(claim: Claim) -> bool:
     """Write-ahead, in its own commit, before the native prompt is written: ``prompt_invoked +
-    unknown``. False when the Turn was cancelled first: then the prompt must never be sent.
-
-    One conditional UPDATE, committed by itself (the check of the Turn's status is in it): not a
-    transaction of a read, an UPDATE and a COMMIT (docs/DECISIONS.md D71). When it moves nothing,
-    the status says why: a Turn still ``dispatching`` whose attempt is already past ``prepared``
-    is invoked (as before: True, nothing written again)."""
-    if turn_sql.attempt_prompt_invoked(claim.attempt_id, timezone.now(), turn_id=claim.turn_id,
-                                       turn_status=DISPATCHING):
-        return True
-    return turn_sql.turn_status(claim.turn_id) == DISPATCHING
+    unknown``. False when the Turn was cancelled first: then the prompt must never be sent."""
+    with transaction.atomic():
+        if turn_sql.turn_status(claim.turn_id) != DISPATCHING:
+            return False
+        turn_sql.attempt_prompt_invoked(claim.attempt_id, timezone.now())
+    return True
 
 
 def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> None:

@@ -64,13 +64,10 @@ _ATTEMPT_DEFAULTS = {name: TurnAttempt._meta.get_field(name).get_default()
                      for name in ("dispatch_phase", "delivery_certainty")}
 _INSERT_ATTEMPT = (f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) "
                    f"VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})")
-# The write-ahead before the native prompt: only from ``prepared``, and only while its Turn is still
-# ``dispatching`` (not cancelled since the claim): the check and the write in one statement, which
-# commits by itself (turns/lifecycle.py:mark_prompt_invoked, docs/DECISIONS.md D71).
+# The write-ahead before the native prompt: only from ``prepared``.
 _ATTEMPT_PROMPT_INVOKED = f"""
     UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.prompt_invoked_at} = %s
-    WHERE {A.attempt_id} = %s AND {A.dispatch_phase} = %s
-        AND EXISTS (SELECT 1 FROM {T} WHERE {T.turn_id} = %s AND {T.status} = %s)"""
+    WHERE {A.attempt_id} = %s AND {A.dispatch_phase} = %s"""
 # The first native event: delivery is certain.
 _ATTEMPT_STARTED = f"""
     UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.native_turn_id} = %s, {A.started_at} = %s
@@ -166,11 +163,8 @@ def insert_attempt(*, attempt_id: str, turn_id: str, binding_id: str | None, ins
                               adapt_datetime(claimed_at)])
 
 
-def attempt_prompt_invoked(attempt_id: str, at: datetime, *, turn_id: str, turn_status: str) -> bool:
-    """``prepared`` → ``prompt_invoked + unknown`` while Turn ``turn_id`` is ``turn_status``; False
-    when nothing moved (the Turn is not, or the attempt is not ``prepared``)."""
-    return execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id, "prepared",
-                                             turn_id, turn_status]) == 1
+def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:
+    execute(_ATTEMPT_PROMPT_INVOKED, ["prompt_invoked", "unknown", adapt_datetime(at), attempt_id, "prepared"])
 
 
 def attempt_started(attempt_id: str, native_turn_id: str | None, at: datetime) -> None:

@@ -210,11 +210,7 @@ def same_attempts(a: str, b: str) -> None:
 def test_attempt_prompt_invoked_moves_the_row_as_the_orm_update_does(phase):
     by_sql, by_orm = twin_attempts()
     TurnAttempt.objects.filter(pk__in=[by_sql, by_orm]).update(dispatch_phase=phase)
-    turn_id = TurnAttempt.objects.get(pk=by_sql).turn_id
-    # Not while the Turn is another status: nothing moves.
-    assert not turn_sql.attempt_prompt_invoked(by_sql, NOW, turn_id=turn_id, turn_status=QUEUED)
-    assert turn_sql.attempt_prompt_invoked(by_sql, NOW, turn_id=turn_id, turn_status=DISPATCHING) == (
-        phase == "prepared")
+    turn_sql.attempt_prompt_invoked(by_sql, NOW)
     TurnAttempt.objects.filter(attempt_id=by_orm, dispatch_phase="prepared").update(
         dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=NOW)
     same_attempts(by_sql, by_orm)
