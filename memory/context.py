@@ -24,10 +24,9 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from agents.models import Actor
 from groupx_site.core.text import repair
 from memory import sql as memory_sql
-from memory.packet_groups import fetch_groups, optional_groups
+from memory.packet_groups import Group, GroupSpec, optional_groups, read_tables, split_groups
 from memory.sql import IdentityRow, MemoryRow
 from memory.transcript import WATCH_BRIEF_KIND, entry, summary_block
 from rooms.models import ROOM_ID, Event
@@ -115,10 +114,6 @@ def _watch_section(source: dict) -> str | None:
             f"{workers}\nnote: {WATCH_NOTE}")
 
 
-def _names() -> dict[str, str]:
-    return dict(Actor.objects.values_list("actor_id", "display_name"))
-
-
 def _memory_entry(record: MemoryRow, names: dict[str, str]) -> str:
     return (f"- id={record.memory_id} author={record.author_actor_id} "
             f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
@@ -144,55 +139,126 @@ def _correlations(source: dict) -> set[str]:
     return {source["correlation_id"], source["root_correlation_id"]} - {None}
 
 
+class PacketReads:
+    """What a packet reads from the store, read once however many budgets it is composed for
+    (``memory.engine.packet_if_it_fits`` composes one at the soft target, then, when that leaves
+    out only memory and identity, one at the hard ceiling: the same reads, D71). The optional
+    parts are read as the first composition reaches them, in the order it does; a later one
+    takes them from here, and reads further only where the first stopped (a paged group, or
+    unread messages past its budget)."""
+
+    def __init__(self, agent: ResolvedAgent, source_event_id: str) -> None:
+        self.agent = agent
+        hard = settings.GROUPX_CONFIG.limits.contextCharacters
+        # The source, the cursor, the floor and the active summary in one statement (memory/sql.py):
+        # what turns.lifecycle.delivery_cursor, reset_floor and active_summary(floor) would return.
+        prelude = memory_sql.packet_prelude(actor_id=agent.actor_id, room_id=ROOM_ID, source_event_id=source_event_id)
+        if prelude is None:
+            raise Event.DoesNotExist("Event matching query does not exist.")
+        source, cursor, floor, summary = prelude.source, prelude.cursor, prelude.floor, prelude.summary
+        if summary is not None and summary.through_seq <= floor:
+            summary = None  # a checkpoint at or below the reset floor is not active (active_summary)
+        embedded = summary if summary is not None and summary.through_seq > cursor else None
+        after_seq = max(cursor, floor, summary.through_seq if summary else 0)
+        chain = _reply_chain(source, floor)
+        self.source, self.embedded, self.after_seq = source, embedded, after_seq
+
+        sections = _Sections()
+        protocol = [f"schema: {SCHEMA}", "room: room:main", f"target: {agent.actor_id}", f"after_seq: {after_seq}",
+                    f"through_seq: {source['seq']}", f"current_event_id: {source['event_id']}",
+                    f"current_author: {source['actor_id']} ({source['actor_display_name']})"]
+        if embedded is not None:
+            protocol.append(f"summary_through_seq: {embedded.through_seq}")
+        if floor:
+            protocol.append(f"reset_floor_seq: {floor}")
+        sections.add("groupx_protocol", "\n".join([*protocol, f"routing: {ROUTING_NOTE}"]))
+        if watch := _watch_section(source):
+            sections.add("supervision_watch", watch)
+        if agent.identity:
+            sections.add("configured_agent_identity", agent.identity)
+        if embedded is not None:
+            sections.add("room_checkpoint_summary", summary_block(embedded))
+        for event in chain:
+            sections.add("reply_chain", entry(event))
+        sections.add("current_message", str((source["body"] or {}).get("content", "")))
+        self.mandatory = {name: items for name, items in sections.parts.items() if items}
+        self.mandatory_used = len(sections.render())
+        if self.mandatory_used > hard:
+            raise ContextBudgetExceeded(f"the mandatory context is {self.mandatory_used} characters; the budget is {hard}")
+
+        # The prelude said whether either table holds a record for this packet: most rooms hold
+        # none, and then there is nothing to read, show or count in any optional group (D71).
+        self.correlations = _correlations(source)
+        self.tables = {"memory": prelude.any_memory, "identity": prelude.any_identity}
+        self._unions: dict[str, list] | None = None
+        self._names: dict[str, str] | None = None
+        # context_events() between the cursor and the source, minus the reply chain, newest first: a
+        # fixed statement (memory/sql.py; the ORM spent ~450 µs building it).
+        self.unread_range = {"room_id": ROOM_ID, "after_seq": after_seq, "before_seq": source["seq"],
+                             "excluded": [e["event_id"] for e in chain]}
+        self._unread_read: list[dict] = []
+        self._unread_rest = None
+
+    def groups(self) -> tuple[dict[str, GroupSpec], dict[str, Group]]:
+        """The optional groups that may hold records, and each one's records (fresh ``Group``s for
+        each composition, from the tables' one read each)."""
+        if not any(self.tables.values()):
+            return {}, {}
+        groups = optional_groups(self.agent.actor_id, self.correlations)
+        if self._unions is None:
+            self._unions = read_tables(self.agent.actor_id, self.correlations, self.tables)
+        return groups, split_groups(groups, self._unions)
+
+    def names(self) -> dict[str, str]:
+        """Author names, read when the first record is shown."""
+        if self._names is None:
+            self._names = memory_sql.actor_names()
+        return self._names
+
+    def unread(self):
+        """The unread messages newest first, as entry dicts: those read before, then on."""
+        yield from self._unread_read
+        if self._unread_rest is None:
+            self._unread_rest = memory_sql.packet_unread(**self.unread_range)
+        for event in self._unread_rest:
+            self._unread_read.append(event)
+            yield event
+
+    def stop_unread(self) -> None:
+        """A composition stopped reading the unread messages: their statement ends now, as it
+        did before the reads were kept (its cursor must not stay open through the COUNT and the
+        later groups). A later composition reads them again from the start."""
+        if self._unread_rest is not None:
+            self._unread_rest.close()
+        self._unread_read, self._unread_rest = [], None
+
+
 def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None,
                          count_omitted: bool = True) -> ContextPacket:
     """The packet for ``agent`` woken by ``source_event_id``, optional parts filling ``budget``
     (default: the hard ceiling ``limits.contextCharacters``). ``count_omitted=False``: a probe
     whose packet is used only if it leaves no unread message out (``memory.engine``); when it does
     leave some out they are not counted (``omitted`` and ``omitted_unread`` are None)."""
+    return compose_packet(PacketReads(agent, source_event_id), budget=budget, count_omitted=count_omitted)
+
+
+def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitted: bool = True) -> ContextPacket:
+    """``build_context_packet`` from reads already made (``PacketReads``)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
     budget = min(budget or hard, hard)
-    # The source, the cursor, the floor and the active summary in one statement (memory/sql.py):
-    # what turns.lifecycle.delivery_cursor, reset_floor and active_summary(floor) would return.
-    prelude = memory_sql.packet_prelude(actor_id=agent.actor_id, room_id=ROOM_ID, source_event_id=source_event_id)
-    if prelude is None:
-        raise Event.DoesNotExist("Event matching query does not exist.")
-    source, cursor, floor, summary = prelude.source, prelude.cursor, prelude.floor, prelude.summary
-    if summary is not None and summary.through_seq <= floor:
-        summary = None  # a checkpoint at or below the reset floor is not active (active_summary)
-    embedded = summary if summary is not None and summary.through_seq > cursor else None
-    after_seq = max(cursor, floor, summary.through_seq if summary else 0)
-    chain = _reply_chain(source, floor)
-
+    source, embedded, after_seq = reads.source, reads.embedded, reads.after_seq
     sections = _Sections()
-    protocol = [f"schema: {SCHEMA}", "room: room:main", f"target: {agent.actor_id}", f"after_seq: {after_seq}",
-                f"through_seq: {source['seq']}", f"current_event_id: {source['event_id']}",
-                f"current_author: {source['actor_id']} ({source['actor_display_name']})"]
-    if embedded is not None:
-        protocol.append(f"summary_through_seq: {embedded.through_seq}")
-    if floor:
-        protocol.append(f"reset_floor_seq: {floor}")
-    sections.add("groupx_protocol", "\n".join([*protocol, f"routing: {ROUTING_NOTE}"]))
-    if watch := _watch_section(source):
-        sections.add("supervision_watch", watch)
-    if agent.identity:
-        sections.add("configured_agent_identity", agent.identity)
-    if embedded is not None:
-        sections.add("room_checkpoint_summary", summary_block(embedded))
-    for event in chain:
-        sections.add("reply_chain", entry(event))
-    sections.add("current_message", str((source["body"] or {}).get("content", "")))
-    used = len(sections.render())
-    if used > hard:
-        raise ContextBudgetExceeded(f"the mandatory context is {used} characters; the budget is {hard}")
+    for name, items in reads.mandatory.items():
+        sections.parts[name] = list(items)
+    used = reads.mandatory_used
 
-    groups = optional_groups(agent.actor_id, _correlations(source))
-    fetched = fetch_groups(agent.actor_id, groups, _correlations(source))
-    names: dict[str, str] | None = None  # author names, read when the first record is shown
+    groups, fetched = reads.groups()
     omitted = 0
 
     def fill(key: str) -> None:
-        nonlocal used, omitted, names
+        nonlocal used, omitted
+        if key not in groups:
+            return  # no record of this group exists: none taken, none omitted
         section, kind = groups[key].section, groups[key].table
         render, smallest = (_memory_entry, SMALLEST_MEMORY) if kind == "memory" else (_identity_entry, SMALLEST_IDENTITY)
         taken, looked = [], 0
@@ -201,8 +267,7 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
             if budget - used < smallest:
                 break  # no entry of this kind can fit any more: the rest is omitted unread
             looked += 1
-            names = _names() if names is None else names
-            item = render(record, names)
+            item = render(record, reads.names())
             cost = sections.cost(section, item) if not taken else len(item) + 1
             if used + cost <= budget:
                 taken.append(item)
@@ -213,16 +278,13 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
         omitted += fetched[key].total(looked) - len(taken)
 
     fill("core")
-    # context_events() between the cursor and the source, minus the reply chain, newest first: a
-    # fixed statement (memory/sql.py; the ORM spent ~450 µs building it).
-    unread_range = {"room_id": ROOM_ID, "after_seq": after_seq, "before_seq": source["seq"],
-                    "excluded": [e["event_id"] for e in chain]}
     unread, newest_omitted = [], None
-    for event in memory_sql.packet_unread(**unread_range):
+    for event in reads.unread():
         item = entry(event)
         cost = sections.cost("room_delta_since_cursor", item) if not unread else len(item) + 1
         if used + cost > budget:
             newest_omitted = event["seq"]  # everything older is left out too: no gaps in history
+            reads.stop_unread()
             break
         unread.append(item)
         used += cost
@@ -231,7 +293,8 @@ def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: 
     # reads the whole unread range (~0.5 s at 1,000,000 unread events, on the writer thread, D62).
     omitted_unread: int | None = 0
     if newest_omitted is not None:
-        omitted_unread = memory_sql.packet_unread_count(**unread_range) - len(unread) if count_omitted else None
+        omitted_unread = (memory_sql.packet_unread_count(**reads.unread_range) - len(unread)
+                          if count_omitted else None)
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
     for key in ("dated", "public", "self", "user", "observed"):

@@ -25,7 +25,14 @@ from groupx_site.core.ids import new_id
 from memory import native_reset
 from memory.actions import run_as
 from memory.compaction import CompactionFailed, compact_once
-from memory.context import ContextBudgetExceeded, ContextPacket, build_context_packet, soft_target
+from memory.context import (
+    ContextBudgetExceeded,
+    ContextPacket,
+    PacketReads,
+    build_context_packet,
+    compose_packet,
+    soft_target,
+)
 from memory.models import ContextReset, Summary
 from memory.records import Writer
 from memory.transcript import context_events, high_water, reset_floor
@@ -48,10 +55,13 @@ def packet_if_it_fits(agent: ResolvedAgent, source_event_id: str) -> ContextPack
     compact: what ``prepare_packet`` would build, without building the soft packet again). None
     when older history must be compacted first (``prepare_packet``)."""
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
-    packet = build_context_packet(agent, source_event_id, budget=soft_target(hard), count_omitted=False)
+    reads = PacketReads(agent, source_event_id)
+    packet = compose_packet(reads, budget=soft_target(hard), count_omitted=False)
     if packet.newest_omitted_seq is not None:
         return None
-    return packet if packet.omitted == 0 else build_context_packet(agent, source_event_id, budget=hard)
+    # The packet at the hard ceiling from the same reads: the probe read every unread message, and
+    # the tables' one reads are kept (D71); only a group past those reads is read again.
+    return packet if packet.omitted == 0 else compose_packet(reads, budget=hard)
 
 
 async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:

@@ -117,14 +117,26 @@ def _newest_first(group: str, params: list, *, below: int, wanted: int) -> Itera
         below, wanted, limit = page[-1].id, wanted - len(page), limit * 2
 
 
-def fetch_groups(me: str, groups: dict[str, GroupSpec], correlations: set[str]) -> dict[str, Group]:
+def fetch_groups(me: str, groups: dict[str, GroupSpec], correlations: set[str],
+                 tables: dict[str, bool] | None = None) -> dict[str, Group]:
     """A ``Group`` per key, from the table's one read when it held the whole table's share, else
     continued below it as the packet goes."""
-    unions = {
+    return split_groups(groups, read_tables(me, correlations, tables or {"memory": True, "identity": True}))
+
+
+def read_tables(me: str, correlations: set[str], tables: dict[str, bool]) -> dict[str, list]:
+    """Each table's one read (newest first, one row past the cap); a table known to hold no
+    record of these groups (``tables``: False; the packet's prelude says so) is not read."""
+    return {
         "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                           limit=GROUP_FETCH_CAP + 1),
-        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1),
+                                           limit=GROUP_FETCH_CAP + 1) if tables["memory"] else [],
+        "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1) if tables["identity"] else [],
     }
+
+
+def split_groups(groups: dict[str, GroupSpec], unions: dict[str, list]) -> dict[str, Group]:
+    """A fresh ``Group`` per key from the tables' one reads: its records there, and when a read
+    did not hold the whole table, the rest read below it as the packet goes."""
     fetched = {}
     for key, spec in groups.items():
         rows = unions[spec.table]

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from agents.models import DeliveryCursor
+from agents.models import Actor, DeliveryCursor
 from memory.models import (
     AGENT_MEMORY_TYPES,
     ContextReset,
@@ -30,7 +30,16 @@ from memory.models import (
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
 from rooms.models import Event
-from rooms.sql import Names, adapt_datetime, execute, on_this_engine, one_row, per_engine, placeholders
+from rooms.sql import (
+    Names,
+    adapt_datetime,
+    all_rows,
+    execute,
+    on_this_engine,
+    one_row,
+    per_engine,
+    placeholders,
+)
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 
@@ -89,16 +98,23 @@ _MEMORY_COLUMNS, _IDENTITY_COLUMNS = M.list(MemoryRow._fields), ID.list(Identity
 # Each table's optional groups at once (memory/packet_groups.py:fetch_groups), newest first: the usual
 # packet finds a handful of records, and one read serves every group. The Python predicates there
 # split the rows. The correlations are the source's correlation and its root: at most two, bound as two.
+
+
+def _packet_memory_scopes(correlations: str) -> tuple[str, str, str]:
+    """The scopes of a packet's memory groups: the agent's own (core, dated), the room's and the
+    correlations'; ``correlations``: the two values the last may take (placeholders, or the source
+    row's columns in the prelude). Parameters: the agent, its memory types, then the room."""
+    return (f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)})",
+            f"{M.scope_type} = 'room' AND {M.scope_id} = %s",
+            f"{M.scope_type} = 'correlation' AND {M.scope_id} IN ({correlations})")
+
+
 _PACKET_MEMORY = f"""
     SELECT {_MEMORY_COLUMNS} FROM {M}
-    WHERE {M.status} = 'active' AND (
-        ({M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)}))
-        OR ({M.scope_type} = 'room' AND {M.scope_id} = %s)
-        OR ({M.scope_type} = 'correlation' AND {M.scope_id} IN (%s, %s)))
+    WHERE {M.status} = 'active' AND ({" OR ".join(f"({scope})" for scope in _packet_memory_scopes("%s, %s"))})
     ORDER BY {M.id} DESC LIMIT %s"""
-_PACKET_IDENTITY = f"""
-    SELECT {_IDENTITY_COLUMNS} FROM {ID} WHERE {ID.status} = 'active' AND {ID.subject_actor_id} = %s
-    ORDER BY {ID.id} DESC LIMIT %s"""
+_PACKET_IDENTITY_WHERE = f"{ID.status} = 'active' AND {ID.subject_actor_id} = %s"
+_PACKET_IDENTITY = f"SELECT {_IDENTITY_COLUMNS} FROM {ID} WHERE {_PACKET_IDENTITY_WHERE} ORDER BY {ID.id} DESC LIMIT %s"
 
 # When a table holds more than that read's cap, each group is read on its own, a page at a time
 # newest first (keyset on id, from an index: the scope index's entries are in id order within a
@@ -125,6 +141,11 @@ GROUP_ROWS = {name: MemoryRow if t is M else IdentityRow for name, (t, _c, _w) i
 # The prelude (memory/context.py:build_context_packet) in one statement: the source message, the
 # agent's delivery cursor, the reset floor and the room's active summary (at most one: a unique
 # constraint). Was five ORM reads of ~150–200 µs each. No row: the source does not exist.
+# And whether either table holds a record the packet's reads above (``_PACKET_MEMORY``,
+# ``_PACKET_IDENTITY``) would return, by their own predicates: most rooms hold none, and then
+# neither read runs (two statements of a packet's four, docs/DECISIONS.md D71). One EXISTS per
+# memory scope, each a search of the scope index (one EXISTS of the three ORed walked the status
+# index through every active record of the room).
 PACKET_ENTRY_COLUMNS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
                         "forwarded_event_id", "body")  # what memory/transcript.py:entry reads
 SUMMARY_COLUMNS = ("summary_id", "from_seq", "through_seq", "content", "generator_actor_id")
@@ -133,10 +154,17 @@ _PACKET_PRELUDE = f"""
     SELECT {_e.list(PACKET_ENTRY_COLUMNS)}, {_e.correlation_id}, {_e.root_correlation_id},
         (SELECT {C.last_delivered_seq} FROM {C} WHERE {C.actor_id} = %s AND {C.room_id} = %s),
         (SELECT MAX({X.through_seq}) FROM {X} WHERE {X.room_id} = %s),
-        {_s.list(SUMMARY_COLUMNS)}
+        {_s.list(SUMMARY_COLUMNS)},
+        {" OR ".join(f"EXISTS (SELECT 1 FROM {M} WHERE {M.status} = 'active' AND {scope})"
+                     for scope in _packet_memory_scopes(f"{_e.correlation_id}, {_e.root_correlation_id}"))},
+        EXISTS (SELECT 1 FROM {ID} WHERE {_PACKET_IDENTITY_WHERE})
     FROM {_e}
     LEFT JOIN {_s} ON {_s.room_id} = %s AND {_s.status} = 'active'
     WHERE {_e.event_id} = %s"""
+
+# The authors' names a packet shows (memory/context.py): ~18 µs of CPU where the ORM's values_list cost ~110.
+AC = Names(Actor)
+_ACTOR_NAMES = f"SELECT {AC.actor_id}, {AC.display_name} FROM {AC}"
 
 # The floor of the room's latest native reset (memory/native_reset.py:mark), read by every lane
 # before every Turn (D41): the ORM's aggregate costs ~250 µs of CPU, this ~10 µs.
@@ -218,9 +246,7 @@ def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
 
 
 def _rows(row_type: type, sql: str, params: list) -> list:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    rows = all_rows(sql, params)
     return _memory_rows(rows) if row_type is MemoryRow else [IdentityRow(*row) for row in rows]
 
 
@@ -243,9 +269,7 @@ def group_page(group: str, params: list, *, below_id: int, limit: int) -> list:
 
 
 def group_count(group: str, params: list) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(_GROUP_COUNT[group], params)
-        return cursor.fetchone()[0]
+    return one_row(_GROUP_COUNT[group], params)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +278,8 @@ class PacketPrelude:
     cursor: int  # the agent's last delivered seq, 0 without a cursor
     floor: int  # the reset floor, 0 without a reset
     summary: Summary | None  # the room's active Summary (only SUMMARY_COLUMNS loaded) or None
+    any_memory: bool = True  # False: packet_memory would return no row
+    any_identity: bool = True  # False: packet_identity would return no row
 
 
 def _entry(row: tuple) -> dict[str, Any]:
@@ -264,17 +290,16 @@ def _entry(row: tuple) -> dict[str, Any]:
 
 def packet_prelude(*, actor_id: str, room_id: str, source_event_id: str) -> PacketPrelude | None:
     """What a packet reads before anything optional; None when the source event does not exist."""
-    with connection.cursor() as cursor:
-        cursor.execute(_PACKET_PRELUDE, [actor_id, room_id, room_id, room_id, source_event_id])
-        row = cursor.fetchone()
+    row = one_row(_PACKET_PRELUDE, [actor_id, room_id, room_id, actor_id, *AGENT_MEMORY_TYPES, room_id, actor_id,
+                                    room_id, source_event_id])
     if row is None:
         return None
     width = len(PACKET_ENTRY_COLUMNS)
     source = _entry(row[:width])
     source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width:width + 4]
-    summary_row = row[width + 4:]
+    *summary_row, any_memory, any_identity = row[width + 4:]
     summary = None if summary_row[0] is None else Summary.from_db(DEFAULT_DB_ALIAS, SUMMARY_COLUMNS, summary_row)
-    return PacketPrelude(source, delivered or 0, floor or 0, summary)
+    return PacketPrelude(source, delivered or 0, floor or 0, summary, bool(any_memory), bool(any_identity))
 
 
 def _context_range(room_id: str, after_seq: int, before_seq: int, excluded: list[str]) -> list:
@@ -316,10 +341,13 @@ def context_seq_from_newest(*, room_id: str, after_seq: int, before_seq: int, of
 
 def packet_parent(event_id: str, floor: int) -> dict[str, Any] | None:
     """The event ``event_id`` as an entry dict if it is room context above ``floor``, else None."""
-    with connection.cursor() as cursor:
-        cursor.execute(on_this_engine(_PACKET_PARENT), [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
-        row = cursor.fetchone()
+    row = one_row(on_this_engine(_PACKET_PARENT), [event_id, *CONTEXT_TYPES, WATCH_BRIEF_KIND, floor])
     return None if row is None else _entry(row)
+
+
+def actor_names() -> dict[str, str]:
+    """Every actor's display name by actor id: the names a packet shows beside its records' authors."""
+    return dict(all_rows(_ACTOR_NAMES, []))
 
 
 def native_reset_mark(room_id: str) -> int:

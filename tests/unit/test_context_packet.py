@@ -170,3 +170,90 @@ def test_the_lanes_first_packet_leaving_unread_messages_out_does_not_count_the_w
     assert not [q["sql"] for q in captured.captured_queries if "COUNT(" in q["sql"].upper()]
     counted = build_context_packet(roster.live_agent(ALPHA), message["messageEventId"], budget=3072)
     assert counted.newest_omitted_seq is not None and counted.omitted_unread > 0  # a packet for use counts
+
+
+def test_each_records_author_is_named_as_the_actor_is_named_now_or_by_its_id_without_an_actor(source):
+    # The names come from one read per packet (D71): a renamed actor shows its new name at once,
+    # and an author no actor row names shows its id, as before.
+    from agents.models import Actor
+
+    MemoryRecord.objects.create(memory_id="mem_ghost", scope_type="room", scope_id="room:main", kind="fact",
+                                author_actor_id="agent:ghost", content="ghost: no actor row", source_kind="web",
+                                status="active", created_at=MemoryRecord.objects.first().created_at)
+    Actor.objects.filter(actor_id="agent:beta").update(display_name="Beta 'the fast'")
+    text = packet(source).text
+    authors = re.findall(r"^- id=(?:mem|idn)_\S+ author=(\S+) name=(.*) subject=", text, flags=re.MULTILINE)
+    names = dict(Actor.objects.values_list("actor_id", "display_name"))
+    assert len(authors) == 8 and {"agent:beta", "agent:ghost", ALPHA} <= {author for author, _ in authors}
+    assert all(shown == repr(names.get(author, author)) for author, shown in authors), authors
+    assert "author=agent:beta name=\"Beta 'the fast'\"" in section(text, "observed_identity")
+
+
+def _surroundings() -> dict:
+    """Memory and identity no packet of alpha's may show, and alpha's message."""
+    other = post(["agent:beta"], "another conversation")
+    remember({"type": "agent", "id": "agent:beta"}, "beta core: never shown to alpha")
+    remember({"type": "correlation", "id": other["correlationId"]}, "other thread: not for alpha")
+    remember({"type": "room", "id": "room:main"}, "retracted room note")
+    retract_memory(WEB_WRITER, MemoryRecord.objects.get(content="retracted room note").memory_id, command_id())
+    do_remember_identity(agent_writer(ALPHA), subject="agent:beta", kind="note", content="alpha on beta",
+                         source_event_id=None)
+    return post([ALPHA], "what do we know?")
+
+
+def test_a_table_with_no_record_for_the_packet_is_not_read_and_adds_nothing_left_out():
+    # The prelude says whether each table holds a record this packet could show (D71). Other
+    # agents' memory, other threads' memory, retracted records and identity about others do not count.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    message = _surroundings()
+    with CaptureQueriesContext(connection) as captured:
+        alone = packet(message, budget=1)
+    assert not [q["sql"] for q in captured.captured_queries if "LIMIT" in q["sql"] and "record" in q["sql"]]
+    assert alone.omitted == 1  # the other conversation's message only
+
+
+@pytest.mark.parametrize("scope", ["core", "dated", "room", "correlation", "self", "user", "observed"])
+def test_the_one_record_of_any_scope_a_packet_may_show_is_read_shown_and_counted_when_left_out(scope):
+    message = _surroundings()
+    content = f"the one {scope} record"
+    if scope in ("core", "room", "correlation"):
+        remember({"type": "agent", "id": ALPHA} if scope == "core" else
+                 {"type": "room", "id": "room:main"} if scope == "room" else
+                 {"type": "correlation", "id": message["correlationId"]}, content)
+    elif scope == "dated":
+        do_remember_memory(agent_writer(ALPHA), scope_type="agent", scope_id=ALPHA, agent_memory_type="dated",
+                           kind="fact", content=content, subject_actor_id=None, source_event_id=None)
+    else:
+        writer = {"self": agent_writer(ALPHA), "user": WEB_WRITER, "observed": agent_writer("agent:beta")}[scope]
+        do_remember_identity(writer, subject=ALPHA, kind="note", content=content, source_event_id=None)
+    assert packet(message, budget=1).omitted == 1 + 1
+    shown = packet(message).text
+    assert content in shown and "not for alpha" not in shown and "never shown" not in shown
+
+
+def test_the_packet_at_the_hard_ceiling_after_the_probe_is_composed_from_the_probes_reads(settings):
+    # D71: the probe at the soft target read everything the packet at the hard ceiling shows; the
+    # second composition reads nothing again, and is the packet a build at the ceiling gives.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.engine import packet_if_it_fits
+
+    settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+    post(["agent:beta"], "an unread message")
+    for n in range(8):
+        remember({"type": "agent", "id": ALPHA}, f"core note {n}: " + "c" * 60)
+    for n in range(15):
+        do_remember_identity(WEB_WRITER, subject=ALPHA, kind="note", content=f"user note {n}: " + "u" * 40,
+                             source_event_id=None)
+    message = post([ALPHA], "what do we know?")
+    agent = roster.live_agent(ALPHA)
+    with CaptureQueriesContext(connection) as captured:
+        lanes = packet_if_it_fits(agent, message["messageEventId"])
+    with CaptureQueriesContext(connection) as once:
+        built = build_context_packet(agent, message["messageEventId"], budget=4096)
+    assert lanes == built and lanes.omitted > 0 and "an unread message" in lanes.text
+    assert [q["sql"] for q in captured.captured_queries] == [q["sql"] for q in once.captured_queries]

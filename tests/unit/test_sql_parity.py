@@ -441,6 +441,34 @@ def test_packet_prelude_reads_what_the_orm_reads(with_state):
     assert memory_sql.packet_prelude(actor_id=ALPHA, room_id=ROOM_ID, source_event_id="evt_none") is None
 
 
+@pytest.mark.parametrize("records", ["none", "all"])
+def test_the_preludes_flags_say_whether_the_packets_memory_and_identity_reads_find_a_row(records):
+    # A flag that says no skips the read (memory/context.py, D71): it must say yes whenever the
+    # read finds a row, for the source's correlation and its root alike.
+    if records == "all":
+        memory_and_identity()
+    events = []
+    for n, (correlation, root) in enumerate([("cor_1", "cor_1"), ("cor_x", "cor_1"), ("cor_0", "cor_9"),
+                                             ("cor_x", "cor_y")]):
+        events.append(Event.objects.create(event_id=f"evt_flag{n}", room_id=ROOM_ID, event_type="message.created",
+                                           actor_id="user:local", actor_kind="user", actor_display_name="You",
+                                           targets=[], correlation_id=correlation, root_correlation_id=root,
+                                           occurred_at=NOW, body={"content": "hi"}))
+    found = set()
+    for event in events:
+        for actor_id in (ALPHA, BETA, "agent:gamma"):
+            if records == "all":  # only room-scoped memory gamma could see: take the room's away
+                MemoryRecord.objects.filter(scope_type="room").update(
+                    status="active" if actor_id != "agent:gamma" else "retracted")
+            prelude = memory_sql.packet_prelude(actor_id=actor_id, room_id=ROOM_ID, source_event_id=event.event_id)
+            memory = memory_sql.packet_memory(actor_id=actor_id, room_id=ROOM_ID, limit=1,
+                                              correlations={event.correlation_id, event.root_correlation_id})
+            identity = memory_sql.packet_identity(actor_id=actor_id, limit=1)
+            assert (prelude.any_memory, prelude.any_identity) == (bool(memory), bool(identity)), (event, actor_id)
+            found.add((prelude.any_memory, prelude.any_identity))
+    assert found == ({(False, False)} if records == "none" else {(True, True), (True, False), (False, False)})
+
+
 def test_packet_unread_count_and_parent_read_what_the_orm_reads():
     for n, target in enumerate([ALPHA, BETA, "agent:gamma", ALPHA]):
         post([target], f"message {n}")
