@@ -12,10 +12,11 @@ its own connection, looks at the WAL index every ``TICK_SECONDS`` (one ``pread``
 file's header, through a descriptor it never closes: ``_held``) and runs
 ``PRAGMA wal_checkpoint(PASSIVE)`` once the WAL holds ``CHECKPOINT_FRAMES`` frames, SQLite's own
 threshold (D69). A page that the Turns rewrite many times (the log's last page, an index's right
-edge, the FTS structure record) is then copied once per 1,000 frames rather than once per tick. PASSIVE takes no lock a writer or a reader waits for: it copies what no reader
-still needs, and a second pass follows, which finds nothing new when the writes paused meanwhile,
-so that the writer's next transaction finds every frame copied and starts the WAL again from its
-beginning (``_catch_up``).
+edge, the FTS structure record) is then copied once per 1,000 frames rather than once per tick.
+PASSIVE takes no lock a writer or a reader waits for: it copies what no reader still needs, and
+a second pass follows, which finds nothing new when the writes paused meanwhile, so that the
+writer's next transaction finds every frame copied and starts the WAL again from its beginning
+(``_catch_up``).
 
 The WAL stays bounded. Under writes that never pause for a pass (the throughput bench's), passes
 on this thread cannot catch up: past ``SOFT_BOUND_FRAMES`` the last, small one runs while the
