@@ -61,8 +61,11 @@ def _has(frames: list[str], *needles: str) -> bool:
 STEPS = (
     ("Context Packet (memory/context.py)", lambda f, t: _has(f, "memory/context.py")),
     ("JSON encoding and decoding (json, pydantic)", lambda f, t: _has(f, "(json/", "pydantic")),
+    # Under runserver the server itself runs in a thread the autoreloader started
+    # (django-main-thread), so autoreload's frames are below all of its work: only the reloader's
+    # own thread is the reloader.
     ("runserver's autoreloader (stat of every module file each second)",
-     lambda f, t: _has(f, "django/utils/autoreload.py")),
+     lambda f, t: t != "django-main-thread" and _has(f, "django/utils/autoreload.py")),
     ("writer-thread hand-offs (submit, wake-up, result back)", lambda f, t: _leaf_is_handoff(f)),
     ("command: post_message (accept the message, queue the Turn)", lambda f, t: _has(f, "accept_message (")),
     ("command: claim, write-ahead, prompt mark (claim_for_prompt; the packet is its own step)",
