@@ -64,15 +64,16 @@ class _WriterThread:
 
     def submit(self, fn: Callable[..., None], *args: Any) -> None:
         """``fn(*args)`` on the thread; ``fn`` must not raise (what it runs reports its own errors)."""
-        if self._thread is None or self._stopped:
-            self._start()
-        self._calls.put((fn, args))
+        self._put((fn, args))
 
     def submit_groupable(self, call: tuple) -> None:
         """``_run_then_post(*call)``, or with the groupable calls queued beside it in one commit."""
+        self._put((None, call))
+
+    def _put(self, item: tuple) -> None:
         if self._thread is None or self._stopped:
             self._start()
-        self._calls.put((None, call))
+        self._calls.put(item)
 
     def _start(self) -> None:
         with self._lock:
