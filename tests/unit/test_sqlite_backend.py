@@ -157,3 +157,20 @@ def test_no_savepoint_is_made_or_released_in_a_transaction_django_marked_broken(
         with pytest.raises(TransactionManagementError):
             connection.savepoint_commit(sid)
         assert connection.connection.execute("SELECT 1").fetchone() == (1,)  # the connection is whole
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_edges_reach_sqlite_as_the_texts_djangos_operations_give():
+    connection.ensure_connection()
+    reached = []
+    connection.connection.set_trace_callback(reached.append)
+    try:
+        _edges([])
+    finally:
+        connection.connection.set_trace_callback(None)
+    sids = [text.split('"')[1] for text in reached if text.startswith("SAVEPOINT")]
+    ops = connection.ops
+    assert reached == [
+        "BEGIN IMMEDIATE", ops.savepoint_create_sql(sids[0]), ops.savepoint_commit_sql(sids[0]),
+        ops.savepoint_create_sql(sids[1]), ops.savepoint_rollback_sql(sids[1]), ops.savepoint_commit_sql(sids[1]),
+        "COMMIT"]

@@ -59,37 +59,37 @@ class DatabaseWrapper(base.DatabaseWrapper):
     # A transaction's edges on the sqlite3 connection itself (docs/DECISIONS.md D72). Django runs
     # BEGIN and each savepoint's SAVEPOINT, RELEASE and ROLLBACK TO through a new cursor and its
     # three wrappers (~10 µs each in Python; a group of calls sharing a commit runs two per call,
-    # group_commit.py). Here they are one ``execute`` of the connection inside Django's error
-    # wrapping (``wrap_database_errors``: the same exceptions, so store faults are still classified)
-    # after the check Django's cursor makes before every statement. While query capture or an
-    # execute wrapper watches the statements, Django's own way runs, so they see every one.
+    # group_commit.py). Here each is one ``execute`` of the connection inside Django's error
+    # wrapping (``wrap_database_errors``: the same exceptions, so store faults are still
+    # classified), after the checks Django's cursor makes first (the thread, a broken
+    # transaction). While query capture or an execute wrapper watches the statements, Django's own
+    # way runs, so they see every one.
 
     def _statements_watched(self) -> bool:
         return bool(self.execute_wrappers) or self.queries_logged
 
+    def _edge(self, statement: str) -> None:
+        self.validate_thread_sharing()
+        self.validate_no_broken_transaction()
+        with self.wrap_database_errors:
+            self.connection.execute(statement)
+
     def _start_transaction_under_autocommit(self):
         if self._statements_watched():
             return super()._start_transaction_under_autocommit()
-        with self.wrap_database_errors:
-            self.connection.execute(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN")
+        self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN")
 
     def _savepoint(self, sid):
         if self._statements_watched():
             return super()._savepoint(sid)
-        self.validate_no_broken_transaction()
-        with self.wrap_database_errors:
-            self.connection.execute(f'SAVEPOINT "{sid}"')
+        self._edge(f'SAVEPOINT "{sid}"')
 
     def _savepoint_commit(self, sid):
         if self._statements_watched():
             return super()._savepoint_commit(sid)
-        self.validate_no_broken_transaction()
-        with self.wrap_database_errors:
-            self.connection.execute(f'RELEASE SAVEPOINT "{sid}"')
+        self._edge(f'RELEASE SAVEPOINT "{sid}"')
 
     def _savepoint_rollback(self, sid):
         if self._statements_watched():
             return super()._savepoint_rollback(sid)
-        self.validate_no_broken_transaction()
-        with self.wrap_database_errors:
-            self.connection.execute(f'ROLLBACK TO SAVEPOINT "{sid}"')
+        self._edge(f'ROLLBACK TO SAVEPOINT "{sid}"')
