@@ -69,7 +69,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return bool(self.execute_wrappers) or self.queries_logged
 
     def _edge(self, statement: str) -> None:
-        self.validate_thread_sharing()
         self.validate_no_broken_transaction()
         with self.wrap_database_errors:
             self.connection.execute(statement)
@@ -77,6 +76,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _start_transaction_under_autocommit(self):
         if self._statements_watched():
             return super()._start_transaction_under_autocommit()
+        self.validate_thread_sharing()  # savepoint(), savepoint_commit() and the rollback check it themselves
         self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN")
 
     def _savepoint(self, sid):
