@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.turn_cost import _configure
+from bench.turn_cost import _configure, counting_calls
 
 RUNS, EACH = 7, 500
 
@@ -51,23 +51,8 @@ def main() -> int:
                     fn()
                 runs.append((time.thread_time_ns() - start) / EACH / 1000)
             print(f"{name:<24} CPU {statistics.median(runs):5.0f} µs (min {min(runs):.0f}), "
-                  f"{_calls(fn)} function calls")
+                  f"{counting_calls(fn)[1]} function calls")
     return 0
-
-
-def _calls(fn) -> int:
-    seen = [0]
-
-    def profile(frame, event, arg):
-        if event in ("call", "c_call"):
-            seen[0] += 1
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen[0]
 
 
 if __name__ == "__main__":

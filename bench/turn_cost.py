@@ -136,22 +136,28 @@ def _counted(turns: Turns, count: int) -> dict[str, list[int]]:
     return counts
 
 
+def counting_calls(fn, *args, **kwargs) -> tuple[object, int]:
+    """``fn(*args, **kwargs)``'s result and the function calls it made (Python's and C's)."""
+    seen = [0]
+
+    def profile(frame, event, arg):
+        if event in ("call", "c_call"):
+            seen[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+    return result, seen[0]
+
+
 def _calls(turns: Turns, count: int) -> dict[str, list[int]]:
     calls: dict[str, list[int]] = {name: [] for name in STEPS}
 
     def step(name, fn, *args, **kwargs):
-        seen = [0]
-
-        def profile(frame, event, arg):
-            if event in ("call", "c_call"):
-                seen[0] += 1
-
-        sys.setprofile(profile)
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            sys.setprofile(None)
-        calls[name].append(seen[0])
+        result, made = counting_calls(fn, *args, **kwargs)
+        calls[name].append(made)
         return result
 
     for _ in range(count):
