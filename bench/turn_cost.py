@@ -13,6 +13,9 @@ server pays, and steadier than wall time on a shared machine), the median wall t
 count (BEGIN/COMMIT included). Queries are counted on separate Turns after the timed ones, because
 ``CaptureQueriesContext`` switches on Django's debug cursor, which costs time itself.
 
+``--calls`` adds, per step, the median count of function calls (Python's and C's, ``sys.setprofile``)
+on ``--count`` more Turns: a figure the machine's load does not move, for changes of a few µs.
+
 ``--dump FILE`` writes every row the run left (events, turns, attempts, cursors, dated memory,
 receipts) as JSON with random ids and timestamps replaced by stable placeholders: two runs of the
 same code give identical files, so a diff shows any change of behaviour.
@@ -133,18 +136,50 @@ def _counted(turns: Turns, count: int) -> dict[str, list[int]]:
     return counts
 
 
-def _report(samples: dict[str, list[tuple[int, int]]], counts: dict[str, list[int]]) -> str:
-    lines = [f"{'step':<22}{'CPU µs':>9}{'wall µs':>9}{'queries':>9}"]
-    totals = [0, 0, 0]
+def counting_calls(fn, *args, **kwargs) -> tuple[object, int]:
+    """``fn(*args, **kwargs)``'s result and the function calls it made (Python's and C's)."""
+    seen = [0]
+
+    def profile(frame, event, arg):
+        if event in ("call", "c_call"):
+            seen[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+    return result, seen[0]
+
+
+def _calls(turns: Turns, count: int) -> dict[str, list[int]]:
+    calls: dict[str, list[int]] = {name: [] for name in STEPS}
+
+    def step(name, fn, *args, **kwargs):
+        result, made = counting_calls(fn, *args, **kwargs)
+        calls[name].append(made)
+        return result
+
+    for _ in range(count):
+        turns.run_one(step)
+    return calls
+
+
+def _report(samples: dict[str, list[tuple[int, int]]], counts: dict[str, list[int]],
+            calls: dict[str, list[int]] | None = None) -> str:
+    lines = [f"{'step':<22}{'CPU µs':>9}{'wall µs':>9}{'queries':>9}" + (f"{'calls':>9}" if calls else "")]
+    totals = [0, 0, 0, 0]
     for name in STEPS:
         cpu = statistics.median(s[0] for s in samples[name]) / 1000
         wall = statistics.median(s[1] for s in samples[name]) / 1000
         queries = statistics.median(counts[name])
-        totals = [totals[0] + cpu, totals[1] + wall, totals[2] + queries]
-        lines.append(f"{name:<22}{cpu:>9.0f}{wall:>9.0f}{queries:>9g}")
+        called = statistics.median(calls[name]) if calls else 0
+        totals = [totals[0] + cpu, totals[1] + wall, totals[2] + queries, totals[3] + called]
+        lines.append(f"{name:<22}{cpu:>9.0f}{wall:>9.0f}{queries:>9g}" + (f"{called:>9g}" if calls else ""))
     per_turn = [sum(s[i] for step in samples.values() for s in step) / len(samples["finish"]) / 1000
                 for i in (0, 1)]
-    lines.append(f"{'sum of medians':<22}{totals[0]:>9.0f}{totals[1]:>9.0f}{totals[2]:>9g}")
+    lines.append(f"{'sum of medians':<22}{totals[0]:>9.0f}{totals[1]:>9.0f}{totals[2]:>9g}"
+                 + (f"{totals[3]:>9g}" if calls else ""))
     lines.append(f"{'mean per turn':<22}{per_turn[0]:>9.0f}{per_turn[1]:>9.0f}")
     return "\n".join(lines)
 
@@ -190,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=300, help="timed turns (default 300)")
     parser.add_argument("--warmup", type=int, default=60, help="untimed turns first (default 60)")
     parser.add_argument("--count", type=int, default=15, help="turns whose queries are counted (default 15)")
+    parser.add_argument("--calls", action="store_true", help="also count function calls per step")
     parser.add_argument("--dump", type=Path, help="write the rows left by the run, normalised, to this file")
     args = parser.parse_args(argv)
 
@@ -202,9 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         samples = _timed(turns, args.turns)
         counts = _counted(turns, args.count)
+        calls = _calls(turns, args.count) if args.calls else None
         print(f"{args.turns} turns after {args.warmup} warm-up, queries counted on {args.count} more "
               f"(round-robin over {len(AGENTS)} agents, one at a time)")
-        print(_report(samples, counts))
+        print(_report(samples, counts, calls))
         if args.dump:
             dump_rows(args.dump, turns.returned)
             print(f"rows written to {args.dump}")

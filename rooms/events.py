@@ -102,8 +102,11 @@ def append_event(
     forwarded_event_id: str | None = None,
     idempotency_key: str | None = None,
     provenance: dict[str, Any] | None = None,
-) -> Event:
-    """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit."""
+    returns_event: bool = True,
+) -> Event | None:
+    """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit.
+    ``returns_event=False``: for a caller that reads nothing of it (the claim, ``turn.started``),
+    no ``Event`` is built for it (~3 µs of a Turn's writer thread each; docs/DECISIONS.md D72)."""
     body = body or {}
     event_types.check(event_type, event_types.DURABLE, body)  # an undeclared or forbidden type never enters the store
     # In the order of the model's fields after seq (EVENT_FIELDS_IN_ORDER below): ``from_db`` takes them so.
@@ -131,12 +134,11 @@ def append_event(
     # built as a read builds one (``from_db``: positional values, the state save() leaves), which
     # costs a third of the keyword constructor (docs/DECISIONS.md D64).
     row = {"seq": sql.insert_event(**values), **values}
-    event = Event.from_db(DEFAULT_DB_ALIAS, None, row.values())
     # The streams get the committed frame itself (encoded now: exactly the row just written, even
     # if the caller changes ``body`` later), so the SSE tail need not read the table back.
     frame = durable_frame(envelope_from_row(row)).encode() if bus.wants_frames() else None
-    transaction.on_commit(functools.partial(bus.committed, event.seq, frame))
-    return event
+    transaction.on_commit(functools.partial(bus.committed, row["seq"], frame))
+    return Event.from_db(DEFAULT_DB_ALIAS, None, row.values()) if returns_event else None
 
 
 def durable_frame(envelope: dict[str, Any]) -> str:
@@ -217,8 +219,8 @@ def turn_queued(
 def turn_event(
     *, event_type: str, actor: ActorRef, turn_id: str, target_actor_id: str, correlation_id: str,
     root_correlation_id: str, body: dict[str, Any], idempotency_key: str | None = None,
-    causation_id: str | None = None, source_kind: str = "system",
-) -> Event:
+    causation_id: str | None = None, source_kind: str = "system", returns_event: bool = True,
+) -> Event | None:
     """turn.dispatched | turn.started | turn.completed | failed | cancelled | interrupted and the
     turn's reasoning/tool records: all carry the turn id and the turn's correlation."""
     return append_event(
@@ -231,6 +233,7 @@ def turn_event(
         causation_id=causation_id or turn_id,
         idempotency_key=idempotency_key,
         provenance={"sourceKind": source_kind},
+        returns_event=returns_event,
     )
 
 

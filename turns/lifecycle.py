@@ -112,6 +112,7 @@ def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_se
             root_correlation_id=claim.root_correlation_id,
             body={"attemptId": claim.attempt_id, "targetActorId": claim.target_actor_id},
             idempotency_key=f"turn:{turn_id}:dispatched:{claim.attempt_id}",
+            returns_event=False,
         )
     return claim
 
@@ -146,6 +147,7 @@ def mark_started(claim: Claim, actor: ActorRef, native_turn_id: str | None) -> N
             body=body,
             idempotency_key=f"turn:{claim.turn_id}:started:{claim.attempt_id}",
             source_kind="adapter",
+            returns_event=False,
         )
 
 

@@ -26,7 +26,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
 from groupx_site.core import handoff, store_faults, store_integrity
 
@@ -68,6 +68,7 @@ def run_together(calls: list[Call], run_alone: Callable[..., None],
 def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseException | None:
     """Fills ``outcomes`` for the calls it ran; what failed the group (a store fault, a COMMIT's
     error), or None."""
+    db = connections[DEFAULT_DB_ALIAS]  # this thread's connection, not the proxy's lookup per check
     try:
         with transaction.atomic():
             for _loop, future, context, fn, args, kwargs in calls:
@@ -77,7 +78,7 @@ def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseE
                     outcomes.append((future, None, raised))
                     if isinstance(raised, store_faults.StoreUnavailable):
                         raise _GroupFailed(raised) from None
-                if not _transaction_whole():
+                if not _transaction_whole(db):
                     raise _GroupFailed(_transaction_lost())
     except _GroupFailed as failed:
         _close_if_outside_a_transaction()
@@ -94,9 +95,9 @@ def _run_in_one_transaction(calls: list[Call], outcomes: list[Outcome]) -> BaseE
     return None
 
 
-def _transaction_whole() -> bool:
-    raw = connection.connection
-    return connection.in_atomic_block and not connection.needs_rollback and raw is not None and raw.in_transaction
+def _transaction_whole(db) -> bool:
+    raw = db.connection
+    return db.in_atomic_block and not db.needs_rollback and raw is not None and raw.in_transaction
 
 
 def _transaction_lost() -> store_faults.StoreUnavailable:

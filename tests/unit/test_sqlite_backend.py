@@ -4,13 +4,17 @@ text reaches SQLite, and a text seen before is not converted again."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.backends.sqlite3.base import SQLiteCursorWrapper as DjangoCursor
 from django.db.backends.sqlite3.operations import DatabaseOperations as DjangoOperations
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
 from groupx_site.core.sqlite import base
@@ -93,3 +97,80 @@ def test_the_short_way_serves_timezone_now():
     now = django_timezone.now()
     assert now.tzinfo is UTC and connection.timezone is UTC
     assert connection.ops.adapt_datetimefield_value(now) == str(now.replace(tzinfo=None))
+
+
+# ---- a transaction's edges on the connection itself (D72) ------------------------------------------
+
+
+def _edges(atomic_blocks) -> None:
+    """An outer block with a savepoint released and one rolled back."""
+    with transaction.atomic():
+        with transaction.atomic():
+            pass
+        with contextlib.suppress(ValueError), transaction.atomic():
+            raise ValueError("rolled back to its savepoint")
+    atomic_blocks.append("done")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_begin_and_savepoints_run_without_a_django_cursor(monkeypatch):
+    connection.ensure_connection()
+    made = []
+    real = connection.create_cursor
+    monkeypatch.setattr(connection, "create_cursor", lambda *a, **k: made.append(1) or real(*a, **k))
+    _edges([])
+    assert made == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_query_capture_and_execute_wrappers_still_see_begin_and_every_savepoint_statement():
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql.split(" ")[0])
+        return execute(sql, params, many, context)
+
+    with CaptureQueriesContext(connection) as captured:
+        _edges([])
+    assert [query["sql"].split(" ")[0] for query in captured.captured_queries] == [
+        "BEGIN", "SAVEPOINT", "RELEASE", "SAVEPOINT", "ROLLBACK", "RELEASE", "COMMIT"]
+    with connection.execute_wrapper(wrapper):
+        _edges([])
+    assert seen == ["BEGIN", "SAVEPOINT", "RELEASE", "SAVEPOINT", "ROLLBACK", "RELEASE"]  # COMMIT is no statement
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_savepoint_statement_that_fails_raises_djangos_error_not_the_drivers():
+    with transaction.atomic(), pytest.raises(OperationalError) as raised:
+        connection._savepoint_commit("never_made")
+    assert type(raised.value).__module__.startswith("django.")
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_savepoint_is_made_or_released_in_a_transaction_django_marked_broken():
+    with transaction.atomic():
+        sid = connection.savepoint()
+        connection.needs_rollback = True  # what an error caught inside a block without a savepoint leaves
+        with pytest.raises(TransactionManagementError):
+            connection.savepoint()
+        with pytest.raises(TransactionManagementError):
+            connection.savepoint_commit(sid)
+        assert connection.connection.execute("SELECT 1").fetchone() == (1,)  # the connection is whole
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_edges_reach_sqlite_as_the_texts_djangos_operations_give():
+    connection.ensure_connection()
+    reached = []
+    connection.connection.set_trace_callback(reached.append)
+    try:
+        _edges([])
+    finally:
+        connection.connection.set_trace_callback(None)
+    sids = [text.split('"')[1] for text in reached if text.startswith("SAVEPOINT")]
+    ops = connection.ops
+    assert reached == [
+        "BEGIN IMMEDIATE", ops.savepoint_create_sql(sids[0]), ops.savepoint_commit_sql(sids[0]),
+        ops.savepoint_create_sql(sids[1]), ops.savepoint_rollback_sql(sids[1]), ops.savepoint_commit_sql(sids[1]),
+        "COMMIT"]

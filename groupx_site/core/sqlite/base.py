@@ -9,7 +9,8 @@ queries, whose values are parameters). The conversion is a function of the text 
 each text is converted once and remembered (a bounded LRU: an IN-list of a new length is a new
 text). Every datetime a Turn writes (~14) is ``timezone.now()``: aware, in UTC, the connection's own
 zone; Django's adapter checks and converts it through four calls and a settings read to arrive at
-the same text that ``str`` of the naive value gives (~3.5 µs against ~1). Everything else is Django's
+the same text that ``str`` of the naive value gives (~3.5 µs against ~1). A transaction's BEGIN and its
+savepoints' statements run on the connection itself, not through a Django cursor (D72). Everything else is Django's
 backend as it is; ``connection.vendor`` stays ``sqlite`` (docs/DECISIONS.md D64).
 """
 
@@ -54,3 +55,41 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def create_cursor(self, name=None):
         return self.connection.cursor(factory=SQLiteCursorWrapper)
+
+    # A transaction's edges on the sqlite3 connection itself (docs/DECISIONS.md D72). Django runs
+    # BEGIN and each savepoint's SAVEPOINT, RELEASE and ROLLBACK TO through a new cursor and its
+    # three wrappers (~10 µs each in Python; a group of calls sharing a commit runs two per call,
+    # group_commit.py). Here each is one ``execute`` of the connection inside Django's error
+    # wrapping (``wrap_database_errors``: the same exceptions, so store faults are still
+    # classified), after the checks Django's cursor makes first (the thread, a broken
+    # transaction). While query capture or an execute wrapper watches the statements, Django's own
+    # way runs, so they see every one.
+
+    def _statements_watched(self) -> bool:
+        return bool(self.execute_wrappers) or self.queries_logged
+
+    def _edge(self, statement: str) -> None:
+        self.validate_no_broken_transaction()
+        with self.wrap_database_errors:
+            self.connection.execute(statement)
+
+    def _start_transaction_under_autocommit(self):
+        if self._statements_watched():
+            return super()._start_transaction_under_autocommit()
+        self.validate_thread_sharing()  # savepoint(), savepoint_commit() and the rollback check it themselves
+        self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN")
+
+    def _savepoint(self, sid):
+        if self._statements_watched():
+            return super()._savepoint(sid)
+        self._edge(f'SAVEPOINT "{sid}"')
+
+    def _savepoint_commit(self, sid):
+        if self._statements_watched():
+            return super()._savepoint_commit(sid)
+        self._edge(f'RELEASE SAVEPOINT "{sid}"')
+
+    def _savepoint_rollback(self, sid):
+        if self._statements_watched():
+            return super()._savepoint_rollback(sid)
+        self._edge(f'ROLLBACK TO SAVEPOINT "{sid}"')
