@@ -24,6 +24,8 @@ This relies on twisted internals (``startWriting``/``stopWriting`` being how a d
 
 from __future__ import annotations
 
+import asyncio
+
 
 def install() -> None:
     """Make twisted's TCP ports build ``SoonWritingServer`` connections (idempotent; before the
@@ -38,23 +40,25 @@ def install() -> None:
 
     class SoonWritingServer(tcp.Server):
         writes_soon = True
-        _write_scheduled = False  # a doWrite is queued with call_soon
+        _soon: asyncio.Handle | None = None  # the doWrite queued with call_soon
         _watched = False  # twisted's path: the reactor watches the socket for writability
 
         def startWriting(self) -> None:  # noqa: N802 (twisted's name)
-            if self._watched or self._write_scheduled:
+            if self._watched or self._soon is not None:
                 return
-            self._write_scheduled = True
-            self.reactor._asyncioEventloop.call_soon(self._write_soon)
+            self._soon = self.reactor._asyncioEventloop.call_soon(self._write_soon)
 
-        def stopWriting(self) -> None:  # noqa: N802
+        def stopWriting(self) -> None:  # noqa: N802 (an abort or a lost connection: no doWrite, as in twisted)
+            if self._soon is not None:
+                self._soon.cancel()
+                self._soon = None
             self._watched = False
             super().stopWriting()
 
         def _write_soon(self) -> None:
-            self._write_scheduled = False
-            if not self.connected or self._watched:
-                return  # lost meanwhile (connectionLost has run), or on twisted's path already
+            self._soon = None
+            if not self.connected:
+                return
             callWithLogger(self, self.reactor._readOrWrite, self, False)
             if self.connected and (self.offset < len(self.dataBuffer) or self._tempDataLen):
                 self._watched = True  # the kernel's buffer is full: wait for epoll, as twisted does
