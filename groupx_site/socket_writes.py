@@ -57,8 +57,8 @@ def install() -> None:
 
         def _write_soon(self) -> None:
             self._soon = None
-            if not self.connected:
-                return
+            if not self.connected or self._watched:
+                return  # lost meanwhile, or a doWrite's producer wrote more that epoll now waits for
             callWithLogger(self, self.reactor._readOrWrite, self, False)
             if self.connected and (self.offset < len(self.dataBuffer) or self._tempDataLen):
                 self._watched = True  # the kernel's buffer is full: wait for epoll, as twisted does
