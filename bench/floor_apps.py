@@ -1,6 +1,7 @@
 """The servers of ``python -m bench.floor``'s HTTP part (``bench/floor_http.py``), as ASGI apps.
 
-Under daphne, daphne's request class is GroupX's (``groupx_site.body_limit``), as in GroupX.
+Under daphne, daphne's request class is GroupX's (``groupx_site.body_limit``), and its TCP connections write as
+GroupX's do (``groupx_site.socket_writes``).
 
 - ``bare``: a plain ASGI callable that reads the request body, parses its JSON and answers 201 with
   a small JSON body: what daphne or uvicorn cost per request with no framework at all; a GET is
@@ -17,13 +18,15 @@ import sys
 from urllib.parse import parse_qs
 
 if "daphne.server" in sys.modules:
-    from groupx_site import access_log, body_limit
+    from groupx_site import access_log, body_limit, socket_writes
 
     # daphne as GroupX runs it (groupx_site/asgi.py): its request class with the 2 MiB ceiling and
     # twisted's form parsing off (D60), which bare daphne would spend ~20 % of a request on, and
-    # no access-log line for twisted's log, which daphne sends nowhere (D70).
+    # no access-log line for twisted's log, which daphne sends nowhere (D70), and writes that need
+    # no epoll_ctl while the socket has room (D73).
     body_limit.install()
     access_log.install()
+    socket_writes.install()
 
 # The same answer from every floor server (bench/floor_node_server.js too).
 ANSWER = b'{"messageEventId":"evt_floor","turns":[]}'

@@ -35,7 +35,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from agents import worker as agents_worker  # noqa: E402  (after Django is set up)
-from groupx_site import access_log, body_limit, runtime, shutdown  # noqa: E402
+from groupx_site import access_log, body_limit, runtime, shutdown, socket_writes  # noqa: E402
 from groupx_site.core import flow  # noqa: E402
 from rooms.consumers import EventStreamConsumer  # noqa: E402
 
@@ -138,6 +138,7 @@ def _start_with_the_reactor() -> None:
 
     body_limit.install()  # before the first connection: bodies over 2 MiB are refused unread
     access_log.install()  # before daphne's server runs: no access-log line twisted would drop (D70)
+    socket_writes.install()  # before the first connection: a write needs no epoll_ctl while the socket has room (D73)
 
     reactor.callWhenRunning(runtime.schedule_start)
     # daphne has no lifespan: close sessions and child processes before the reactor stops.

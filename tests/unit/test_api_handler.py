@@ -12,14 +12,28 @@ from concurrent.futures import ThreadPoolExecutor
 from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
+from django.db import close_old_connections, connections, reset_queries
+from django.dispatch import Signal
+from django.http import HttpResponseBase
 
-from groupx_site.handler import GroupXASGIHandler
+from groupx_site.handler import GroupXASGIHandler, send_from_loop_thread
 
 # sha256 of ``inspect.getsource(ASGIHandler.handle)`` in Django 5.2, which ``handle_api`` copies.
 DJANGO_HANDLE_SHA256 = "98faeb5bef800331e6a8002fbc96b30e4122a23438ae45a047190a531ea11323"
 # sha256 of ``inspect.getsource(BaseHandler.get_response_async)`` in Django 5.2, which
 # ``GroupXASGIHandler.get_response_async`` copies (D70).
 DJANGO_GET_RESPONSE_ASYNC_SHA256 = "ad82c920df0cebbb52b1ebafe6ab8b5541f200c39fa954a148b01f60725b715b"
+
+# sha256 of the source of the Django code ``send_from_loop_thread`` and ``close_response`` rely on
+# (Django 5.2): how a signal finds and calls its receivers, what the two receivers it leaves out
+# do, and ``HttpResponseBase.close``, which ``close_response`` copies (D73).
+DJANGO_SIGNAL_CODE_SHA256 = {
+    Signal.send: "30474fb27baa394646f376f62846e395ff57231d554f71cb96217cedccefac5d",
+    Signal._live_receivers: "0a7af5d851f7fd8789bc95621f84ff0289b143671344692da26c68903a79caff",
+    HttpResponseBase.close: "84589f5b23acbb23aa9010f3506ef411b72b1053f2fc2764590e2b3bf3470438",
+    close_old_connections: "c352dd45e8333c97d83fb0905f187e31475cb3d8bb9308611077febb6e21deb6",
+    reset_queries: "9989bcde56b2f76a5f82e3e24bccd1808759ca6ae72b501470e171628f1fe712",
+}
 
 
 async def request_missing_route() -> tuple[int, int]:
@@ -150,3 +164,37 @@ def test_an_api_requests_signals_run_on_the_event_loops_thread():
         signals.request_finished.disconnect(on_finished)
     assert status == 404  # the API's own 404 (groupx_site/middleware.py), answered through the handler
     assert threads == {"started": loop_thread, "finished": loop_thread}
+
+
+def test_the_django_signal_code_the_handler_relies_on_is_the_code_it_was_written_against():
+    # When this fails, compare groupx_site/handler.py's send_from_loop_thread and close_response
+    # with the changed Django code, carry the change over, update the hash.
+    changed = [function.__qualname__ for function, digest in DJANGO_SIGNAL_CODE_SHA256.items()
+               if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest]
+    assert changed == []
+
+
+def test_the_receivers_left_out_on_the_event_loops_thread_would_find_no_open_connection_there():
+    async def request_then_look() -> tuple[int, list]:
+        _thread, status = await request_missing_route()
+        return status, [alias for alias in connections if connections[alias].connection is not None]
+
+    status, open_connections = asyncio.run(request_then_look())
+    assert status == 404
+    assert open_connections == []
+
+
+def test_a_signal_sent_from_the_event_loops_thread_reaches_every_other_receiver_in_order():
+    signal, calls = Signal(), []
+
+    def first(**named):
+        calls.append(("first", named))
+
+    def second(**named):
+        calls.append(("second", named))
+
+    for receiver in (reset_queries, first, close_old_connections, second):
+        signal.connect(receiver)
+    send_from_loop_thread(signal, GroupXASGIHandler, scope={"path": "/api/x"})
+    assert calls == [("first", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}}),
+                     ("second", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}})]
