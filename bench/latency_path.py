@@ -33,12 +33,10 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 TRACE_ENV = "GROUPX_BENCH_PATH_TRACE"
 LOOP_ENV = "GROUPX_BENCH_PATH_LOOP"
-AGENT = "agent:kimi"
 TYPES = re.compile(rb'"type":\s*"([a-z_.]+)"')
 
 # ---- the server side (``--serve``) -----------------------------------------------------------
@@ -105,7 +103,7 @@ def _install() -> None:
     _wrap(tcp.Connection, "write", before=lambda self, data: note(f"tcp.write {_what(data)}"))
     _wrap(tcp.Connection, "writeSomeData", before=lambda self, data: note(f"sock.send {_what(data)}"))
     _wrap(asyncio.unix_events._UnixWritePipeTransport, "write", before=lambda self, data: note(
-        f"pipe.write {'prompt' if b'session/prompt' in data else bytes(data[:20])!r}"))
+        "pipe.write " + ("prompt" if b"session/prompt" in data else repr(bytes(data[:20])))))
 
     def received(self, fd, data):
         if fd == 1:
@@ -175,47 +173,19 @@ def _serve() -> None:
 
 
 async def _workload(base_url: str, turns: int, warmup: int) -> list[dict]:
-    import httpx
+    from bench.latency_pair import Side
 
-    from bench import sse
-
-    marks: list[dict] = []
-    waiting: dict[str, asyncio.Future] = {}
-    seen: dict[str, dict] = {}  # turnId → the first arrival of each event type of it
-    async with httpx.AsyncClient(base_url=base_url, timeout=10, trust_env=False) as client:
-        head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
-        stream = sse.stream_client(1)
-
-        async def watch() -> None:
-            async for frame in sse.frames(stream, base_url, after_seq=head):
-                if frame.data is None:
-                    continue
-                event = json.loads(frame.data)
-                turn_id = event.get("body", {}).get("turnId")
-                if turn_id is None:
-                    continue
-                seen.setdefault(turn_id, {}).setdefault(f"client.{event['type']}", int(frame.at * 1e9))
-                if event["type"] == "turn.completed" and turn_id in waiting:
-                    waiting.pop(turn_id).set_result(None)
-
-        watcher = asyncio.create_task(watch())
-        try:
-            for index in range(warmup + turns):
-                body = {"clientCommandId": f"path-{uuid.uuid4()}", "to": [AGENT], "content": f"ping {index}"}
-                sent = time.perf_counter_ns()
-                response = await client.post("/api/messages", json=body)
-                accepted = time.perf_counter_ns()
-                response.raise_for_status()
-                turn_id = response.json()["turns"][0]["turnId"]
-                done = waiting[turn_id] = asyncio.get_running_loop().create_future()
-                if "client.turn.completed" in seen.get(turn_id, {}):
-                    done.set_result(None)
-                await asyncio.wait_for(done, 10)
-                if index >= warmup:
-                    marks.append({"client.sent": sent, "client.202": accepted, **seen.pop(turn_id)})
-        finally:
-            watcher.cancel()
-            await stream.aclose()
+    side = Side("groupx", base_url)
+    await side.open()
+    marks = []
+    try:
+        for index in range(warmup + turns):
+            seen = await side.turn(keep=False)
+            if index >= warmup:
+                marks.append({("client.202" if key == "accepted" else f"client.{key}"): int(at * 1e9)
+                              for key, at in seen.items()})
+    finally:
+        await side.close()
     return marks
 
 
