@@ -80,19 +80,6 @@ def claim_head(agent: ResolvedAgent, claiming: Any, *, session_reset_mark: int, 
     return head
 
 
-class StartNotWritten(Exception):
-    """The Turn's ``mark_started``, queued before its terminal, failed: the terminal writes nothing."""
-
-
-def finish_after_start(active: Any, turn_id: str, outcome: TurnOutcome, actor, actor_id: str) -> LaneHead | None:
-    """``finish_then_head`` of a Turn whose ``mark_started`` was queued just before it on this thread
-    (the lane's ``ActiveTurn``, docs/DECISIONS.md D74): only if that committed, as the lane wrote it
-    only after it did before (a Turn that failed to start is ended by the lane's store-fault path)."""
-    if not active.start_written:
-        raise StartNotWritten(turn_id)
-    return finish_then_head(active.claim, turn_id, outcome, actor, actor_id)
-
-
 def finish_then_head(claim: Claim | None, turn_id: str, outcome: TurnOutcome, actor, actor_id: str) -> LaneHead | None:
     """``lifecycle.finish``, then the lane's next head in the same call. The head is only a
     shortcut: when reading it fails, None (the lane reads it itself), never a second ``finish``."""

@@ -69,11 +69,8 @@ class ActiveTurn:
     said: Collected = field(default_factory=Collected)
     chunk_index: int = 0
     checkpointed: int = 0
-    # ``mark_started`` on its way to the writer thread while the Turn's events go on (D74): queued
-    # (``start_queued``, on the loop) and committed (``start_written``, set on the writer thread)
+    # ``mark_started`` on its way to the writer thread while the Turn's events go on (D74)
     started_write: asyncio.Future | None = None
-    start_queued: bool = False
-    start_written: bool = False
 
 
 class _LaneHooks(TurnHooks):
@@ -92,17 +89,17 @@ class _LaneHooks(TurnHooks):
     async def started(self, event) -> None:
         active = self.active
         native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
-        marking = _db_sharing_a_commit(_mark_started)(active, self.sessions.actor, native_id)
+        marking = _db_sharing_a_commit(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
         if fault_points.armed_at(fault_points.RUNNING):
             # The fault tier stops here with ``turn.started`` committed (D36): wait for it.
             await marking
             await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert
             return
         # Not waited for here: the Turn's next events (its first delta, the CLI's answer) are taken
-        # while the writer thread commits it, and its terminal is queued behind it, which the
-        # writer runs after it (its calls run in order; ``_finish_taken``). A fault it meets ends
-        # the Turn at its next event or its end, as it ended it here before (D74).
-        active.started_write = asyncio.ensure_future(_queued(marking, active))
+        # while the writer thread commits it, and the lane waits for it before the terminal, which
+        # the writer runs after it anyway (its calls run in order). A fault it meets ends the Turn
+        # at its next event or its end, as it ended it here before (D74).
+        active.started_write = asyncio.ensure_future(marking)
 
     def _unless_start_failed(self) -> None:
         write = self.active.started_write
@@ -150,16 +147,6 @@ class _LaneHooks(TurnHooks):
         self.interrupted = self.active.cancel_requested
         if not self.interrupted:
             await self.lane._send_cancel(self.active)
-
-
-def _mark_started(active: ActiveTurn, actor, native_turn_id: str | None) -> None:
-    lifecycle.mark_started(active.claim, actor, native_turn_id)
-    active.start_written = True  # on the writer thread, read there by the terminal queued behind it
-
-
-async def _queued(marking, active: ActiveTurn) -> None:
-    active.start_queued = True  # this step goes on to queue it on the writer before it suspends
-    await marking
 
 
 class Lane:
@@ -347,7 +334,7 @@ class Lane:
         if outcome.status == COMPLETED and self.sessions.usable():
             # Before the terminal is published: whoever sees the Turn completed sees health agree.
             health.turn_completed(self.agent.actor_id)
-        await self._finish_taken(active, outcome)
+        await self._finish(active, outcome)
         if not self.sessions.usable():
             if outcome.error_code:
                 # The Turn cost the session (a crash, a protocol fault, a CLI out of step): health
@@ -371,6 +358,7 @@ class Lane:
         ending = await turn_collector.collect(
             active.native, active.said, hooks, first_event_s=timeouts.firstEventMs / 1000,
             idle_s=timeouts.idleMs / 1000, logger=logger, label=f"{self.agent.actor_id}: turn {active.turn_id}")
+        await self._started_durably(active)  # a fault in it fails the Turn as the lane's own (D74)
         if ending.kind == turn_collector.TIMED_OUT:
             if hooks.interrupted:
                 return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
@@ -412,32 +400,6 @@ class Lane:
         write, active.started_write = active.started_write, None
         if write is not None:
             await write
-
-    async def _finish_taken(self, active: ActiveTurn, outcome: TurnOutcome) -> None:
-        """The terminal of a Turn whose events were all taken. With its ``mark_started`` still on
-        its way, the terminal is queued at once behind it, and writes only if it was committed
-        (``dispatch.finish_after_start``): the CLI's answer waits for no writer round trip, and the
-        two may share a commit (D74). If it was not, the fault it met is this Turn's, raised here as
-        the lane's own (``_run_queue`` then ends the Turn as after any store fault)."""
-        started = active.started_write
-        if started is None or fault_points.armed_at(fault_points.COMPLETING):
-            await self._started_durably(active)  # the fault tier stops at `completing` with it durable (D36)
-            await self._finish(active, outcome)
-            return
-        active.started_write = None
-        if not active.start_queued:
-            await asyncio.sleep(0)  # its task's first step, which queues it, runs first (not a wait for time)
-        try:
-            self._next_head = await _db_sharing_a_commit(dispatch.finish_after_start)(
-                active, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id)
-        except dispatch.StartNotWritten:
-            await started  # raises the fault ``mark_started`` met
-            raise
-        except StoreUnavailable:
-            await started
-            await self._finish(active, outcome)  # the start is written; the terminal waits for the store
-            return
-        await started
 
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
         if active is None:
