@@ -69,8 +69,6 @@ class ActiveTurn:
     said: Collected = field(default_factory=Collected)
     chunk_index: int = 0
     checkpointed: int = 0
-    # ``mark_started`` on its way to the writer thread while the Turn's events go on (D74)
-    started_write: asyncio.Future | None = None
 
 
 class _LaneHooks(TurnHooks):
@@ -89,26 +87,10 @@ class _LaneHooks(TurnHooks):
     async def started(self, event) -> None:
         active = self.active
         native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
-        marking = _db_sharing_a_commit(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
-        if fault_points.armed_at(fault_points.RUNNING):
-            # The fault tier stops here with ``turn.started`` committed (D36): wait for it.
-            await marking
-            await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert
-            return
-        # Not waited for here: the Turn's next events (its first delta, the CLI's answer) are taken
-        # while the writer thread commits it, and the lane waits for it before the terminal, which
-        # the writer runs after it anyway (its calls run in order). A fault it meets ends the Turn
-        # at its next event or its end, as it ended it here before (D74).
-        active.started_write = asyncio.ensure_future(marking)
-
-    def _unless_start_failed(self) -> None:
-        write = self.active.started_write
-        if write is not None and write.done() and not write.cancelled() and write.exception() is not None:
-            self.active.started_write = None
-            raise write.exception()
+        await _db_sharing_a_commit(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+        await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert (D36)
 
     async def content(self, text: str) -> None:
-        self._unless_start_failed()
         active, claim = self.active, self.active.claim
         events.publish_transient(
             event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
@@ -124,7 +106,6 @@ class _LaneHooks(TurnHooks):
             await _db(lifecycle.checkpoint_partial_text)(claim.turn_id, partial)
 
     async def reasoning(self, text: str) -> None:
-        self._unless_start_failed()
         claim = self.active.claim
         events.publish_transient(
             event_type=event_types.TURN_REASONING_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
@@ -133,7 +114,6 @@ class _LaneHooks(TurnHooks):
         )
 
     async def tool(self, record: dict) -> None:
-        self._unless_start_failed()
         claim = self.active.claim
         events.publish_transient(
             event_type=event_types.TOOL_PROGRESS, actor=self.sessions.actor, correlation_id=claim.correlation_id,
@@ -358,7 +338,6 @@ class Lane:
         ending = await turn_collector.collect(
             active.native, active.said, hooks, first_event_s=timeouts.firstEventMs / 1000,
             idle_s=timeouts.idleMs / 1000, logger=logger, label=f"{self.agent.actor_id}: turn {active.turn_id}")
-        await self._started_durably(active)  # a fault in it fails the Turn as the lane's own (D74)
         if ending.kind == turn_collector.TIMED_OUT:
             if hooks.interrupted:
                 return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
@@ -394,22 +373,9 @@ class Lane:
         return TurnOutcome(status=status, content="".join(said.content), error_code=code, message=message,
                            reasoning="".join(said.reasoning), tool_records=said.tools)
 
-    @staticmethod
-    async def _started_durably(active: ActiveTurn) -> None:
-        """Wait for the Turn's ``mark_started`` if it is still on its way; raises what it raised."""
-        write, active.started_write = active.started_write, None
-        if write is not None:
-            await write
-
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
         if active is None:
             return
-        if active.started_write is not None:
-            # A Turn ended by a fault or a bug before its events were all taken: its start is
-            # written before its terminal in any case (the writer keeps their order); whatever
-            # that write met is the fault this ending already reports.
-            with contextlib.suppress(Exception):
-                await self._started_durably(active)
         await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
         # The agent's answer exists only here until it is written: through a store fault, wait.
         # A restart stopping this lane now must not drop an outcome already on its way, and it does
