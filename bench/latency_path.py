@@ -235,9 +235,9 @@ SEGMENTS = (
     ("the claim, queued -> result on the loop", "writer.put claim_head", "loop.deliver claim_head"),
     ("the claim's result -> the prompt written", "loop.deliver claim_head", "pipe.write prompt"),
     ("the prompt written -> the CLI's first answer read", "pipe.write prompt", "pipe.recv"),
-    ("the CLI's first answer -> the terminal queued", "pipe.recv", "writer.put finish_then_head"),
-    ("the terminal, queued -> result on the loop", "writer.put finish_then_head", "loop.deliver finish_then_head"),
-    ("the terminal's result -> the reply read from SSE", "loop.deliver finish_then_head", "client.message.created"),
+    ("the CLI's first answer -> the terminal queued", "pipe.recv", "writer.put finish"),
+    ("the terminal, queued -> result on the loop", "writer.put finish", "loop.deliver finish"),
+    ("the terminal's result -> the reply read from SSE", "loop.deliver finish", "client.message.created"),
     ("POST sent -> the first content delta read", "client.sent", "client.turn.content.delta"),
     ("POST sent -> the reply read from SSE", "client.sent", "client.message.created"),
 )
