@@ -10,9 +10,7 @@ It is served by a Channels worker for the channel ``groupx-agents`` through ``ch
 server's own loop, started with the runtime (``start_in_process``); in split mode
 ``manage.py runworker groupx-agents``. One path serves both modes. A Channels worker creates the
 consumer when the first message reaches its channel, so ``start_in_process`` sends one
-(``agents.join``) and the consumer joins the group then. In the embedded default, where the layer
-reaches no other process, this process's own messages skip the layer: ``receive_here`` takes them
-on the loop with the result of the commit that sent them (D74); the consumer serves the rest.
+(``agents.join``) and the consumer joins the group then.
 
 A lost wake-up only delays: the lanes read their queue from the table (and, on a shared layer,
 look again at an interval; ``agents/lanes.py``).
@@ -56,45 +54,16 @@ class AgentsConsumer(AsyncConsumer):
             joined.set()
 
     async def agents_wake(self, message: dict[str, Any]) -> None:
-        _wake(message)
+        runtime.wake([str(actor_id) for actor_id in message.get("actorIds") or ()])
 
     async def agents_cancel(self, message: dict[str, Any]) -> None:
-        _cancel(message)
+        runtime.cancel(str(message["turnId"]))
 
     async def agents_restart(self, message: dict[str, Any]) -> None:
-        _restart(message)
+        runtime.request_restart(str(message["actorId"]))
 
     async def agents_native_reset(self, message: dict[str, Any]) -> None:
         runtime.native_reset()
-
-
-def _wake(message: dict[str, Any]) -> None:
-    runtime.wake([str(actor_id) for actor_id in message.get("actorIds") or ()])
-
-
-def _cancel(message: dict[str, Any]) -> None:
-    runtime.cancel(str(message["turnId"]))
-
-
-def _restart(message: dict[str, Any]) -> None:
-    runtime.request_restart(str(message["actorId"]))
-
-
-_HANDLED_HERE = {"agents.wake": _wake, "agents.cancel": _cancel, "agents.restart": _restart,
-                 "agents.native_reset": lambda message: runtime.native_reset()}
-
-
-def receive_here(message: dict[str, Any]) -> None:
-    """A message of this process to the runtime on its loop, without the layer (the embedded
-    default, ``layer.receive_here``, D74): what the consumer does with it."""
-    handler = _HANDLED_HERE.get(message.get("type"))
-    if handler is None:
-        logger.warning("agents consumer: no handler for %r", message.get("type"))
-        return
-    try:
-        handler(message)
-    except Exception:
-        logger.exception("agents consumer: %s failed", message.get("type"))
 
 
 channel_router = ChannelNameRouter({layer.AGENTS_CHANNEL: AgentsConsumer.as_asgi()})
@@ -122,9 +91,6 @@ async def start_in_process() -> None:
     worker = _QuietWorker(channel_router, [layer.AGENTS_CHANNEL], channel_layer)
     _served = worker, asyncio.get_running_loop().create_task(worker.arun(), name="groupx-agents-worker")
     await join_group(channel_layer)
-    # With no other process on the layer, this process's own wake-ups skip it: a POST's commit
-    # wakes its lanes in the callback that hands the POST its result (D74).
-    layer.receive_here(layer.AGENTS_GROUP, receive_here)
 
 
 async def join_group(channel_layer) -> None:
@@ -147,7 +113,6 @@ async def stop_in_process() -> None:
     if _served is None:
         return
     (worker, task), _served = _served, None
-    layer.receive_here(layer.AGENTS_GROUP, None)
     task.cancel()
     instances = [details["future"] for details in worker.application_instances.values()]
     for instance in instances:  # the Worker does not stop the consumers it started

@@ -13,14 +13,11 @@ connection pools), while GroupX's writers call from ``transaction.on_commit`` on
 order by one task on the loop the process ``bind``s (the server's loop, or the worker's). A group's
 messages keep their order; two groups' do not wait for each other (a wake-up of the agents never
 queues behind the bus's deltas), and nothing orders them anyway: each receiver reads the table.
-Where the layer reaches no other process, a group's receiver in this process may take its messages
-directly (``receive_here``: the agents' wake-ups in the embedded default, D74).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -49,8 +46,6 @@ PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 Message = dict[str, Any] | Callable[[], dict[str, Any] | None]
 
 _loop: asyncio.AbstractEventLoop | None = None
-# A group's receiver in this very process, when the layer reaches no other process (``receive_here``).
-_here: dict[str, Callable[[dict[str, Any]], None]] = {}
 _outboxes: dict[str, deque[Message]] = {}
 _outbox_lock = threading.Lock()
 _draining: set[str] = set()
@@ -77,18 +72,6 @@ def bound_loop() -> asyncio.AbstractEventLoop | None:
     return _loop if _loop is not None and not _loop.is_closed() else None
 
 
-def receive_here(group: str, receiver: Callable[[dict[str, Any]], None] | None) -> None:
-    """``receiver`` (on the bound loop) takes ``group``'s messages of this process directly, with
-    the result of the database call that sent them, instead of the layer and the Channels worker
-    that serves it: four turns of the loop, which the lanes' wake-up after a POST's commit spent
-    behind the 202 (docs/DECISIONS.md D74). Only where the layer reaches no other process (the
-    embedded default); None stops it."""
-    if receiver is None:
-        _here.pop(group, None)
-    elif not is_shared():
-        _here[group] = receiver
-
-
 def wake_agents_on_commit(message: dict[str, Any]) -> None:
     """Send ``message`` to the agent runtime once the current transaction commits (a rollback
     sends nothing)."""
@@ -107,11 +90,6 @@ def send_soon(group: str, message: Message) -> None:
     loop = bound_loop()
     if loop is None:
         _discard(deque([message]))
-        return
-    receiver = _here.get(group)
-    if receiver is not None and not callable(message):
-        with contextlib.suppress(RuntimeError):  # RuntimeError: the loop closed, the process is stopping
-            handoff.post(loop, receiver, message)  # from a database call: with its result (D60)
         return
     with _outbox_lock:
         outbox = _outboxes.setdefault(group, deque())

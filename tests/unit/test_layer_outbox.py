@@ -14,7 +14,7 @@ import asyncio
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from groupx_site.core import handoff, layer
+from groupx_site.core import layer
 from rooms import bus
 
 
@@ -106,28 +106,5 @@ def test_a_message_dropped_before_the_loop_is_bound_does_not_stop_the_bus_sendin
         bus._send_to_other_processes(["c", 2, b"frame 2"])
         await held.sends(1)
         assert [bus_items(message) for _, message in held.sent] == [[2]]
-
-    run(main)
-
-
-def test_a_message_to_a_group_received_in_this_process_skips_the_layer_and_comes_with_the_calls_result(held_layer):
-    # The embedded default (D74): the runtime on this loop takes the agents' wake-ups itself, so a
-    # POST's commit wakes its lanes in the callback that hands the POST its result.
-    wake = {"type": "agents.wake", "actorIds": ["agent:a"]}
-
-    async def main(held):
-        received = []
-        layer.receive_here(layer.AGENTS_GROUP, received.append)
-        try:
-            loop = asyncio.get_running_loop()
-            with handoff.collecting(loop) as posts:  # as a writer call runs (groupx_site/core/db.py)
-                layer.send_soon(layer.AGENTS_GROUP, wake)
-            assert received == [] and len(posts) == 1  # it goes with the call's result
-            handoff.run_posts(loop, posts)
-            assert received == [wake]
-            await asyncio.sleep(0)  # a drain started now would have run (not a wait for time)
-            assert held.sent == []
-        finally:
-            layer.receive_here(layer.AGENTS_GROUP, None)
 
     run(main)
