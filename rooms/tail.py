@@ -78,6 +78,9 @@ MAX_GAP = 0.040
 # CPU clock also counts; a stream's own share is ~75 µs here, so the cost is capped at this much
 # per woken stream, or a lone stream would wait for work that is not fan-out at all.
 STREAM_COST_CAP = 0.000_250
+# A broadcast that woke at most this many streams sets no pace: pacing bounds the CPU of waking
+# many streams; one stream's wake is its own frames' write, and holding it only delays them.
+UNPACED_STREAMS = 1
 
 
 class Tail:
@@ -100,8 +103,9 @@ class Tail:
     The next broadcast starts no sooner than ``PACE * d`` after that and no later than ``MAX_GAP``
     after the previous one began; meanwhile commits and deltas accumulate and go out together (a
     woken stream that never parks, e.g. on a blocked send, does not hold the others back beyond
-    ``MAX_GAP``). A lone stream (d ~0.1 ms) is served at once unless commits come faster than
-    every ~0.5 ms; 50 streams (d ~4 ms) at most one every ~20 ms. Pacing changes only *when* a
+    ``MAX_GAP``). A broadcast that woke one stream sets no pace (``UNPACED_STREAMS``): a lone
+    stream, a browser's or a harness's, gets each commit and delta at once; 50 streams (d ~4 ms) at
+    most one broadcast every ~20 ms. Pacing changes only *when* a
     stream reads the tail, never what it reads: durable events still go out in seq order exactly
     once, each at most ``MAX_GAP`` plus two table reads after its commit. Deltas share the
     schedule because they cost the same per stream (an agent streaming tokens would otherwise
@@ -298,9 +302,14 @@ class Tail:
             self._end_broadcast()
 
     def _end_broadcast(self) -> None:
-        cost = min(time.thread_time() - self._began_cpu, self._woken * STREAM_COST_CAP)
         self._delivering = {}
-        self._next_at = min(self.loop.time() + PACE * cost, self._began + MAX_GAP)
+        if self._woken <= UNPACED_STREAMS:
+            # Waking one stream is a write, not a fan-out: the next commit or delta goes out at once
+            # (a lone Turn's reply waited up to 4 x 250 µs behind its own deltas' broadcast, D75).
+            self._next_at = self.loop.time()
+        else:
+            cost = min(time.thread_time() - self._began_cpu, self._woken * STREAM_COST_CAP)
+            self._next_at = min(self.loop.time() + PACE * cost, self._began + MAX_GAP)
         if self._timer is not None:  # it was set for the provisional bound
             self._timer.cancel()
             self._timer = None
