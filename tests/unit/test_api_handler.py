@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import inspect
 import logging
@@ -223,3 +224,40 @@ class ClosingCache(LocMemCache):
 
     def close(self, **kwargs):
         pass
+
+
+def test_an_api_request_answered_then_disconnected_leaves_no_reference_cycle_for_the_collector():
+    # daphne sends http.disconnect once the response is complete; Django's listener then ends in
+    # RequestAborted, whose traceback held handle_api's frame and with it the request (D76).
+    async def request_then_disconnect():
+        messages = [{"type": "http.request", "body": b"hello", "more_body": False}]
+        answered = asyncio.Event()
+
+        async def receive():
+            if messages:
+                return messages.pop(0)
+            await answered.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered.set()
+
+        # a post the API refuses (415, not JSON), as it refuses a post at the queue's cap (429)
+        scope = {"type": "http", "method": "POST", "path": "/api/messages", "raw_path": b"/api/messages",
+                 "query_string": b"", "headers": [(b"host", b"127.0.0.1:4310"), (b"content-type", b"text/plain")],
+                 "server": ("127.0.0.1", 4310),
+                 "client": ("127.0.0.1", 50000), "scheme": "http", "root_path": ""}
+        await GroupXASGIHandler()(scope, receive, send)
+
+    asyncio.run(request_then_disconnect())  # the first request's imports and caches are not the subject
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        asyncio.run(request_then_disconnect())
+        gc.collect()
+        left = {type(garbage).__name__ for garbage in gc.garbage} & {"ASGIRequest", "RequestAborted", "Task"}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == set()
