@@ -130,7 +130,8 @@ class GroupXASGIHandler(ASGIHandler):
 
     async def handle_api(self, scope, receive, send):
         """``ASGIHandler.handle`` (Django 5.2) with the signals sent and the response closed on
-        this thread, not through ``sync_to_async``; every other line is Django's."""
+        this thread, not through ``sync_to_async``, and its tasks' names dropped before it returns
+        (D76); every other line is Django's."""
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
