@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import inspect
 import logging
@@ -21,6 +20,7 @@ from django.dispatch import Signal
 from django.http import HttpResponseBase
 
 from groupx_site.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
+from tests.unit.collector import garbage_after
 
 # sha256 of ``inspect.getsource(ASGIHandler.handle)`` in Django 5.2, which ``handle_api`` copies.
 DJANGO_HANDLE_SHA256 = "98faeb5bef800331e6a8002fbc96b30e4122a23438ae45a047190a531ea11323"
@@ -251,13 +251,5 @@ def test_an_api_request_answered_then_disconnected_leaves_no_reference_cycle_for
         await GroupXASGIHandler()(scope, receive, send)
 
     asyncio.run(request_then_disconnect())  # the first request's imports and caches are not the subject
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        asyncio.run(request_then_disconnect())
-        gc.collect()
-        left = {type(garbage).__name__ for garbage in gc.garbage} & {"ASGIRequest", "RequestAborted", "Task"}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-    assert left == set()
+    left = garbage_after(lambda: asyncio.run(request_then_disconnect()))
+    assert {type(garbage).__name__ for garbage in left} & {"ASGIRequest", "RequestAborted", "Task"} == set()
