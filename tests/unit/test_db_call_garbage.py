@@ -4,7 +4,8 @@ The error of a call that raised comes back through the call's future; its traceb
 awaiting frame, and a frame that still held the future kept the error, so every refused post's
 request and response waited for a collection instead of being freed when it ended. (A reader
 call's error still does: ``concurrent.futures``' worker frame holds the work item, whose arguments
-hold the future; its code is not ours.)
+hold the future; its code is not ours. Nor does a groupable call's error when it shares a commit:
+``group_commit._run_in_one_transaction``'s frame keeps the calls and their outcomes, D76.)
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def garbage_left_by(call) -> list:
         loop.close()
 
 
-@pytest.mark.parametrize("group_commit", [False, True], ids=["alone", "group_commit"])
+@pytest.mark.parametrize("group_commit", [False, True], ids=["plain", "groupable_run_alone"])
 def test_a_writer_call_that_raises_leaves_no_cycle_for_the_collector(threaded_calls, group_commit):
     assert garbage_left_by(db.write(refuse, group_commit=group_commit)) == []
 
