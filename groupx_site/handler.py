@@ -18,8 +18,9 @@ changes, so the copy is compared again.
 Two of those receivers, ``reset_queries`` and ``close_old_connections``, walk ``connections.all()``
 through asgiref's thread-critical locals to find no connection: ~15 % of the handler's own CPU
 (D73). ``send_from_loop_thread`` sends a signal as ``Signal.send`` does, leaving out those two when
-Django forbids database work on this thread (no ``DJANGO_ALLOW_ASYNC_UNSAFE``); every other
-receiver (``close_caches``, ``reset_urlconf``, anything connected later) still runs, in order.
+Django forbids database work on this thread (no ``DJANGO_ALLOW_ASYNC_UNSAFE``), and
+``close_caches`` while every configured cache's ``close`` is the base class's no-op (D76); every
+other receiver (``reset_urlconf``, anything connected later) still runs, in order.
 ``close_response`` is ``HttpResponseBase.close`` with its signal sent so. The test fails when
 Django's ``Signal.send``, its receivers' list or ``HttpResponseBase.close`` changes.
 
@@ -36,12 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signals
+from django.core.cache import close_caches
+from django.core.cache.backends.base import BaseCache
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import close_old_connections, reset_queries
@@ -49,12 +53,25 @@ from django.dispatch import Signal
 from django.http import HttpResponseBase
 from django.urls import set_script_prefix, set_urlconf
 from django.utils.log import log_response, request_logger
+from django.utils.module_loading import import_string
 
 # They act on the calling thread's database connections only, and on the event loop's thread
 # Django opens none (SynchronousOnlyOperation): there they find nothing to clear or close.
 NOTHING_TO_DO_ON_THE_LOOP_THREAD = (reset_queries, close_old_connections)
 # Unless Django is told to allow database work there (read once: os.environ.get costs ~1 µs).
 ASYNC_UNSAFE_ALLOWED = bool(os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE"))
+
+
+@functools.cache
+def left_out_on_the_loop_thread() -> tuple:
+    """The receivers ``send_from_loop_thread`` leaves out: the two above, and ``close_caches`` when
+    every configured cache's ``close`` is ``BaseCache.close``, which does nothing (the default
+    local-memory cache's): ``close_caches`` walks the caches in use through asgiref's locals only
+    to call it (~1 % of a post's calls, D76). Read once, on the first request: settings are loaded."""
+    backends = [import_string(cache["BACKEND"]) for cache in settings.CACHES.values()]
+    if all(backend.close is BaseCache.close for backend in backends):
+        return (*NOTHING_TO_DO_ON_THE_LOOP_THREAD, close_caches)
+    return NOTHING_TO_DO_ON_THE_LOOP_THREAD
 
 
 def send_from_loop_thread(signal: Signal, sender, **named) -> None:
@@ -66,8 +83,9 @@ def send_from_loop_thread(signal: Signal, sender, **named) -> None:
     if async_receivers or ASYNC_UNSAFE_ALLOWED:
         signal.send(sender, **named)  # Django's own handling; database work may run on this thread
         return
+    left_out = left_out_on_the_loop_thread()
     for receiver in sync_receivers:
-        if receiver not in NOTHING_TO_DO_ON_THE_LOOP_THREAD:
+        if receiver not in left_out:
             receiver(signal=signal, sender=sender, **named)
 
 
@@ -112,7 +130,8 @@ class GroupXASGIHandler(ASGIHandler):
 
     async def handle_api(self, scope, receive, send):
         """``ASGIHandler.handle`` (Django 5.2) with the signals sent and the response closed on
-        this thread, not through ``sync_to_async``; every other line is Django's."""
+        this thread, not through ``sync_to_async``, and its tasks' names dropped before it returns
+        (D76); every other line is Django's."""
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
@@ -159,6 +178,11 @@ class GroupXASGIHandler(ASGIHandler):
         else:
             close_response(response)
         body_file.close()
+        # Not Django's (D76): daphne sends http.disconnect once the response is complete, so the
+        # listener's task ends in RequestAborted, whose traceback holds this frame, whose ``tasks``
+        # hold that task: a reference cycle that left the request, the response and both tasks
+        # (~100 objects a request) for the garbage collector. Without the names, refcounting frees them.
+        del tasks, task
 
 
 def get_application() -> GroupXASGIHandler:

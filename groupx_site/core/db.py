@@ -180,7 +180,13 @@ def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *,
             executor.submit_groupable((loop, future, contextvars.copy_context(), fn, args, kwargs))
         else:
             executor.submit(_run_then_post, loop, future, contextvars.copy_context(), fn, args, kwargs)
-        return await future
+        try:
+            return await future
+        finally:
+            # A call that raised (a 429 QUEUE_CAPACITY_REACHED, every refusal) raises here: the
+            # error's traceback keeps this frame, whose ``future`` keeps the error, a cycle that left
+            # the refused request and its response for the garbage collector (D76).
+            del future
 
     return call
 
@@ -196,6 +202,8 @@ def _run_then_post(loop: asyncio.AbstractEventLoop, future: asyncio.Future, cont
     # With the results of calls that finished before the loop took the last ones, if any (D68);
     # a closed loop gets nothing: nobody waits for the result.
     _deliver_soon(loop, future, posts, result, error)
+    # The error's traceback keeps this frame: without these names it keeps nothing that keeps it (D76).
+    del future, error
 
 
 def _deliver_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,

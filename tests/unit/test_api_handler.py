@@ -10,13 +10,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.core import signals
+from django.core.cache import CacheHandler, close_caches
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.locmem import LocMemCache
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
 from django.db import close_old_connections, connections, reset_queries
 from django.dispatch import Signal
 from django.http import HttpResponseBase
 
-from groupx_site.handler import GroupXASGIHandler, send_from_loop_thread
+from groupx_site.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
+from tests.unit.collector import garbage_after
 
 # sha256 of ``inspect.getsource(ASGIHandler.handle)`` in Django 5.2, which ``handle_api`` copies.
 DJANGO_HANDLE_SHA256 = "98faeb5bef800331e6a8002fbc96b30e4122a23438ae45a047190a531ea11323"
@@ -33,6 +37,10 @@ DJANGO_SIGNAL_CODE_SHA256 = {
     HttpResponseBase.close: "84589f5b23acbb23aa9010f3506ef411b72b1053f2fc2764590e2b3bf3470438",
     close_old_connections: "c352dd45e8333c97d83fb0905f187e31475cb3d8bb9308611077febb6e21deb6",
     reset_queries: "9989bcde56b2f76a5f82e3e24bccd1808759ca6ae72b501470e171628f1fe712",
+    # D76: close_caches only calls each cache in use's close, and BaseCache.close does nothing
+    close_caches: "abe7badf0640b1466b5352dffad178f043f14c2dfab96eabb1275b50f4e301a6",
+    CacheHandler.close_all: "4faac3895c01a40be9e051bf9b8f3dedbf3dd7e4e91267bc2b0466fc225a31ca",
+    BaseCache.close: "d6b55968d67c692264b62545b4da0d700aed8e1cc220ab8ca21993feb9ad2868",
 }
 
 
@@ -198,3 +206,50 @@ def test_a_signal_sent_from_the_event_loops_thread_reaches_every_other_receiver_
     send_from_loop_thread(signal, GroupXASGIHandler, scope={"path": "/api/x"})
     assert calls == [("first", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}}),
                      ("second", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}})]
+
+
+def test_close_caches_is_left_out_only_while_every_configured_cache_closes_with_nothing_to_do(settings):
+    assert LocMemCache.close is BaseCache.close  # the default cache's close is the no-op pinned above
+    assert close_caches in left_out_on_the_loop_thread()
+    settings.CACHES = {**settings.CACHES, "other": {"BACKEND": f"{__name__}.ClosingCache"}}
+    left_out_on_the_loop_thread.cache_clear()
+    try:
+        assert close_caches not in left_out_on_the_loop_thread()
+    finally:
+        left_out_on_the_loop_thread.cache_clear()
+
+
+class ClosingCache(LocMemCache):
+    """A cache whose close does something: close_caches must still reach it."""
+
+    def close(self, **kwargs):
+        pass
+
+
+def test_an_api_request_answered_then_disconnected_leaves_no_reference_cycle_for_the_collector():
+    # daphne sends http.disconnect once the response is complete; Django's listener then ends in
+    # RequestAborted, whose traceback held handle_api's frame and with it the request (D76).
+    async def request_then_disconnect():
+        messages = [{"type": "http.request", "body": b"hello", "more_body": False}]
+        answered = asyncio.Event()
+
+        async def receive():
+            if messages:
+                return messages.pop(0)
+            await answered.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered.set()
+
+        # a post the API refuses (415, not JSON), as it refuses a post at the queue's cap (429)
+        scope = {"type": "http", "method": "POST", "path": "/api/messages", "raw_path": b"/api/messages",
+                 "query_string": b"", "headers": [(b"host", b"127.0.0.1:4310"), (b"content-type", b"text/plain")],
+                 "server": ("127.0.0.1", 4310),
+                 "client": ("127.0.0.1", 50000), "scheme": "http", "root_path": ""}
+        await GroupXASGIHandler()(scope, receive, send)
+
+    asyncio.run(request_then_disconnect())  # the first request's imports and caches are not the subject
+    left = garbage_after(lambda: asyncio.run(request_then_disconnect()))
+    assert {type(garbage).__name__ for garbage in left} & {"ASGIRequest", "RequestAborted", "Task"} == set()
