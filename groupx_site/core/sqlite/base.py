@@ -68,28 +68,25 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _statements_watched(self) -> bool:
         return bool(self.execute_wrappers) or self.queries_logged
 
-    def _edge(self, statement: str) -> None:
+    def _edge(self, statement: str, djangos_way, *args) -> None:
+        if self._statements_watched():
+            djangos_way(*args)
+            return
         self.validate_no_broken_transaction()
         with self.wrap_database_errors:
             self.connection.execute(statement)
 
     def _start_transaction_under_autocommit(self):
-        if self._statements_watched():
-            return super()._start_transaction_under_autocommit()
-        self.validate_thread_sharing()  # savepoint(), savepoint_commit() and the rollback check it themselves
-        self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN")
+        if not self._statements_watched():
+            self.validate_thread_sharing()  # savepoint(), savepoint_commit() and the rollback check it themselves
+        self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN",
+                   super()._start_transaction_under_autocommit)
 
     def _savepoint(self, sid):
-        if self._statements_watched():
-            return super()._savepoint(sid)
-        self._edge(f'SAVEPOINT "{sid}"')
+        self._edge(f'SAVEPOINT "{sid}"', super()._savepoint, sid)
 
     def _savepoint_commit(self, sid):
-        if self._statements_watched():
-            return super()._savepoint_commit(sid)
-        self._edge(f'RELEASE SAVEPOINT "{sid}"')
+        self._edge(f'RELEASE SAVEPOINT "{sid}"', super()._savepoint_commit, sid)
 
     def _savepoint_rollback(self, sid):
-        if self._statements_watched():
-            return super()._savepoint_rollback(sid)
-        self._edge(f'ROLLBACK TO SAVEPOINT "{sid}"')
+        self._edge(f'ROLLBACK TO SAVEPOINT "{sid}"', super()._savepoint_rollback, sid)
