@@ -84,15 +84,14 @@ def test_responses_carry_the_security_headers(room):
 @pytest.mark.parametrize("binding", [None, "binding:operator"])
 def test_the_operator_mcp_path_refuses_anything_but_the_assistants_session_token(room, binding):
     headers = {"X-GroupX-Binding": binding} if binding else {}
-    response = httpx.post(room.url("/mcp/operator"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                          headers=headers)
+    response = room.post("/mcp/operator", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
 
     assert response.status_code == 400
     assert response.json()["error"]["data"]["code"] == "MCP_BINDING_MISMATCH"
 
 
 def test_the_member_mcp_path_refuses_a_request_without_a_binding(room):
-    response = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    response = room.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 
     assert response.status_code == 400
     assert response.json()["error"]["data"]["code"] == "MCP_BINDING_MISMATCH"
@@ -102,11 +101,11 @@ def test_the_member_mcp_path_refuses_a_foreign_host_even_with_a_real_binding(roo
     from tests.agents import active_binding
 
     binding = active_binding(room, "agent:alpha")
-    response = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                          headers={"Host": "evil.example", "X-GroupX-Binding": binding,
-                                   "Accept": "application/json, text/event-stream"})
-    good = httpx.post(room.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                      headers={"X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"})
+    response = room.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                         headers={"Host": "evil.example", "X-GroupX-Binding": binding,
+                                  "Accept": "application/json, text/event-stream"})
+    good = room.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                     headers={"X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"})
 
     assert response.status_code == 421
     assert good.status_code == 200
