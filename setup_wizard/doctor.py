@@ -101,12 +101,26 @@ def config_lines(path: Path) -> tuple[list[str], list[str]]:
     return lines + remote_lines + layer_lines, problems
 
 
+def interpreter_core() -> str:
+    """Where this interpreter's core lives: a shared libpython build (pyenv's default) runs a
+    GroupX Turn with ~15 % more CPU than one linked into its executable (Debian's python3), which
+    `make` prefers when it builds .venv (tools/venv_python.sh, docs/DECISIONS.md D77)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            shared = sorted({line.split()[-1] for line in maps if "libpython" in line})
+    except OSError:
+        return "interpreter core: unknown (no /proc)"
+    if shared:
+        return f"interpreter core: shared {Path(shared[0]).name} (slower; see docs/DECISIONS.md D77)"
+    return "interpreter core: linked into the executable"
+
+
 def run(config_path: Path, out=None) -> int:
     out = out or sys.stdout
     drivers = detect_drivers()
     lines = [
         f"os: {platform.platform()}",
-        f"python: {platform.python_version()} ({sys.executable})",
+        f"python: {platform.python_version()} ({sys.executable}), {interpreter_core()}",
         f"django: {package_version('Django')}, daphne: {package_version('daphne')}",
         "agent CLIs:",
     ]

@@ -391,6 +391,7 @@ def test_doctor_finds_a_cli_on_path_and_summarises_the_config(tmp_path):
     assert "codex: not found on PATH" in result.stdout
     assert "agents: 2 (1 enabled)" in result.stdout
     assert "python:" in result.stdout and "django:" in result.stdout
+    assert "interpreter core: " in result.stdout
 
 
 def test_doctor_fails_without_any_agent_cli_and_shows_a_config_error(tmp_path):
