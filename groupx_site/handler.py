@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import encodings.unicode_escape  # noqa: F401 (below)
 import functools
 import logging
 import os
@@ -54,6 +55,10 @@ from django.http import HttpResponseBase
 from django.urls import set_script_prefix, set_urlconf
 from django.utils.log import log_response, request_logger
 from django.utils.module_loading import import_string
+
+# ``log_response`` escapes its arguments with the ``unicode_escape`` codec before the logger's level
+# check, and the codec's module is imported on first use: it is imported here, with the server, not
+# by the first refusal in the middle of traffic (tests/test_request_imports.py, D78).
 
 # They act on the calling thread's database connections only, and on the event loop's thread
 # Django opens none (SynchronousOnlyOperation): there they find nothing to clear or close.
