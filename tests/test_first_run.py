@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -179,6 +180,42 @@ def test_runserver_on_a_fresh_checkout_writes_the_config_migrates_and_serves_a_r
         assert httpx.get(f"{origin}/api/bootstrap", timeout=10).status_code == 200
         log = (tmp_path / "runserver.log").read_text()
         assert "wrote a starter" in log and "unapplied migration" not in log
+    finally:
+        stop_group(server)
+
+
+def serving_child(pid: int) -> int | None:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(children[0]) if children else None
+
+
+def test_runserver_restarts_its_serving_child_when_a_project_file_changes(tmp_path):
+    # The serving child's reloader looks at GroupX's own files every second (D79).
+    port = free_port()
+    server = runserver(tmp_path, str(port))
+    origin = f"http://127.0.0.1:{port}"
+
+    def ready():
+        assert server.poll() is None, (tmp_path / "runserver.log").read_text()
+        try:
+            return httpx.get(f"{origin}/api/health", timeout=2).json()["readiness"] == "ready"
+        except (httpx.HTTPError, ValueError):
+            return False
+
+    try:
+        wait_until(ready, timeout=60, interval=0.1, message="a ready room from runserver")
+        first = serving_child(server.pid)
+        edited = REPO / "groupx_site" / "urls.py"
+
+        def restarted():
+            now = time.time()
+            os.utime(edited, (now, now))  # as an editor's save would (again each poll: no tick is missed)
+            child = serving_child(server.pid)
+            return child not in (None, first)
+
+        wait_until(restarted, timeout=60, interval=0.5, message="runserver to restart its serving child")
+        wait_until(ready, timeout=60, interval=0.1, message="the restarted room to be ready")
+        assert "Watching for file changes with GroupXStatReloader" in (tmp_path / "runserver.log").read_text()
     finally:
         stop_group(server)
 

@@ -7,16 +7,22 @@ just work on a fresh checkout (docs/DECISIONS.md D26):
   anything is written or bound: GroupX serves loopback only (PROTOCOL, FEATURES §1);
 - with no config file it writes the starter one first, and says so;
 - pending migrations are applied by the runtime once the port is bound, exactly as ``groupx start``
-  does, so a fresh database becomes a ready room instead of ``no such table``.
+  does, so a fresh database becomes a ready room instead of ``no such table``;
+- the serving child's autoreloader looks at GroupX's own files every second and at the
+  interpreter's and the installed packages' every ten (``groupx_site/management/reloader.py``, D79).
 """
 
 from __future__ import annotations
 
+import os
+
 from daphne.management.commands.runserver import Command as DaphneRunserver
 from django.conf import settings
 from django.core.management.base import CommandError
+from django.utils import autoreload
 
 from groupx_site import runtime
+from groupx_site.management import reloader
 from groupx_site.starter_config import ensure_config
 
 # What ALLOWED_HOSTS accepts, too: another loopback address (127.0.0.2) would bind but then answer
@@ -49,7 +55,9 @@ class Command(DaphneRunserver):
             raise CommandError(message)
         ensure_config(self.stdout)
         runtime.migrate_before_start()
-        return super().run(**options)
+        if options["use_reloader"] and os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true":
+            return reloader.serve(self.inner_run, **options)  # the serving child: D79's reloader
+        return super().run(**options)  # the reloader's parent (it restarts the child), or --noreload
 
     def check_migrations(self):
         """Django would warn "You have N unapplied migrations … run migrate": the runtime applies them

@@ -1,0 +1,73 @@
+"""``manage.py runserver``'s autoreloader (groupx_site/management/reloader.py, D79): the project's
+files are looked at every tick, the interpreter's and the installed packages' on the first and
+every tenth. That the serving child really restarts when a project file changes is tested end to
+end in tests/test_first_run.py."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from pathlib import Path
+
+import django.utils.autoreload
+from django.core.management.commands import runserver
+from django.utils import autoreload
+
+import rooms.events
+from groupx_site.management.reloader import OUTSIDE_EVERY, GroupXStatReloader
+
+# sha256 of the Django 5.2 code the reloader copies (``run_with_reloader``, ``watched_files``) or
+# relies on (how a reloader is chosen and ticks, and where Django's runserver calls it). When this
+# fails, compare groupx_site/management/reloader.py with the changed code, carry the change over and
+# update the hash.
+DJANGO_RELOADER_CODE_SHA256 = {
+    autoreload.run_with_reloader: "cd89ac52cc3469f19f2d1cb95e3bb0c7f7c168dcba9aa8ba1c06a2495583d9fc",
+    autoreload.get_reloader: "f0e783c42456bcae97859d172332596c5241e98d2e07f6b0dc5c5c171e740592",
+    autoreload.BaseReloader.watched_files: "146d884bd980421cbbc2c067ae79d8645d7f54f71822564494844442e415ce99",
+    autoreload.StatReloader.snapshot_files: "723ed57e1a03d2292a47675043d12d170302db3d9d6d8e93d746dc0a78ee6f03",
+    autoreload.StatReloader.tick: "40a1d732a4765537d2e24e44983ca5a87b6bc9f20d0a2d1d1efa3beca697438e",
+    runserver.Command.run: "2a4489bf5bd31dad6479e1406fcf3b6e7838548c23f7abd5895e5007ebe2260d",
+}
+
+
+def test_the_django_reloader_code_it_relies_on_is_the_code_it_was_written_against():
+    changed = [function.__qualname__ for function, digest in DJANGO_RELOADER_CODE_SHA256.items()
+               if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest]
+    assert changed == []
+
+
+def test_project_files_are_watched_every_tick_and_installed_ones_every_tenth():
+    project_file = Path(rooms.events.__file__).resolve()
+    standard_library_file = Path(json.__file__).resolve()
+    installed_file = Path(django.utils.autoreload.__file__).resolve()
+    reloader = GroupXStatReloader()
+
+    ticks = [set(reloader.watched_files()) for _ in range(2 * OUTSIDE_EVERY + 1)]
+
+    assert all(project_file in files for files in ticks)
+    every_file = [n for n, files in enumerate(ticks, 1) if {standard_library_file, installed_file} <= files]
+    assert every_file == [1, OUTSIDE_EVERY + 1, 2 * OUTSIDE_EVERY + 1]
+    assert len(ticks[1]) < len(ticks[0]) / 2  # most watched files are the interpreter's and the packages'
+
+
+def test_a_change_to_an_installed_file_is_still_noticed_on_the_next_tick_that_looks_at_it(tmp_path):
+    reloader = GroupXStatReloader()
+    reloader.SLEEP_TIME = 0
+    changed = []
+    reloader.notify_file_changed = changed.append
+    installed_file = Path(django.utils.autoreload.__file__).resolve()
+    real_snapshot = reloader.snapshot_files
+
+    def snapshot_with_a_newer_installed_file():
+        # After the first tick, the installed file reports a later mtime (nothing on disk is touched).
+        for path, mtime in real_snapshot():
+            yield path, mtime + (1 if path == installed_file and reloader._ticks > 1 else 0)
+
+    reloader.snapshot_files = snapshot_with_a_newer_installed_file
+    ticker = reloader.tick()
+    for _ in range(OUTSIDE_EVERY):
+        next(ticker)
+    assert changed == []
+    next(ticker)  # the tick that looks at every file again
+    assert changed == [installed_file]
