@@ -12,7 +12,8 @@ within ten seconds instead of one. Watchman, when installed (Django's own effici
 is used as Django would.
 
 ``serve`` is Django's ``run_with_reloader`` for the serving child (``DJANGO_AUTORELOAD_ENV`` is
-"true"), with this reloader in place of ``get_reloader()``'s. The parent process, which restarts
+"true"), with this reloader in place of ``get_reloader()``'s. The watched files are Django's own
+list, filtered: the files left out are looked up in a set computed once per module set. The parent process, which restarts
 the child, is left to Django. ``tests/unit/test_reloader.py`` pins the sha256 of the Django
 functions copied or relied on, so a new Django is read again before it is trusted.
 """
@@ -41,27 +42,23 @@ class GroupXStatReloader(autoreload.StatReloader):
     def __init__(self) -> None:
         super().__init__()
         self._ticks = 0
-        self._outside = _outside_roots()
+        self._outside_roots = _outside_roots()
         self._modules: frozenset[Path] | None = None
-        self._inside: frozenset[Path] = frozenset()
+        self._outside: frozenset[Path] = frozenset()
 
     def watched_files(self, include_globs: bool = True):
-        """``BaseReloader.watched_files``, with the module files outside the project left out of
-        all ticks but every ``OUTSIDE_EVERY``-th (``snapshot_files`` calls it once per tick)."""
+        """Django's ``watched_files``, less the module files outside the project on all ticks but
+        every ``OUTSIDE_EVERY``-th (``snapshot_files`` calls it once per tick)."""
         self._ticks += 1
+        files = super().watched_files(include_globs)
         if self._ticks % OUTSIDE_EVERY == 1:
-            yield from super().watched_files(include_globs)
+            yield from files
             return
         modules = autoreload.iter_all_python_module_files()  # cached by Django until sys.modules changes
         if modules is not self._modules:
             self._modules = modules
-            self._inside = frozenset(f for f in modules if not any(f.is_relative_to(r) for r in self._outside))
-        yield from self._inside
-        yield from self.extra_files
-        if include_globs:
-            for directory, patterns in self.directory_globs.items():
-                for pattern in patterns:
-                    yield from directory.glob(pattern)
+            self._outside = frozenset(f for f in modules if any(f.is_relative_to(r) for r in self._outside_roots))
+        yield from (f for f in files if f not in self._outside)
 
 
 def serve(main_func, *args, **kwargs) -> None:

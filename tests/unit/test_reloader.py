@@ -17,8 +17,8 @@ from django.utils import autoreload
 import rooms.events
 from groupx_site.management.reloader import OUTSIDE_EVERY, GroupXStatReloader
 
-# sha256 of the Django 5.2 code the reloader copies (``run_with_reloader``, ``watched_files``) or
-# relies on (how a reloader is chosen and ticks, and where Django's runserver calls it). When this
+# sha256 of the Django 5.2 code the reloader copies (``run_with_reloader``) or relies on (the
+# watched files it filters, how a reloader is chosen and ticks, and where Django's runserver calls it). When this
 # fails, compare groupx_site/management/reloader.py with the changed code, carry the change over and
 # update the hash.
 DJANGO_RELOADER_CODE_SHA256 = {
