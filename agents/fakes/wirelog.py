@@ -1,7 +1,8 @@
 """Read the fakes' wire logs (``$GROUPX_FAKE_LOG_DIR/<flavor>-<pid>.jsonl``) in tests.
 
 Each record is a dict with ``k`` (start, in, in_bad, out, mcp, check, exit, …) plus the
-``flavor`` and ``pid`` taken from the file name. Records keep their per-file order.
+``flavor`` and ``pid`` taken from the file name. Records keep their per-file order, and files
+come in the order their processes started.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from typing import Any
 
 
 def log_files(log_dir: str | Path) -> list[Path]:
-    return sorted(Path(log_dir).glob("*-*.jsonl"), key=lambda p: p.stat().st_mtime)
+    """The logs in launch order: by each file's first record, never by its last write, which an
+    orphaned process (a dropped ssh connection) can make long after a newer launch began."""
+    return sorted(Path(log_dir).glob("*-*.jsonl"), key=_started_at)
+
+
+def _started_at(path: Path) -> float:
+    with path.open("rb") as log:
+        first = log.readline()
+    try:
+        return float(json.loads(first)["t"])
+    except (ValueError, KeyError, TypeError):
+        return path.stat().st_mtime  # nothing whole written yet: it has only just started
 
 
 def read_records(
