@@ -36,8 +36,9 @@ class Response(BaseModel):
 
 class SupervisionIn(BaseModel):
     """Pair observers with this task's workers (FEATURES §12): each observer gets a Watch Turn that
-    may ``watch`` the workers and ``steer`` them. Observers are enabled agents, none of them a target
-    (overlap at the store: SUPERVISION_PAIR_INVALID)."""
+    may ``watch`` the workers and ``steer`` them. Observers are enabled agents, none of them in ``to``
+    (INVALID_ENVELOPE: "an agent is either a worker (to) or an observer, not both"); an observer that
+    ``@all`` also made a worker is refused by the store (SUPERVISION_PAIR_INVALID)."""
 
     model_config = ConfigDict(extra="forbid", title="SupervisionIn")
     observers: Annotated[list[Annotated[str, Field(pattern=validation.AGENT_ACTOR_RE.pattern)]], Field(

@@ -38,6 +38,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from turns import supervision
+
 SEED = int(os.environ.get("GROUPX_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
 EXAMPLES = int(os.environ.get("GROUPX_FUZZ_EXAMPLES") or 15)
 # A setup the document accepts can still be wrong for this machine or as a whole roster.
@@ -45,7 +47,7 @@ EXAMPLES = int(os.environ.get("GROUPX_FUZZ_EXAMPLES") or 15)
 SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {"cwd_not_found", "duplicate_id", "invalid_id", "none_enabled", "reserved_id",
                                   "invalid_command", "invalid_config", "cwd_not_absolute", "brain_required"}
 # Rules between two fields, which the document states in words.
-CROSS_FIELD_RULES = {"from must be earlier than to"}
+CROSS_FIELD_RULES = {"from must be earlier than to", supervision.WORKER_AND_OBSERVER}
 # Refusals the store makes against the room as it is (FEATURES §12: an observer that is not an
 # enabled agent of this room, or that @all also made a worker), after the body was found well-formed.
 ROOM_RULE_CODES = {"SUPERVISION_PAIR_INVALID"}

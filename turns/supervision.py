@@ -32,6 +32,7 @@ from turns.states import DISPATCHING, QUEUED, RUNNING
 
 MODE = "live_steer"
 MAX_OBSERVERS = 4
+WORKER_AND_OBSERVER = "an agent is either a worker (to) or an observer, not both"  # a rule the schema states in words
 WATCH_COMMAND_TYPE = "supervision.watch"  # an observer's Turn (memory/dated_sources.py skips it)
 STEER_COMMAND_TYPE = "supervision.steer"  # a worker Turn a steer queued
 ASSISTANT_ACTOR_ID = "user:assistant"
@@ -76,7 +77,7 @@ def check_supervision(payload: dict[str, Any], to: list[str]) -> Supervision | N
         raise invalid("supervision.observers must not repeat an agent")
     overlap = sorted(set(observers) & set(to))
     if overlap:
-        raise invalid("an agent is either a worker (to) or an observer, not both", overlappingActors=overlap)
+        raise invalid(WORKER_AND_OBSERVER, overlappingActors=overlap)
     return Supervision(tuple(sorted(observers)))
 
 
