@@ -156,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the server is started (runserver: its serving child is sampled)")
     parser.add_argument("--workload", choices=("latency", "throughput"), default="latency",
                         help="sequential Turns, or the throughput workload bench-compare's CPU per Turn comes from")
+    parser.add_argument("--gil", action="store_true",
+                        help="sample only the thread holding the GIL: the Python a throughput Turn queues on, "
+                             "without the threads' waits for it (py-spy counts those as running)")
     parser.add_argument("--raw", type=Path, help="an existing py-spy raw profile to split (no server run)")
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -173,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 harness(server, 20, Path(scratch) / "warmup.json")
                 spy = subprocess.Popen([py_spy, "record", "--pid", str(server.pid), "--rate", str(args.rate),
-                                        "--format", "raw", "--threads", "--output", str(raw)],
+                                        "--format", "raw", "--threads", "--output", str(raw),
+                                        *(["--gil"] if args.gil else [])],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1.0)  # py-spy attaches before the first measured Turn (it prints nothing to wait on)
                 before = cpu_seconds(server.pid)

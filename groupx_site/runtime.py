@@ -29,7 +29,7 @@ from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
 from groupx_site.core import db, layer, lifecycle, store_faults, store_integrity, wal_checkpoints
-from rooms import bus
+from rooms import bus, search_index
 from setup_wizard import roster
 
 logger = logging.getLogger("groupx.runtime")
@@ -189,6 +189,7 @@ async def _start() -> None:
             _admitted.set()
             logger.exception("GroupX runtime failed to start")
             raise
+    search_index.start()  # the messages since the last batch first, then about once a second (D80)
     if lifecycle.readiness() == "starting":  # a stop that began meanwhile stays "closing"
         lifecycle.set_readiness("ready")
     _freeze_startup_objects()
@@ -251,6 +252,7 @@ async def _stop() -> None:
     if _keeper is not None:
         await _keeper.release()
     await bus.stop_relay()
+    await search_index.stop()
     await asyncio.to_thread(wal_checkpoints.stop)  # its last pass cuts the WAL (D67)
 
 

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 
 from groupx_site.core.errors import invalid
 from groupx_site.core.text_search import text_filter
-from rooms import event_types
+from rooms import event_types, search_index
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event
 
@@ -26,7 +26,6 @@ SEARCH_LIMIT_DEFAULT = 20
 QUERY_MAX_CHARS = 1024  # as memory_search (FEATURES §15)
 SNIPPET_RADIUS = 70  # characters of context either side of the first match
 MESSAGE = event_types.MESSAGE_CREATED
-FTS_TABLE = "rooms_message_fts"
 
 DECIMAL = re.compile(r"^[0-9]{1,18}$")
 
@@ -88,8 +87,10 @@ def matching_messages(query: str) -> QuerySet:
     """Every ``message.created`` whose content holds every whitespace-separated term of ``query``
     (case-insensitive substrings). Terms of three or more characters go through the trigram index,
     each quoted so FTS5 syntax in what the user typed stays inert; shorter ones (and every term
-    on a database without the index) use LIKE on the content."""
-    return text_filter(Event.objects.filter(event_type=MESSAGE), FTS_TABLE, query, key="seq", content="body__content")
+    on a database without the index) use LIKE on the content, as do the messages of the last second
+    or so, which the index takes in its next batch (rooms/search_index.py)."""
+    return text_filter(Event.objects.filter(event_type=MESSAGE), search_index.FTS_TABLE, query, key="seq",
+                       content="body__content", indexed_through_sql=search_index.INDEXED_THROUGH_SQL)
 
 
 def snippet(content: str, terms: list[str]) -> str:

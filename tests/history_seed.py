@@ -3,8 +3,8 @@ database, make test-pg).
 
 Posting 1,000 messages through the API would queue Turns and take minutes; history tests only
 need rows in the log. Rows go in through sqlite3 from the test process (WAL lets the running
-server keep reading), so the database's own triggers (the message search index) see them exactly
-as they see the server's inserts.
+server keep reading), so the server meets them as it meets its own inserts: its search index takes
+them in its next batch (rooms/search_index.py), and search reads them with LIKE until then.
 """
 
 from __future__ import annotations
@@ -54,5 +54,17 @@ def seed_messages(server, messages: list[dict]) -> None:
     try:
         db.executemany(insert, rows)
         db.commit()
+    finally:
+        db.close()
+
+
+def indexed_through(server) -> int | None:
+    """How far the server's message search index has got (its mark), read from its SQLite file;
+    None on PostgreSQL, which has no such index."""
+    if room_url_of(server.config_path):
+        return None
+    db = sqlite3.connect(f"file:{server.workdir / '.groupx' / 'groupx.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        return db.execute("SELECT indexed_through FROM rooms_message_fts_mark").fetchone()[0]
     finally:
         db.close()

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.history_seed import message, numbered, seed_messages
+from tests.history_seed import indexed_through, message, numbered, seed_messages
+from tests.server import wait_until
 
 
 def walk_back(server, limit: int) -> list[list[dict]]:
@@ -90,6 +91,22 @@ def test_search_finds_an_old_message_by_a_word_whoever_wrote_it(make_server):
     assert oldest["snippet"] == "the quarterly Zebra migration plan"
     assert oldest["seq"] < found["items"][0]["seq"]
     assert found["items"][0]["author"]["actorId"] == "user:web"
+
+
+def test_search_finds_a_message_at_once_and_the_same_after_the_room_has_indexed_it_by_itself(make_server):
+    server = make_server()
+    seed_messages(server, [message("a walrus in the backlog")] + numbered(50))
+    accepted = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
+                                              "content": "a Walrus, posted live"}).json()
+
+    at_once = server.get("/api/search", params={"q": "walrus"}).json()["items"]
+    head = server.get("/api/events/page", params={"limit": 1}).json()["events"][-1]["seq"]
+    if indexed_through(server) is not None:  # SQLite: the room's indexer takes them in its next batch
+        wait_until(lambda: indexed_through(server) >= head, timeout=30, message="the search index's next batch")
+    indexed = server.get("/api/search", params={"q": "walrus"}).json()["items"]
+
+    assert [i["snippet"] for i in at_once] == ["a Walrus, posted live", "a walrus in the backlog"]
+    assert indexed == at_once and at_once[0]["eventId"] == accepted["messageEventId"]
 
 
 def test_search_pages_newest_first_and_matches_every_word(make_server):

@@ -4,22 +4,24 @@ Shared by memory search (memory/search.py) and room message search (rooms/histor
 whitespace-separated term must match. Terms of three or more characters go through the trigram
 index, each quoted so FTS5 query syntax in what the user typed stays inert; shorter terms (which
 a trigram index cannot serve), terms holding a NUL, and every term on a database without the
-index, use LIKE. On PostgreSQL every term uses LIKE (icontains), served by pg_trgm indexes (D53).
+index, use LIKE; so do rows an index filled in batches does not hold yet (room messages, D80). On PostgreSQL every term uses LIKE (icontains), served by pg_trgm indexes (D53).
 """
 
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 TRIGRAM = 3
 
 
 def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: str = "id",
-                content: str = "content") -> QuerySet:
+                content: str = "content", indexed_through_sql: str | None = None) -> QuerySet:
     """``queryset`` narrowed to rows matching every term of ``query``: ``key`` is the field that
-    equals the index's rowid, ``content`` the lookup path of the searched text."""
+    equals the index's rowid, ``content`` the lookup path of the searched text. An index filled in
+    batches names, in ``indexed_through_sql``, the last key it holds: rows past it match their
+    indexed terms with LIKE (rooms/search_index.py)."""
     if not query:
         return queryset
     terms = query.split()
@@ -28,7 +30,13 @@ def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: s
     if indexed:
         match = " ".join('"' + term.replace('"', '""') + '"' for term in indexed)
         rowids = RawSQL(f"SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH %s", [match])
-        queryset = queryset.filter(**{f"{key}__in": rowids})
+        matches = Q(**{f"{key}__in": rowids})
+        if indexed_through_sql is not None:
+            not_indexed_yet = Q(**{f"{key}__gt": RawSQL(indexed_through_sql, [])})
+            for term in indexed:
+                not_indexed_yet &= Q(**{f"{content}__icontains": term})
+            matches |= not_indexed_yet
+        queryset = queryset.filter(matches)
     for term in terms:
         if term not in indexed:
             queryset = queryset.filter(**{f"{content}__icontains": term})
