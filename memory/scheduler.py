@@ -9,15 +9,14 @@ up by the next one. ``GROUPX_MEMORY_TICK_MS`` shortens the period for tests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 
+from groupx_site.core.background import BackgroundTask
 from groupx_site.core.store_faults import StoreUnavailable
 from memory import dated
 
 logger = logging.getLogger("groupx.memory.scheduler")
-_task: asyncio.Task | None = None
 
 
 def tick_seconds() -> float:
@@ -37,16 +36,6 @@ async def _run() -> None:
         await asyncio.sleep(tick_seconds())
 
 
-def start() -> None:
-    global _task
-    if _task is None:
-        _task = asyncio.get_running_loop().create_task(_run(), name="memory-scheduler")
-
-
-async def stop() -> None:
-    global _task
-    task, _task = _task, None
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+_scheduler = BackgroundTask("memory-scheduler", _run)
+start = _scheduler.start
+stop = _scheduler.stop

@@ -14,13 +14,13 @@ batch takes whatever the last one did not. On PostgreSQL there is no index of ou
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from groupx_site.core import db, sqlite
+from groupx_site.core.background import BackgroundTask
 from groupx_site.core.store_faults import StoreUnavailable
 
 logger = logging.getLogger("groupx.search_index")
@@ -81,20 +81,11 @@ async def keep_up() -> None:
         await asyncio.sleep(INTERVAL_SECONDS)
 
 
-_task: asyncio.Task | None = None
+_indexer = BackgroundTask("groupx-search-index", keep_up)
+stop = _indexer.stop
 
 
 def start() -> None:
     """Start this process's indexer on the running loop (idempotent); nothing on PostgreSQL."""
-    global _task
-    if _task is None and applies():
-        _task = asyncio.get_running_loop().create_task(keep_up(), name="groupx-search-index")
-
-
-async def stop() -> None:
-    global _task
-    task, _task = _task, None
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    if applies():
+        _indexer.start()
