@@ -87,8 +87,8 @@ def matching_messages(query: str) -> QuerySet:
     """Every ``message.created`` whose content holds every whitespace-separated term of ``query``
     (case-insensitive substrings). Terms of three or more characters go through the trigram index,
     each quoted so FTS5 syntax in what the user typed stays inert; shorter ones (and every term
-    on a database without the index) use LIKE on the content, as do the messages of the last second
-    or so, which the index takes in its next batch (rooms/search_index.py)."""
+    on a database without the index) use LIKE on the content. The messages of the last second or so,
+    which the index takes in its next batch (rooms/search_index.py), match as they will then."""
     return text_filter(Event.objects.filter(event_type=MESSAGE), search_index.FTS_TABLE, query, key="seq",
                        content="body__content", indexed_through_sql=search_index.INDEXED_THROUGH_SQL)
 

@@ -5,7 +5,8 @@ batch, which indexes every message past ``indexed_through`` in one statement: on
 batch rather than one per transaction that held a message (and the merges those segments cost),
 which took ~0.15 ms of the writer thread's ~1.9 per throughput Turn. A runtime runs a batch at
 start and then about once a second while the log moves (``keep_up``). Search meanwhile matches the
-messages past the mark with LIKE (``groupx_site/core/text_search.py``), so it misses none of them.
+messages past the mark with a function that folds case as the index does
+(``groupx_site/core/text_search.py``), so its answer is the same whether or not a batch took them.
 
 The mark moves in the batch's own transaction, so a crash leaves index and mark in step: the next
 batch takes whatever the last one did not. On PostgreSQL there is no index of ours: nothing here runs.

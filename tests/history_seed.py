@@ -4,7 +4,7 @@ database, make test-pg).
 Posting 1,000 messages through the API would queue Turns and take minutes; history tests only
 need rows in the log. Rows go in through sqlite3 from the test process (WAL lets the running
 server keep reading), so the server meets them as it meets its own inserts: its search index takes
-them in its next batch (rooms/search_index.py), and search reads them with LIKE until then.
+them in its next batch (rooms/search_index.py), and search matches them as it will then.
 """
 
 from __future__ import annotations

@@ -95,17 +95,18 @@ def test_search_finds_an_old_message_by_a_word_whoever_wrote_it(make_server):
 
 def test_search_finds_a_message_at_once_and_the_same_after_the_room_has_indexed_it_by_itself(make_server):
     server = make_server()
-    seed_messages(server, [message("a walrus in the backlog")] + numbered(50))
+    seed_messages(server, [message("a walrus in the Österreich backlog")] + numbered(50))
     accepted = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
-                                              "content": "a Walrus, posted live"}).json()
+                                              "content": "a Walrus from ÖSTERREICH, posted live"}).json()
 
-    at_once = server.get("/api/search", params={"q": "walrus"}).json()["items"]
+    at_once = server.get("/api/search", params={"q": "walrus österreich"}).json()["items"]
     head = server.get("/api/events/page", params={"limit": 1}).json()["events"][-1]["seq"]
     if indexed_through(server) is not None:  # SQLite: the room's indexer takes them in its next batch
         wait_until(lambda: indexed_through(server) >= head, timeout=30, message="the search index's next batch")
-    indexed = server.get("/api/search", params={"q": "walrus"}).json()["items"]
+    indexed = server.get("/api/search", params={"q": "walrus österreich"}).json()["items"]
 
-    assert [i["snippet"] for i in at_once] == ["a Walrus, posted live", "a walrus in the backlog"]
+    assert [i["snippet"] for i in at_once] == ["a Walrus from ÖSTERREICH, posted live",
+                                               "a walrus in the Österreich backlog"]
     assert indexed == at_once and at_once[0]["eventId"] == accepted["messageEventId"]
 
 

@@ -3,7 +3,7 @@
 The insert trigger of ``0002_message_search`` wrote a new FTS5 segment in every transaction that
 held a message, and merged segments every few: ~0.15 ms of the writer thread's ~1.9 per Turn.
 ``rooms/search_index.py`` now indexes every message past ``indexed_through`` (one row, here) in one
-statement, about once a second, and search reads the not-yet-indexed tail with LIKE. The delete
+statement, about once a second, and search matches the not-yet-indexed tail as the index would. The delete
 and update triggers stay, for an operator's hand edit, but only for rows the index already holds:
 FTS5 must never be asked to delete text it was not given.
 

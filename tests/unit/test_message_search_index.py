@@ -59,6 +59,16 @@ def test_a_new_message_is_found_before_its_batch_through_like_and_after_it_throu
     assert index_is_whole()
 
 
+def test_a_message_not_yet_indexed_matches_any_letter_in_either_case_as_the_index_does():
+    seq = message_seq(post(content="Die ÄRZTE in ÖSTERREICH"))  # LIKE folds ASCII letters only
+    queries = ("ärzte", "Österreich", "äRZTE öst")
+
+    before = {query: found(query) for query in queries}
+    search_index.index_everything()
+
+    assert before == {query: found(query) for query in queries} == dict.fromkeys(queries, [seq])
+
+
 def test_a_batch_indexes_the_messages_only_and_never_the_same_one_twice():
     seqs = [message_seq(post(content=f"note {i} agent:alpha")) for i in range(3)]
     search_index.index_everything()

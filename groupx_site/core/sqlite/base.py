@@ -21,6 +21,8 @@ from functools import lru_cache
 
 from django.db.backends.sqlite3 import base, operations
 
+from groupx_site.core.sqlite import functions
+
 # The distinct texts a running server executes are a few hundred; the bound keeps a process that
 # builds many (IN-lists of every length) from growing: at most ~1 MiB of statements.
 CONVERTED_TEXTS = 1024
@@ -52,6 +54,11 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+
+    def get_new_connection(self, conn_params):
+        connection = super().get_new_connection(conn_params)
+        functions.register(connection)
+        return connection
 
     def create_cursor(self, name=None):
         return self.connection.cursor(factory=SQLiteCursorWrapper)
