@@ -63,7 +63,8 @@ def index_next_batch() -> bool:
 
 
 def index_everything() -> None:
-    """Every batch until the mark is at the head (a test's or a command's catch-up, in one thread)."""
+    """Every batch until the mark is at the head, on this thread (the tests' catch-up; a runtime's
+    indexer is ``keep_up``, one writer call per batch)."""
     while index_next_batch():
         pass
 
