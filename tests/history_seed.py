@@ -14,6 +14,7 @@ import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from rooms import search_index
 from tests.pg.databases import room_url_of, write_rows
 
 ACTORS = {
@@ -65,6 +66,6 @@ def indexed_through(server) -> int | None:
         return None
     db = sqlite3.connect(f"file:{server.workdir / '.groupx' / 'groupx.db'}?mode=ro", uri=True, timeout=30)
     try:
-        return db.execute("SELECT indexed_through FROM rooms_message_fts_mark").fetchone()[0]
+        return db.execute(search_index.INDEXED_THROUGH_SQL).fetchone()[0]
     finally:
         db.close()

@@ -5,7 +5,8 @@ whitespace-separated term must match. Terms of three or more characters go throu
 index, each quoted so FTS5 query syntax in what the user typed stays inert; shorter terms (which
 a trigram index cannot serve), terms holding a NUL, and every term on a database without the
 index, use LIKE. Rows an index filled in batches does not hold yet (room messages, D80) match their
-indexed terms through a function that folds case as the index does. On PostgreSQL every term uses LIKE (icontains), served by pg_trgm indexes (D53).
+indexed terms through a function that folds case as the index does. On PostgreSQL every term uses
+LIKE (icontains), served by pg_trgm indexes (D53).
 """
 
 from __future__ import annotations
