@@ -125,6 +125,9 @@ def test_an_ask_to_a_busy_agent_is_pending_and_collect_gets_the_answer(make_serv
     assert pending["results"][0]["queuePosition"] == 1 and pending["results"][0]["activeTurnId"] == busy
     assert "collect" in pending["results"][0]["note"]
     cancel(room, busy)  # grok becomes free: the ask's Turn runs next
+    # Accepting the cancel is not the end of the Turn: until it ends, collect finds the ask still
+    # queued behind it and answers pending at once, as it should.
+    assert wait_terminal(room, busy)["type"] == "turn.cancelled"
 
     collected = call_tool(room, active_binding(room, "agent:kimi"), "collect",
                           {"messageEventId": pending["messageEventId"], "timeoutMs": 30000}).json()
