@@ -5,7 +5,8 @@ the write-ahead ``prompt_invoked + unknown`` are four steps and two commits. Mad
 writer thread (``groupx_site.core.db``; ``claim_head``) they cost the lane one thread hand-off
 instead of four; the commits stay separate, so restart recovery still sees the protocol's phases
 (PROTOCOL §5). The terminal transaction reads the next head in its own call (``finish_then_head``),
-so a lane whose queue is empty afterwards goes to sleep without another hand-off (D20, D60).
+so a lane whose queue is empty afterwards goes to sleep without another hand-off (D20, D60); a lane
+whose session stays usable claims that head there too (``finish_then_claim``, D81).
 """
 
 from __future__ import annotations
@@ -88,3 +89,14 @@ def finish_then_head(claim: Claim | None, turn_id: str, outcome: TurnOutcome, ac
         return lane_head(actor_id)
     except (DatabaseError, sqlite3.Error):
         return None
+
+
+def finish_then_claim(claim: Claim | None, turn_id: str, outcome: TurnOutcome, actor, agent: ResolvedAgent,
+                      claiming: Any, *, session_reset_mark: int, binding_id: str, instance_id: str) -> LaneHead:
+    """``lifecycle.finish``, then ``claim_head`` in the same call (D81): the lane's next Turn is
+    claimed in the finish's transaction when the calls share a commit, and one hand-off and one
+    head read fewer either way. What the claim raises reaches the caller after the finish may
+    have been written; the lane settles it (``Lane._finish_then_claim``)."""
+    lifecycle.finish(claim, turn_id, outcome, actor)
+    return claim_head(agent, claiming, session_reset_mark=session_reset_mark, binding_id=binding_id,
+                      instance_id=instance_id)

@@ -138,6 +138,8 @@ class Lane:
         self.task: asyncio.Task | None = None
         self.first_start: asyncio.Task | None = None
         self._next_head: dispatch.LaneHead | None = None  # read by the last finish, for _run_queue
+        # The next Turn while the last finish claims it (``_finish_then_claim``): a cancel finds it.
+        self._claiming: ActiveTurn | None = None
         self._restarting = asyncio.Lock()  # two restarts of one agent run one after the other
 
     def poke(self) -> None:
@@ -183,9 +185,11 @@ class Lane:
                 self.wake.set()
 
     async def _run_queue(self) -> None:
-        self._next_head = None  # read by a finish of an earlier run of the queue: maybe stale
+        self._next_head = self._claiming = None  # left by an earlier run of the queue: maybe stale
         while True:
             head, self._next_head = self._next_head, None  # the last finish read it: no hand-off
+            if head is not None and head.ready is not None:  # and claimed it, for this session
+                self.active, self._claiming = self._claiming, None
             if head is None:
                 head = await self._read_head()
             if head is None:
@@ -218,7 +222,7 @@ class Lane:
         claimed for its prompt in the same writer call (``dispatch.claim_head``: one hand-off
         instead of two, D60); None when that claim failed its Turn here."""
         sessions = self.sessions
-        if not sessions.usable() or fault_points.armed_at(fault_points.QUEUED):
+        if not self._may_claim_with_head():
             return await _db(dispatch.lane_head)(self.agent.actor_id)
         # Registered before the call, as _run_turn does: the writer names the Turn before it
         # claims it, so a cancel that lands meanwhile is kept (D20).
@@ -248,6 +252,12 @@ class Lane:
         if head.ready is None:
             self.active = None
         return head
+
+    def _may_claim_with_head(self) -> bool:
+        # The fault tier stops a lane before its claim, or the writer between the claim and its
+        # write-ahead; either wants the claim in a call of its own (D36).
+        return self.sessions.usable() and not (fault_points.armed_at(fault_points.QUEUED)
+                                               or fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD))
 
     async def _end_after_store_fault(self) -> None:
         """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
@@ -314,8 +324,10 @@ class Lane:
         if outcome.status == COMPLETED and self.sessions.usable():
             # Before the terminal is published: whoever sees the Turn completed sees health agree.
             health.turn_completed(self.agent.actor_id)
-        await self._finish(active, outcome)
-        if not self.sessions.usable():
+        await self._finish(active, outcome, claim_next=True)
+        if not self.sessions.usable() and self._claiming is None:
+            # (A session that died during the finish that claimed the next Turn on it is rebuilt
+            # after that Turn's prompt fails on it, as after ``_read_head``'s claim.)
             if outcome.error_code:
                 # The Turn cost the session (a crash, a protocol fault, a CLI out of step): health
                 # shows it failed until the rebuild, and keeps the error after (D38).
@@ -373,10 +385,12 @@ class Lane:
         return TurnOutcome(status=status, content="".join(said.content), error_code=code, message=message,
                            reasoning="".join(said.reasoning), tool_records=said.tools)
 
-    async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome) -> None:
+    async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome, *, claim_next: bool = False) -> None:
         if active is None:
             return
         await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
+        if claim_next and self._may_claim_with_head() and await self._finish_then_claim(active, outcome):
+            return
         # The agent's answer exists only here until it is written: through a store fault, wait.
         # A restart stopping this lane now must not drop an outcome already on its way, and it does
         # not: the writer call is handed to its thread before this task can be cancelled (its first
@@ -389,12 +403,46 @@ class Lane:
                 active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id),
             what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
 
+    async def _finish_then_claim(self, active: ActiveTurn, outcome: TurnOutcome) -> bool:
+        """Record the outcome and claim the lane's next Turn for its prompt in one writer call
+        (``dispatch.finish_then_claim``, D81); ``_run_queue`` runs that Turn next. False when the
+        call failed: a Turn it claimed without its write-ahead is put back in the queue, and the
+        caller records the outcome as it would alone (a finish already written is not written
+        twice: ``lifecycle.finish`` ignores a Turn already terminal)."""
+        sessions = self.sessions
+        # Registered before the call, as in ``_read_head``: the writer names the Turn before it
+        # claims it, so a cancel that lands meanwhile is kept (D20).
+        claiming = self._claiming = ActiveTurn(claim=None, turn_id="")
+        try:
+            head = await _db_sharing_a_commit(dispatch.finish_then_claim)(
+                active.claim, active.turn_id, outcome, sessions.actor, self.agent, claiming,
+                session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
+                instance_id=sessions.instance_id)
+        except asyncio.CancelledError:
+            raise  # restart recovery ends what the call wrote (``restart``)
+        except Exception as error:
+            self._claiming = None
+            if not isinstance(error, StoreUnavailable | ContextBudgetExceeded):  # those _read_head meets again
+                logger.error("%s: claiming the Turn after %s failed", self.agent.actor_id, active.turn_id,
+                             exc_info=error)
+            if claiming.turn_id:
+                await store_probe.until_available(
+                    lambda: _db(lifecycle.requeue_if_never_sent)(claiming.turn_id),
+                    what=f"{self.agent.actor_id}: requeueing {claiming.turn_id}", logger=logger)
+            return False
+        if head.ready is None or not (head.ready.claim or head.ready.needs_compaction):
+            self._claiming = None  # nothing claimed: no Turn of this lane's is on its way
+        self._next_head = head
+        return True
+
     # ---- cancel -----------------------------------------------------------------------------------
 
     def request_cancel(self, turn_id: str) -> bool:
         active = self.active
         if active is None or active.turn_id != turn_id:
-            return False
+            active = self._claiming  # claimed by the finish of the Turn before it
+            if active is None or active.turn_id != turn_id:
+                return False
         if not active.cancel_requested:
             active.cancel_requested = True
             loop = asyncio.get_running_loop()
@@ -427,7 +475,7 @@ class Lane:
             await store_probe.until_available(
                 lambda: _db(lifecycle.recover_agent_turns)(self.agent.actor_id, reason=reason),
                 what=f"{self.agent.actor_id}: ending the Turn cut off by the {reason}", logger=logger)
-            self.active = None
+            self.active = self._claiming = None
             self.first_start = None  # the old instance's start is done: the new lane starts its own at once
             self.start()
 
