@@ -44,6 +44,9 @@ TYPES = re.compile(rb'"type":\s*"([a-z_.]+)"')
 _notes: list[tuple[int, str]] = []
 
 
+LONG_CALLBACK_NS = 100_000  # --loop also notes the end of a callback that ran longer
+
+
 def note(label: str) -> None:
     _notes.append((time.perf_counter_ns(), label))  # list.append is atomic under the GIL
 
@@ -143,7 +146,19 @@ def _install() -> None:
     _wrap_async(lanes.Lane, "_finish", "lane.finish")
     _wrap_async(acp_session.AcpSession, "start_turn", "acp.start_turn")
     if os.environ.get(LOOP_ENV):
-        _wrap(asyncio.events.Handle, "_run", before=lambda self: note(f"loop.run {_callback_name(self)}"))
+        started: list[int] = []  # one loop thread: a stack of one
+
+        def run_begins(handle) -> None:
+            note(f"loop.run {_callback_name(handle)}")
+            started.append(time.perf_counter_ns())
+
+        def run_ends(handle) -> None:
+            # Only a callback that held the loop long: the others would double the notes.
+            took = time.perf_counter_ns() - started.pop()
+            if took > LONG_CALLBACK_NS:
+                note(f"loop.long {_callback_name(handle)} {took / 1000:.0f} µs")
+
+        _wrap(asyncio.events.Handle, "_run", before=run_begins, after=run_ends)
 
     def dump() -> None:
         with open(os.environ[TRACE_ENV], "w") as out:

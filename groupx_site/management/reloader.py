@@ -12,10 +12,11 @@ within ten seconds instead of one. Watchman, when installed (Django's own effici
 is used as Django would.
 
 ``serve`` is Django's ``run_with_reloader`` for the serving child (``DJANGO_AUTORELOAD_ENV`` is
-"true"), with this reloader in place of ``get_reloader()``'s. The watched files are Django's own
-list, filtered: the files left out are looked up in a set computed once per module set. The parent process, which restarts
-the child, is left to Django. ``tests/unit/test_reloader.py`` pins the sha256 of the Django
-functions copied or relied on, so a new Django is read again before it is trusted.
+"true"), with this reloader in place of ``get_reloader()``'s. The watched files are the ones
+Django's list names, each module's file resolved once, when its name is first seen, rather than
+all again after any import (D82). The parent process, which restarts the child, is left to
+Django. ``tests/unit/test_reloader.py`` pins the sha256 of the Django functions copied or relied
+on, so a new Django is read again before it is trusted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import weakref
 from pathlib import Path
+from types import ModuleType
+from zipimport import zipimporter
 
 from django.utils import autoreload
 
@@ -43,22 +47,71 @@ class GroupXStatReloader(autoreload.StatReloader):
         super().__init__()
         self._ticks = 0
         self._outside_roots = _outside_roots()
-        self._modules: frozenset[Path] | None = None
-        self._outside: frozenset[Path] = frozenset()
+        # A module's file name -> (its resolved path, whether it is outside the project); None
+        # for a name that cannot be a path. Each name is resolved once, when first seen.
+        self._resolved: dict[str, tuple[Path, bool] | None] = {}
+        self._module_names: tuple[str, ...] = ()  # sys.modules' keys when the lists were made
+        self._every_module: list[Path] = []
+        self._project_modules: list[Path] = []
 
     def watched_files(self, include_globs: bool = True):
-        """Django's ``watched_files``, less the module files outside the project on all ticks but
-        every ``OUTSIDE_EVERY``-th (``snapshot_files`` calls it once per tick)."""
+        """Django's ``BaseReloader.watched_files``, with the module files outside the project
+        left out on all ticks but every ``OUTSIDE_EVERY``-th (``snapshot_files`` calls it once per
+        tick), and each module's file resolved once rather than all again after any import."""
         self._ticks += 1
-        files = super().watched_files(include_globs)
-        if self._ticks % OUTSIDE_EVERY == 1:
-            yield from files
-            return
-        modules = autoreload.iter_all_python_module_files()  # cached by Django until sys.modules changes
-        if modules is not self._modules:
-            self._modules = modules
-            self._outside = frozenset(f for f in modules if any(f.is_relative_to(r) for r in self._outside_roots))
-        yield from (f for f in files if f not in self._outside)
+        every_module, project_modules = self._module_files()
+        yield from every_module if self._ticks % OUTSIDE_EVERY == 1 else project_modules
+        yield from self.extra_files
+        if include_globs:
+            for directory, patterns in self.directory_globs.items():
+                for pattern in patterns:
+                    yield from directory.glob(pattern)
+
+    def _module_files(self) -> tuple[list[Path], list[Path]]:
+        # Django's iter_all_python_module_files caches its answer until sys.modules changes, then
+        # resolves every module's path again (``Path.resolve``, a few system calls each): ~30 ms
+        # of the GIL with ~1,200 modules, on the tick after a request first imports something,
+        # which held up the replies being served then (the reply p95 of ``bench.compare``, D82).
+        names = tuple(sys.modules)
+        if names != self._module_names:
+            self._module_names = names
+            every_module, project_modules = [], []
+            for file_name in _module_file_names():
+                if file_name not in self._resolved:
+                    self._resolved[file_name] = self._resolve(file_name)
+                found = self._resolved[file_name]
+                if found is not None:
+                    every_module.append(found[0])
+                    if not found[1]:
+                        project_modules.append(found[0])
+            self._every_module, self._project_modules = every_module, project_modules
+        return self._every_module, self._project_modules
+
+    def _resolve(self, file_name: str) -> tuple[Path, bool] | None:
+        try:
+            path = Path(file_name).resolve().absolute()
+        except ValueError:  # a null byte (network file systems), as Django skips it
+            return None
+        return path, any(path.is_relative_to(root) for root in self._outside_roots)
+
+
+def _module_file_names():
+    """The file names Django's ``iter_modules_and_files`` watches: each module's origin (the
+    archive of a zipped one, ``__file__`` for ``__main__``) and the files that failed to import.
+    One that does not exist is skipped by ``snapshot_files``'s stat, as Django's ``exists()`` did."""
+    for module in list(sys.modules.values()):
+        if isinstance(module, weakref.ProxyTypes) or not isinstance(module, ModuleType):
+            continue
+        if module.__name__ in ("__main__", "__mp_main__"):
+            file_name = getattr(module, "__file__", None)
+        else:
+            spec = getattr(module, "__spec__", None)
+            if spec is None or not spec.has_location:
+                continue
+            file_name = spec.loader.archive if isinstance(spec.loader, zipimporter) else spec.origin
+        if file_name:
+            yield file_name
+    yield from autoreload._error_files  # Django's list of files that raised on import
 
 
 def serve(main_func, *args, **kwargs) -> None:
