@@ -53,6 +53,9 @@ class Strict(BaseModel):
 class ServerConfig(Strict):
     host: Literal["127.0.0.1"] = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535)] = 4310
+    # The server's threads share one CPU, which the GIL makes them take turns on anyway; the
+    # agents' CLIs are not pinned (groupx_site/core/one_cpu.py, docs/DECISIONS.md D83).
+    threadsOnOneCpu: bool = True
 
 
 class StorageConfig(Strict):

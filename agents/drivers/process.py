@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from groupx_site.core import one_cpu
 from groupx_site.core.text import repair_tree
 
 log = logging.getLogger(__name__)
@@ -83,16 +84,20 @@ _prctl = _load_prctl()
 
 
 def _preexec_factory() -> Callable[[], None] | None:
-    """Ask the kernel to SIGTERM the child if the server dies without closing it.
+    """Ask the kernel to SIGTERM the child if the server dies without closing it, and give the
+    child back the CPUs the server's own threads were pinned away from (D83).
 
     The signal is tied to the *thread* that forked, so the event loop thread must outlive its
     children (it does: the runtime runs one loop for the server's lifetime).
     """
-    if _prctl is None:
+    if _prctl is None and not hasattr(os, "sched_setaffinity"):
         return None
     parent_pid = os.getpid()
 
     def preexec() -> None:
+        one_cpu.restore_in_child()
+        if _prctl is None:
+            return
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
         # The parent may have died between fork and prctl; then nobody would ever signal us.
         if os.getppid() != parent_pid:
