@@ -248,10 +248,14 @@ SEGMENTS = (
     ("the post's writer call, queued -> result on the loop", "writer.put accept_message", "loop.deliver accept_message"),
     ("the post's result -> the lane's claim queued", "loop.deliver accept_message", "writer.put claim_head"),
     ("the claim, queued -> result on the loop", "writer.put claim_head", "loop.deliver claim_head"),
+    ("  the claim: queued -> running on the writer thread", "writer.put claim_head", "writer.run claim_head"),
+    ("  the claim: running -> result on the loop", "writer.run claim_head", "loop.deliver claim_head"),
     ("the claim's result -> the prompt written", "loop.deliver claim_head", "pipe.write prompt"),
     ("the prompt written -> the CLI's first answer read", "pipe.write prompt", "pipe.recv"),
     ("the CLI's first answer -> the terminal queued", "pipe.recv", "writer.put finish"),
     ("the terminal, queued -> result on the loop", "writer.put finish", "loop.deliver finish"),
+    ("  the terminal: queued -> running on the writer thread", "writer.put finish", "writer.run finish"),
+    ("  the terminal: running -> result on the loop", "writer.run finish", "loop.deliver finish"),
     ("the terminal's result -> the reply read from SSE", "loop.deliver finish", "client.message.created"),
     ("POST sent -> the first content delta read", "client.sent", "client.turn.content.delta"),
     ("POST sent -> the reply read from SSE", "client.sent", "client.message.created"),
@@ -274,6 +278,19 @@ def segments(turns: list[list[tuple[float, str]]]) -> list[tuple[str, float, flo
     return rows
 
 
+def thirds(turns: list[list[tuple[float, str]]]) -> list[tuple[str, float, float]]:
+    """(segment, median over the fastest third of the Turns, over the slowest third), the Turns
+    ranked by POST -> reply: which segment a slow Turn loses its time in (D83)."""
+    def reply(turn):
+        return next((ms for ms, label in turn if label == "client.message.created"), float("inf"))
+
+    ranked = sorted(turns, key=reply)
+    third = max(1, len(ranked) // 3)
+    fast = {name: median for name, median, _, _ in segments(ranked[:third])}
+    slow = {name: median for name, median, _, _ in segments(ranked[-third:])}
+    return [(name, fast[name], slow[name]) for name, _, _ in SEGMENTS if name in fast and name in slow]
+
+
 def main(argv: list[str] | None = None) -> int:
     if "--serve" in sys.argv:
         _serve()
@@ -284,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw", type=int, default=None, help="also print the K-th Turn's every note")
     parser.add_argument("--loop", action="store_true", help="note every event-loop callback (slows the loop)")
     parser.add_argument("--json", type=Path, default=None, help="write the per-Turn notes there")
+    parser.add_argument("--thirds", action="store_true",
+                        help="also the segments' medians over the fastest and the slowest third of the Turns")
     args = parser.parse_args(argv)
 
     from bench.compare_servers import Server
@@ -309,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nThe reply's path in segments (ms per Turn: median, p25-p75):")
     for name, median, low, high in segments(turns):
         print(f"{median:8.3f}  ({low:6.3f}-{high:6.3f})  {name}")
+    if args.thirds:
+        print("\nThe same, fastest third of the Turns by reply against the slowest (medians, ms):")
+        for name, fast, slow in thirds(turns):
+            print(f"{fast:8.3f}  {slow:8.3f}  {name}")
     if args.raw is not None:
         print(f"\nTurn {args.raw}:")
         for ms, label in turns[args.raw]:
