@@ -6,7 +6,8 @@ When the kernel spreads these threads over CPUs, each pass is a wake-up sent to 
 the thread that wakes finds the other thread's data in the other CPU's cache. Threads that could
 never run Python side by side gain nothing from being apart. On the 2-core machine of
 ``make bench-compare`` that cost 14 % of the server's CPU per throughput Turn (2.67 against
-2.30 ms, ``bench.thread_cpu``) and a fifth of a lone Turn's reply time.
+2.30 ms, ``bench.thread_cpu``) and ~15 % of a lone Turn's reply time (the p50 of
+``bench.compare``).
 
 ``keep_threads_on_one_cpu`` runs first thing when the runtime starts (``groupx_site/runtime.py``).
 It pins every thread of the process to the CPU the loop's thread is on at that moment; threads
@@ -47,9 +48,11 @@ def keep_threads_on_one_cpu() -> int | None:
 
 
 def restore_in_child() -> None:
-    """In a child between fork and exec: the CPUs the process had before it was pinned."""
+    """In a child between fork and exec: the CPUs the process had before it was pinned. A CLI left
+    on one CPU (its cgroup changed meanwhile) still starts: an error here would fail its launch."""
     if _before is not None:
-        os.sched_setaffinity(0, _before)
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, _before)
 
 
 def _current_cpu() -> int | None:
