@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from tests.pg.databases import room_database_url
+from tests.procs import status_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 FAKES_BIN = REPO / "agents" / "fakes" / "bin"
@@ -39,10 +40,7 @@ def wait_until(predicate, *, timeout: float = 10.0, interval: float = 0.02, mess
 
 def peak_resident_bytes(pid: int) -> int:
     """The process's high-water resident set (VmHWM), from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
+    return status_bytes(pid, "VmHWM")
 
 
 class GroupXServer:

@@ -17,38 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.agents import db_rows, fake_agents, mcp_calls, send, tool_payload, wait_terminal
+from tests.procs import descendants
 from tests.server import wait_until
 from tests.sse import SseClient
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 FAMILIES = ("codex", "claude", "kimi", "hermes", "grok")  # the App Server, stream-json and three ACP
-
-
-def descendants(pid: int) -> dict[int, list[str]]:
-    """Every live process under ``pid`` and its argv, as /proc shows them to any local user."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as file:
-                # "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ")".
-                parents[int(entry)] = int(file.read().rpartition(")")[2].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # gone while we looked
-    found, frontier = {}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child, its_parent in parents.items():
-            if its_parent == parent and child not in found:
-                try:
-                    with open(f"/proc/{child}/cmdline", "rb") as file:
-                        found[child] = [arg.decode(errors="replace") for arg in file.read().split(b"\0") if arg]
-                except OSError:
-                    continue
-                frontier.append(child)
-    return found
 
 
 def bindings(server) -> list[str]:

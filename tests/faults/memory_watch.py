@@ -9,24 +9,18 @@ path taken), so what is left is the cost of the fault itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+
+from tests.procs import status_bytes
 
 MIB = 1024 * 1024
 
 
-def _status_bytes(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) * 1024  # the kernel writes kB (KiB)
-    raise AssertionError(f"no {field} in /proc/{pid}/status")
-
-
 def peak_resident_bytes(pid: int) -> int:
-    return _status_bytes(pid, "VmHWM")
+    return status_bytes(pid, "VmHWM")
 
 
 def resident_bytes(pid: int) -> int:
-    return _status_bytes(pid, "VmRSS")
+    return status_bytes(pid, "VmRSS")
 
 
 @dataclass
