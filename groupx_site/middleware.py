@@ -8,7 +8,8 @@
 - The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
 - Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
-- While the runtime drains for a stop, new requests get 503 and open SSE streams end.
+- While the runtime drains for a stop, new requests get 503 and open SSE streams end; the REST
+  writes admitted before it are counted, and the stop waits for them (``lifecycle.write_in_flight``).
 - Django's page middleware (sessions, auth, messages, CSRF, …) serves the admin and the HTML pages
   and is skipped under ``/api/``, which uses none of it (``pages_only``).
 """
@@ -200,6 +201,31 @@ AuthenticationMiddleware = pages_only(DjangoAuthenticationMiddleware)
 MessageMiddleware = pages_only(DjangoMessageMiddleware)
 XFrameOptionsMiddleware = pages_only(DjangoXFrameOptionsMiddleware)
 
-ApiWriteGuardMiddleware = _hybrid(before=_write_guard, after=_end_streams_on_drain)
+def _counts_as_write(request: HttpRequest) -> bool:
+    return request.method in WRITE_METHODS and is_api(request) and request.path not in DRAIN_EXEMPT_PATHS
+
+
+@sync_and_async_middleware
+def ApiWriteGuardMiddleware(get_response):  # noqa: N802 - named like the middleware classes around it
+    """``_write_guard`` before the view; an admitted write counted until it answers, so a stop
+    waits for it (PROTOCOL §10.8); SSE bodies made to end on the drain after it."""
+    if iscoroutinefunction(get_response):
+
+        async def async_call(request):
+            early = _write_guard(request)
+            if early is not None:
+                return early
+            if not _counts_as_write(request):
+                return _end_streams_on_drain(request, await get_response(request))
+            with lifecycle.write_in_flight():  # no await since the guard: admitted and counted at once
+                return await get_response(request)
+
+        return async_call
+
+    def sync_call(request):
+        early = _write_guard(request)
+        return early if early is not None else _end_streams_on_drain(request, get_response(request))
+
+    return sync_call
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
 SecurityHeadersMiddleware = _hybrid(after=_security_headers)

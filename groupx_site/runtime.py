@@ -245,7 +245,13 @@ async def _stop() -> None:
     from agents import worker as agents_worker
     from assistant import runtime as assistant_runtime
 
-    lifecycle.set_readiness("closing")
+    lifecycle.set_readiness("closing")  # no new write is admitted from here (groupx_site/middleware.py)
+    # PROTOCOL §10.8: the REST writes already admitted finish first (bounded), so none reaches
+    # the writer once the lanes and sessions below begin to close.
+    close_seconds = settings.GROUPX_CONFIG.timeouts.closeMs / 1000
+    if not await lifecycle.wait_for_writes_in_flight(close_seconds):
+        logger.warning("%d REST writes still running after %.1f s; closing the runtime anyway",
+                       lifecycle.writes_in_flight(), close_seconds)
     for mcp_server in ("agents.mcp.server", "assistant.mcp.server"):
         # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before
         if (loaded := sys.modules.get(mcp_server)) is not None:

@@ -2,16 +2,26 @@
 
 A start that met a store fault stays ``starting`` and tries again with backoff
 (``groupx_site/runtime.py``); ``start_retry`` says so in ``/api/health`` meanwhile.
+
+The REST writes in flight are counted here too: once readiness is ``closing`` no new one is
+admitted (503 ``STORE_UNAVAILABLE``), and the stop waits, bounded, for the ones already admitted
+before it closes the runtime (PROTOCOL §10.8), so none reaches the writer after the sessions
+began to close.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 
 _readiness = "starting"
 _start_attempts = 0
 _next_retry_at: float | None = None  # time.monotonic()
 _last_error: dict[str, str] | None = None
+_writes_in_flight = 0
+_no_writes_in_flight: asyncio.Event | None = None  # made on the loop by the first write
 
 
 def readiness() -> str:
@@ -38,3 +48,35 @@ def start_retry() -> dict | None:
     if _next_retry_at is not None:
         info["nextRetryMs"] = max(0, round((_next_retry_at - time.monotonic()) * 1000))
     return info
+
+
+@contextlib.contextmanager
+def write_in_flight() -> Iterator[None]:
+    """Count one admitted REST write for as long as it runs (on the event loop: the admission
+    check before it and this count are one step, with no ``await`` between them)."""
+    global _writes_in_flight, _no_writes_in_flight
+    if _no_writes_in_flight is None:
+        _no_writes_in_flight = asyncio.Event()
+    _writes_in_flight += 1
+    _no_writes_in_flight.clear()
+    try:
+        yield
+    finally:
+        _writes_in_flight -= 1
+        if _writes_in_flight == 0:
+            _no_writes_in_flight.set()
+
+
+def writes_in_flight() -> int:
+    return _writes_in_flight
+
+
+async def wait_for_writes_in_flight(timeout: float) -> bool:
+    """Wait until every admitted write has answered, at most ``timeout`` seconds; True if they did."""
+    if _writes_in_flight == 0 or _no_writes_in_flight is None:
+        return True
+    try:
+        await asyncio.wait_for(_no_writes_in_flight.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
