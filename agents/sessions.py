@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -28,13 +29,46 @@ from agents.drivers.base import (
 )
 from agents.drivers.registry import get_driver
 from groupx_site.core import db, listen
-from rooms import event_types, events
+from rooms import event_types, events, system_errors
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable, ssh_config_file
 
 logger = logging.getLogger("groupx.sessions")
 START_ATTEMPTS = 3
 BACKOFF_BASE_SECONDS = 0.4
+
+
+# Launches under way at once. A CLI's start is a burst of CPU (an interpreter or a JS runtime
+# loading); two hundred agents starting together left the server's one CPU (D83) a hundredth
+# share, and health went unanswered for ~20 s. A slot is given back when the handshake ends or
+# after LAUNCH_SLOT_SECONDS, whichever comes first, so a CLI hanging in its handshake (which burns
+# no CPU) holds up the others by that long at most (docs/DECISIONS.md D92).
+LAUNCH_SLOTS = 2 * (os.cpu_count() or 1)
+LAUNCH_SLOT_SECONDS = 1.0
+_launch_slots: asyncio.Semaphore | None = None
+
+
+@contextlib.asynccontextmanager
+async def launch_slot():
+    global _launch_slots
+    if _launch_slots is None:
+        _launch_slots = asyncio.Semaphore(LAUNCH_SLOTS)
+    slots = _launch_slots
+    await slots.acquire()
+    given_back = False
+
+    def give_back() -> None:
+        nonlocal given_back
+        if not given_back:
+            given_back = True
+            slots.release()
+
+    timer = asyncio.get_running_loop().call_later(LAUNCH_SLOT_SECONDS, give_back)
+    try:
+        yield
+    finally:
+        timer.cancel()
+        give_back()
 
 
 def private_dir_path() -> str:
@@ -66,6 +100,20 @@ def _session_event(event_type: str, actor: ActorRef, body: dict) -> None:
 
     with transaction.atomic():
         events.session_event(event_type=event_type, actor=actor, body={"actorId": actor.actor_id, **body})
+        _public_condition(event_type, actor, body)
+
+
+def _public_condition(event_type: str, actor: ActorRef, body: dict) -> None:
+    """A CLI that keeps failing to start is a public ``system.error`` once, until a start works
+    (PROTOCOL §14, docs/DECISIONS.md D89); a retry that fails again writes nothing more."""
+    condition = f"session:{actor.actor_id}"
+    if event_type == event_types.SESSION_FAILED:
+        system_errors.report(condition, body["errorCode"], (
+            f"{actor.display_name}'s CLI could not start ({body['errorCode']}, {body['attempts']} attempts): "
+            f"{body['message']}. Its Turns wait; the next one tries again, or restart the agent."),
+            actor_id=actor.actor_id)
+    elif event_type in (event_types.SESSION_READY, event_types.SESSION_RESUMED):
+        system_errors.resolve(condition, f"{actor.display_name}'s CLI started again.")
 
 
 class AgentSessions:
@@ -162,7 +210,8 @@ class AgentSessions:
             private_dir=secret_file.private_directory(private_dir_path()), ssh=ssh,
         )
         try:
-            session = await driver.start(profile, resume_native_session_id=resume_id)
+            async with launch_slot():
+                session = await driver.start(profile, resume_native_session_id=resume_id)
         except DriverError:
             await _db(instances.mark_closed)(self.instance_id, self.binding_id, "failed")
             raise

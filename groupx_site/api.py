@@ -97,6 +97,8 @@ class HealthReport(Response):
     # live worker with the agents it runs (``agents``) and whether it runs the room-wide jobs
     # (``roomJobs``). Each entry of ``agents`` names its ``worker``.
     worker: dict[str, Any] | None = None
+    # Another instance took the room over (D90): {by: its lease row or null, message}; readiness failed.
+    superseded: dict[str, Any] | None = None
 
 
 @api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",

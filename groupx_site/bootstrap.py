@@ -21,7 +21,7 @@ from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
-from groupx_site.health import agent_states
+from groupx_site.health import current_agent_states
 from rooms import event_types
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
@@ -76,7 +76,7 @@ class Bootstrap(Response):
 
 def agent_cards() -> list[dict[str, Any]]:
     cards = []
-    states = agent_states()
+    states = current_agent_states()
     for agent in roster.live_agents():
         state = states[agent.actor_id]
         card = {

@@ -57,17 +57,26 @@ def worker_report() -> dict[str, Any]:
     return report
 
 
-def agent_states(worker: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def agent_states(worker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Each live agent's health. A process that runs the agents knows it; a web process of split
-    mode reads what the owning worker stored beside its lease (``stopped`` with no live owner)."""
+    mode reads what the owning worker stored beside its lease (``stopped`` with no live owner), from
+    ``worker`` (``worker_report()``; None while the store cannot say)."""
     agents = roster.live_agents()
     if runtime.runs_agents():
         return {agent.actor_id: health.snapshot(agent.actor_id) for agent in agents}
-    stored = (worker or worker_report())["agentsHealth"]
+    if worker is None:  # the lease rows cannot be read yet (a fresh room migrating): nothing runs them
+        return {agent.actor_id: {"status": "starting" if lifecycle.readiness() == "starting" else "stopped"}
+                for agent in agents}
+    stored = worker["agentsHealth"]
     return {agent.actor_id: dict(stored.get(agent.actor_id) or {"status": "stopped"}) for agent in agents}
 
 
-def agent_health(worker: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def current_agent_states() -> dict[str, dict[str, Any]]:
+    """``agent_states`` once the store is migrated (the bootstrap's cards)."""
+    return agent_states(None if runtime.runs_agents() else worker_report())
+
+
+def agent_health(worker: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Each live agent's entry; ``worker`` names the worker that runs it (its lease's live holder,
     D58), null when none does or the store does not say."""
     entries = []
@@ -106,7 +115,9 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
     # No owner of the room, or (split mode) an agent no live worker runs: its Turns wait (D45, D58).
     no_owner = readiness == "ready" and worker is not None and (
         worker["owner"] is None or (worker["mode"] == "split" and any(a["worker"] is None for a in agents)))
+    superseded = lifecycle.superseded()  # another instance took the room over (D90)
     degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None or no_owner
+                or superseded is not None
                 or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
     counts = {"activeTurns": 0, "queuedTurns": 0}
     if readiness == "ready" and "journalMode" in store:  # while starting, the tables may still be migrating
@@ -126,4 +137,5 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
         **({"worker": _public_worker(worker)} if worker is not None else {}),
         **counts,
         **(start_retry or {}),
+        **({"superseded": superseded} if superseded is not None else {}),
     }

@@ -113,6 +113,8 @@ def check_readiness() -> GroupXError | None:
     if fault is not None:  # the start waits for the store: say which fault, not just "starting"
         return store_faults.StoreUnavailable(fault.kind)
     if state == "failed":
+        if (superseded := lifecycle.superseded()) is not None:  # it started, and another took over (D90)
+            return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX {superseded['message']}")
         return GroupXError("SESSION_NOT_AVAILABLE", "GroupX failed to start; /api/health says why")
     error = GroupXError("SESSION_NOT_AVAILABLE", "GroupX is starting (recovering the room and starting the "
                                                  "agents' sessions); nothing was written, try again shortly")

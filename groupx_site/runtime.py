@@ -28,8 +28,9 @@ import sys
 from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
+from groupx_site import room_conditions
 from groupx_site.core import db, layer, lifecycle, one_cpu, store_faults, store_integrity, wal_checkpoints
-from rooms import bus, search_index
+from rooms import bus, search_index, system_errors
 from setup_wizard import roster
 
 logger = logging.getLogger("groupx.runtime")
@@ -70,13 +71,38 @@ def runs_agents() -> bool:
 
 
 async def stop_agents_after_lease_lost() -> None:
-    """Another process owns the agents now: ours stop at once and this process is not ready."""
+    """Another process owns the agents now: ours stop at once and this process is not ready. It
+    says so: health and the refused writes name the process that took over, and the room gets one
+    ``system.error`` (D89, D90)."""
     from agents import runtime as agent_runtime
     from assistant import runtime as assistant_runtime
 
     lifecycle.set_readiness("failed")
     await assistant_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
     await agent_runtime.stop()
+    await _say_superseded()
+
+
+async def _say_superseded() -> None:
+    from agents import lease
+
+    me = _keeper.me if _keeper is not None else None
+    try:
+        owner = (await db.read(lease.describe)())["owner"]
+    except store_faults.StoreUnavailable:
+        owner = None
+    if owner is not None and me is not None and owner["workerId"] == me.worker_id:
+        owner = None
+    lifecycle.supersede(owner)
+    if me is None:
+        return
+    taker = (f"GroupX process {owner['pid']} on {owner['host']} took the room over" if owner
+             else "its lease was not renewed in time")
+    message = f"GroupX process {me.pid} on {me.host} ({me.mode}) stopped its agents: {taker}."
+    try:
+        await db.write(system_errors.report)(f"lease.lost:{me.worker_id}", "SESSION_NOT_AVAILABLE", message)
+    except store_faults.StoreUnavailable as fault:
+        logger.warning("the lost lease could not be made public: %s", fault.message)
 
 
 async def _start_agents() -> None:
@@ -196,6 +222,8 @@ async def _start() -> None:
     search_index.start()  # the messages since the last batch first, then about once a second (D80)
     if lifecycle.readiness() == "starting":  # a stop that began meanwhile stays "closing"
         lifecycle.set_readiness("ready")
+    if not _is_worker():  # the processes that serve the room keep its failures public (D89)
+        room_conditions.watcher.start()
     _freeze_startup_objects()
     logger.info("GroupX runtime ready%s", f" after {backoff.failures + 1} attempts" if backoff.failures else "")
 
@@ -261,6 +289,7 @@ async def _stop() -> None:
     await agent_runtime.stop()
     if _keeper is not None:
         await _keeper.release()
+    await room_conditions.watcher.stop()
     await bus.stop_relay()
     await search_index.stop()
     await asyncio.to_thread(wal_checkpoints.stop)  # its last pass cuts the WAL (D67)

@@ -32,13 +32,14 @@ from memory import sql as memory_sql
 from memory.models import Summary
 from memory.summariser import Summariser, SummariserError, SummaryRequest, summariser
 from memory.transcript import entry, uncompacted_after
-from rooms import event_types, events
+from rooms import event_types, events, system_errors
 from rooms.models import ROOM_ID
 from setup_wizard import roster
 from setup_wizard.config import ResolvedAgent
 
 logger = logging.getLogger("groupx.memory.compaction")
 MAX_ATTEMPTS, BACKOFF_SECONDS = 3, 0.3
+COMPACTION_CONDITION = "room.summary"  # its public system.error (rooms/system_errors.py)
 STORE_CAP = 32_768
 # Rows per read of the log while planning: a pass of ordinary messages takes ~1,000 of them (the input
 # budget), so a few reads, each bounded, whatever the length of the uncompacted history.
@@ -200,8 +201,13 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
                 _progress("failed", operation_id, operation, plan, errorCode="STORE_CONFLICT")
                 raise CompactionFailed("STORE_CONFLICT", "the checkpoint changed while the summary was written")
             _progress("completed", operation_id, operation, plan, generatorActorId=agent.actor_id)
+            await db.write(system_errors.resolve)(COMPACTION_CONDITION, "The room's summary is written again.")
             return True
         _progress("failed", operation_id, operation, plan, errorCode=code)
+        # Public once until a compaction works (PROTOCOL §14, D89): the packets keep the older summary.
+        await db.write(system_errors.report)(COMPACTION_CONDITION, code, (
+            f"No agent could write the room's summary ({code}); agents get the older summary and the "
+            "recent messages until a compaction works."))
         raise CompactionFailed(code, "no agent produced a valid summary; the active summary is unchanged")
 
 

@@ -33,6 +33,7 @@ from memory.dated_sources import local_date
 from memory.models import DatedMemoryRollup, DatedMemorySource, MemoryRecord
 from memory.records import Writer
 from memory.summariser import SummariserError, SummaryRequest, summariser
+from rooms import system_errors
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
 from setup_wizard import roster
@@ -187,7 +188,12 @@ def commit(agent: ResolvedAgent, batch: Batch, text: str | None) -> str | None:
             memory_id=memory_id, summarized_through_seq=max(rollup.summarized_through_seq, batch.through_seq),
             failure_count=0, last_attempt_at=now, next_attempt_at=None, last_error_code=None, **_recount(rollup),
         )
+        system_errors.resolve(_condition(batch.actor_id), f"{agent.display_name}'s dated memory is written again.")
     return memory_id
+
+
+def _condition(actor_id: str) -> str:
+    return f"memory.dated:{actor_id}"
 
 
 def record_failure(actor_id: str, day: date, code: str) -> None:
@@ -198,6 +204,12 @@ def record_failure(actor_id: str, day: date, code: str) -> None:
             failure_count=rollup.failure_count + 1, last_attempt_at=now, last_error_code=code[:64],
             next_attempt_at=now + backoff(rollup.failure_count),
         )
+        agent = roster.live_agent(actor_id)
+        name = agent.display_name if agent is not None else actor_id
+        # Public once (PROTOCOL §14, D89): the retries that fail again write nothing more.
+        system_errors.report(_condition(actor_id), code, (
+            f"{name}'s dated memory for {day.isoformat()} could not be written ({code}); "
+            "GroupX tries again later and nothing of the day is lost."), actor_id=actor_id)
 
 
 # ---- run -----------------------------------------------------------------------------------------

@@ -139,6 +139,10 @@ CONTEXT_COMPACTION_FAILED = _declare("context.compaction.failed", TRANSIENT, UI,
 COMPACTION_PROGRESS = {"started": CONTEXT_COMPACTION_STARTED, "retrying": CONTEXT_COMPACTION_RETRYING,
                        "completed": CONTEXT_COMPACTION_COMPLETED, "failed": CONTEXT_COMPACTION_FAILED}
 
+# ---- failures outside a Turn (rooms/system_errors.py; PROTOCOL §14: what affects the user is public) --
+SYSTEM_ERROR = _declare("system.error", DURABLE, UI, ("condition", "code", "message", "status"),
+                        "a failure outside any Turn began (status active) or healed (status resolved)")
+
 # ---- lists derived from the table ---------------------------------------------------------------
 # Declaration order is kept: memory/sql.py binds CONTEXT_TYPES, in this order, one placeholder each.
 CONTEXT_TYPES = tuple(t.name for t in REGISTRY.values() if t.audience is CONTEXT)

@@ -24,6 +24,10 @@ from agents.drivers.table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
 DRIVERS = DRIVER_NAMES
 DriverName = Literal[DRIVER_NAMES]  # a Literal of every name, in the table's order (for messages)
 RESERVED_AGENT_IDS = ("assistant", "__assistant__")
+# The roster's size: the spec sets none. Each agent is a CLI process with its session, lane and
+# health; 200 start together with health answering throughout, and 256 leaves room above that
+# (docs/DECISIONS.md D92).
+MAX_AGENTS = 256
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
 MESSAGE_CHARACTERS = 131_072
 INTERPRETER_RE = re.compile(r"^(python(3(\.\d+)?)?|node(js)?)$")
@@ -275,6 +279,8 @@ class GroupXConfig(Strict):
             return None
         if not agents:
             raise ValueError("at least one agent is required")
+        if len(agents) > MAX_AGENTS:
+            raise ValueError(f"{len(agents)} agents are configured; a room holds at most {MAX_AGENTS}")
         for agent_id, agent in agents.items():
             if agent_id in RESERVED_AGENT_IDS:
                 raise ValueError(f"agent id {agent_id!r} is reserved")

@@ -20,6 +20,7 @@ _readiness = "starting"
 _start_attempts = 0
 _next_retry_at: float | None = None  # time.monotonic()
 _last_error: dict[str, str] | None = None
+_superseded: dict | None = None  # set once another process took the room's agents over (D90)
 _writes_in_flight = 0
 _no_writes_in_flight: asyncio.Event | None = None  # made on the loop by the first write
 
@@ -31,6 +32,23 @@ def readiness() -> str:
 def set_readiness(value: str) -> None:
     global _readiness
     _readiness = value
+
+
+def supersede(owner: dict | None) -> None:
+    """Another process took the room's lease (``owner``: its lease row as health shows it, None
+    when the lease simply lapsed): this one runs nothing from now on and says so."""
+    global _superseded
+    if owner is not None:
+        by = f"GroupX process {owner.get('pid')} on {owner.get('host')} ({owner.get('mode')})"
+        message = f"this instance was superseded: {by} took the room over; stop this one (`groupx stop`)"
+    else:
+        message = "this instance lost the room's lease (not renewed in time); its agents stopped; restart it"
+    _superseded = {"by": owner, "message": message}
+
+
+def superseded() -> dict | None:
+    """``{by, message}`` once this process lost the room to another (or its lease lapsed); else None."""
+    return _superseded
 
 
 def start_attempt_failed(code: str, message: str, retry_in_seconds: float | None) -> None:
