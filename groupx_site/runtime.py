@@ -77,25 +77,31 @@ async def stop_agents_after_lease_lost() -> None:
     from agents import runtime as agent_runtime
     from assistant import runtime as assistant_runtime
 
+    owner = await _room_owner_now()
+    lifecycle.supersede(owner)
     lifecycle.set_readiness("failed")
     await assistant_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
     await agent_runtime.stop()
-    await _say_superseded()
+    await _say_lease_lost(owner)
 
 
-async def _say_superseded() -> None:
+async def _room_owner_now() -> dict | None:
+    """The live owner of the room's lease as the store says, unless it is this process."""
     from agents import lease
 
-    me = _keeper.me if _keeper is not None else None
     try:
         owner = (await db.read(lease.describe)())["owner"]
     except store_faults.StoreUnavailable:
-        owner = None
-    if owner is not None and me is not None and owner["workerId"] == me.worker_id:
-        owner = None
-    lifecycle.supersede(owner)
-    if me is None:
+        return None
+    if owner is not None and _keeper is not None and owner["workerId"] == _keeper.me.worker_id:
+        return None
+    return owner
+
+
+async def _say_lease_lost(owner: dict | None) -> None:
+    if _keeper is None:
         return
+    me = _keeper.me
     taker = (f"GroupX process {owner['pid']} on {owner['host']} took the room over" if owner
              else "its lease was not renewed in time")
     message = f"GroupX process {me.pid} on {me.host} ({me.mode}) stopped its agents: {taker}."
