@@ -22,6 +22,7 @@ import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
+import { renderSystemError, SYSTEM_ERROR } from "./system_error.js";
 import { backoffDelay, RoomStream } from "./stream.js";
 import { isHidden, setEventTypes, Timeline } from "./timeline.js";
 import { isTurnLifecycle, TurnStore } from "./turns.js";
@@ -59,7 +60,8 @@ const timeline = new Timeline(
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
     onLatest: () => boot(),
-    renderers: RENDERERS, // event types with a renderer of their own (the assistant's dispatches)
+    // event types with a renderer of their own (the assistant's dispatches, failures outside a Turn)
+    renderers: new Map([...RENDERERS, [SYSTEM_ERROR, renderSystemError]]),
   },
 );
 
@@ -176,6 +178,7 @@ function onDurable(env) {
   if (isTurnLifecycle(env.type)) turns.apply(env); // statuses first, so chips render correctly
   if (env.type.startsWith("session.")) sidebar.session(env);
   if (env.type === "turn.completed") sidebar.turnCompleted(env.actor.actorId);
+  if (env.type === SYSTEM_ERROR) sidebar.systemError(env);
   if (env.type.startsWith("memory.")) {
     memoryPanel.event(env);
     agentMemory.event(env);

@@ -70,6 +70,7 @@ export class Sidebar {
         activity: h("span", { class: "agent-activity" }),
         queued: h("span", { class: "agent-queued", hidden: true }),
         error: h("p", { class: "agent-error", role: "status", hidden: true }),
+        problem: h("p", { class: "agent-error agent-problem", role: "status", hidden: true }),
       };
       const mcp = card.capabilities && card.capabilities.currentTurnMcp ? "MCP on" : "MCP off";
       const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: "Memory",
@@ -89,7 +90,7 @@ export class Sidebar {
           h("span", { class: "agent-driver-row" },
             h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }),
             h("span", { class: "agent-buttons" }, memory, restart))),
-        parts.error), card.actorId);
+        parts.error, parts.problem), card.actorId);
       this.agents.set(card.actorId, { card: { ...card }, el, parts, activity: null, queued: 0 });
       this.list.append(el);
       this.render(card.actorId);
@@ -145,6 +146,17 @@ export class Sidebar {
     }
   }
 
+  /** A system.error about one agent (body.actorId): on its card while active, gone once healed. */
+  systemError(env) {
+    const body = env.body || {};
+    const agent = this.agents.get(body.actorId);
+    if (!agent) return;
+    const problems = { ...(agent.card.problems || {}) };
+    if (body.status === "active") problems[body.condition] = { code: body.code, message: body.message };
+    else delete problems[body.condition];
+    this.update(body.actorId, { problems });
+  }
+
   /** A completed Turn: the agent works again, so its last error is history (health does the same). */
   turnCompleted(actorId) {
     const agent = this.agents.get(actorId);
@@ -183,6 +195,10 @@ export class Sidebar {
     const error = card.lastError;
     parts.error.hidden = !error;
     if (error) parts.error.replaceChildren(h("code", { text: error.code || "ERROR" }), " ", error.message || "");
+    // The active system.error about this agent (D89), in words, until it heals.
+    const problem = Object.values(card.problems || {}).pop();
+    parts.problem.hidden = !problem;
+    if (problem) parts.problem.replaceChildren(h("code", { text: problem.code || "ERROR" }), " ", problem.message || "");
   }
 
   renderCount() {
