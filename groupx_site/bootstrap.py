@@ -22,7 +22,7 @@ from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from groupx_site.health import current_agent_states
-from rooms import event_types
+from rooms import event_types, system_errors
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
 from rooms.schemas import Envelope, PageCursor, Response
@@ -52,6 +52,8 @@ class AgentCard(Response):
     capabilities: dict[str, Any]
     instanceId: str | None = None
     lastError: Any = None
+    # The active system.error conditions about this agent: condition -> {code, message} (D89).
+    problems: dict[str, dict[str, str]] | None = None
 
 
 class ActiveTurn(BaseModel):
@@ -74,7 +76,7 @@ class Bootstrap(Response):
     previousPage: PageCursor | None = None
 
 
-def agent_cards() -> list[dict[str, Any]]:
+def agent_cards(problems: dict[str, dict[str, dict[str, str]]] | None = None) -> list[dict[str, Any]]:
     cards = []
     states = current_agent_states()
     for agent in roster.live_agents():
@@ -98,6 +100,8 @@ def agent_cards() -> list[dict[str, Any]]:
             card["instanceId"] = state["instanceId"]
         if state.get("lastError"):
             card["lastError"] = state["lastError"]
+        if (problems or {}).get(agent.actor_id):
+            card["problems"] = problems[agent.actor_id]
         cards.append(card)
     return cards
 
@@ -111,11 +115,12 @@ def bootstrap() -> dict[str, Any]:
             .order_by("enqueue_seq")
             .values("turn_id", "target_actor_id", "status", "source_event_id")
         )
+        problems = system_errors.active_by_agent()
     through_seq = rows[-1]["seq"] if rows else 0
     snapshot: dict[str, Any] = {
         "schema": "groupx.bootstrap/0.1",
         "room": {"roomId": ROOM_ID, "throughSeq": through_seq},
-        "agents": agent_cards(),
+        "agents": agent_cards(problems),
         # Saved through /setup after this process started: shown, counted, not targetable (FEATURES §2.3).
         "pendingAgents": pending_agents(settings.GROUPX_CONFIG_PATH, {a.actor_id for a in roster.live_agents()}),
         "recentEvents": [envelope_from_row(row) for row in rows],

@@ -67,12 +67,23 @@ def resolve(condition: str, message: str) -> bool:
 
 def active_conditions(prefix: str) -> list[str]:
     """Every active condition whose key starts with ``prefix`` (for a watcher that heals them)."""
+    return [condition for condition, body in _latest_bodies(prefix).items() if body.get("status") == ACTIVE]
+
+
+def active_by_agent() -> dict[str, dict[str, dict[str, str]]]:
+    """The active conditions about an agent: actorId -> condition -> {code, message} (its card)."""
+    found: dict[str, dict[str, dict[str, str]]] = {}
+    for condition, body in _latest_bodies("").items():
+        if body.get("status") == ACTIVE and body.get("actorId"):
+            found.setdefault(body["actorId"], {})[condition] = {"code": body["code"], "message": body["message"]}
+    return found
+
+
+def _latest_bodies(prefix: str) -> dict[str, dict[str, Any]]:
+    """Each condition's latest body (there are few: one event per change of a condition)."""
     bodies = (Event.objects.filter(event_type=event_types.SYSTEM_ERROR, correlation_id__startswith=_correlation(prefix))
               .order_by("seq").values_list("body", flat=True))
-    state: dict[str, str] = {}
-    for body in bodies:
-        state[body["condition"]] = body.get("status")
-    return [condition for condition, status in state.items() if status == ACTIVE]
+    return {body["condition"]: body for body in bodies}
 
 
 def _write(condition: str, code: str, message: str, status: str, actor_id: str | None) -> None:

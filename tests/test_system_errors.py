@@ -42,6 +42,9 @@ def test_an_agent_whose_cli_keeps_failing_to_start_is_one_system_error_until_a_s
         assert error["body"]["status"] == "active" and error["body"]["actorId"] == "agent:kimi"
         assert error["body"]["code"] == "ADAPTER_START_FAILED"
         assert "could not start" in error["body"]["message"] and error["actor"]["actorId"] == "system:groupx"
+        [card] = server.get("/api/bootstrap").json()["agents"]
+        assert card["problems"] == {"session:agent:kimi": {"code": "ADAPTER_START_FAILED",
+                                                           "message": error["body"]["message"]}}
 
         # The next Turn tries three more starts, which fail too: the Turn fails, the room hears nothing new.
         failing = send(server, "agent:kimi", "are you there?")["turns"][0]["turnId"]
@@ -54,6 +57,7 @@ def test_an_agent_whose_cli_keeps_failing_to_start_is_one_system_error_until_a_s
         healed = system_errors(server, "session:agent:kimi")
         assert [e["body"]["status"] for e in healed] == ["active", "resolved"]
         assert healed[1]["body"]["code"] == "ADAPTER_START_FAILED" and healed[1]["body"]["actorId"] == "agent:kimi"
+        assert "problems" not in server.get("/api/bootstrap").json()["agents"][0]
     finally:
         server.stop()
 
