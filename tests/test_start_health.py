@@ -9,6 +9,7 @@ import json
 import uuid
 
 import httpx
+import pytest
 
 from tests.groupx_cli import Foreground, cli_env, fake, free_port, groupx, port_refuses, write_config
 from tests.server import GroupXServer, hanging_agent, wait_until
@@ -38,10 +39,13 @@ def every_health_answer_until_ready(port: int, process: Foreground) -> list[http
     return answers
 
 
-def test_a_fresh_split_mode_web_process_answers_starting_from_its_first_health_request(tmp_path):
+@pytest.mark.parametrize("mode", ["embedded", "split"])
+def test_a_fresh_room_answers_starting_from_its_first_health_request(tmp_path, mode):
     port = free_port()
-    # A web process of split mode (a Redis channel layer named): it migrates the fresh room itself.
-    config = write_config(tmp_path, port, channelLayer={"redisUrl": f"redis://127.0.0.1:{free_port()}/0"})
+    # Split mode's web process (a Redis channel layer named) migrates the fresh room itself, as the
+    # embedded default does; no worker and no Redis are needed for what it answers meanwhile.
+    extra = {"channelLayer": {"redisUrl": f"redis://127.0.0.1:{free_port()}/0"}} if mode == "split" else {}
+    config = write_config(tmp_path, port, **extra)
     web = Foreground(tmp_path, "start", "--no-open", "--config", str(config))
     try:
         answers = every_health_answer_until_ready(port, web)
