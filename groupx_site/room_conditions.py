@@ -9,7 +9,9 @@ condition begins or heals:
 - ``lease.lost:<workerId>``: written by the process that lost the lease
   (``groupx_site/runtime.py``); healed here once a live process owns the room again.
 
-What it saw last is kept here, so an unchanged room costs one read of the lease rows (and of the
+A worker condition is reported once it has held for a lease's expiry (a split room's worker
+starts after its web process, and a standby takes over within that time). What it saw last is
+kept here, so an unchanged room costs one read of the lease rows (and of the
 few ``system.error`` rows) per beat and no write; several web processes may each notice a change, and ``rooms/system_errors.py`` writes it
 once.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from django.conf import settings
@@ -94,11 +97,31 @@ def _look() -> tuple[dict[str, tuple[str, str] | None], dict[str, Any] | None, l
     return wanted(worker, integrity.ok if integrity is not None else None), owner, lost
 
 
+_failing_since: dict[str, float] = {}  # a worker condition -> when this process first saw it hold
+
+
+def _after_grace(conditions: dict[str, tuple[str, str] | None]) -> dict[str, tuple[str, str] | None]:
+    """A worker condition counts once it has held for a lease's expiry: a split room's web process
+    is ready before its worker starts (``groupx start --split``), and a standby takes over within
+    that time; neither is a failure the person must hear about."""
+    now, grace = time.monotonic(), lease.expiry_seconds()
+    kept: dict[str, tuple[str, str] | None] = {}
+    for condition, failing in conditions.items():
+        if failing is None or not condition.startswith("worker."):
+            _failing_since.pop(condition, None)
+            kept[condition] = failing
+            continue
+        since = _failing_since.setdefault(condition, now)
+        kept[condition] = failing if now - since >= grace else None
+    return kept
+
+
 async def _watch() -> None:
     while True:
         if lifecycle.readiness() == "ready":
             try:
                 conditions, owner, lost = await db.read(_look)()
+                conditions = _after_grace(conditions)
                 if lost or any(_seen.get(c) != (failing is not None) for c, failing in conditions.items()):
                     await db.write(apply)(conditions, owner, lost)
             except StoreUnavailable as fault:  # the store's own fault is health's to report (D24)
