@@ -203,6 +203,7 @@ AuthenticationMiddleware = pages_only(DjangoAuthenticationMiddleware)
 MessageMiddleware = pages_only(DjangoMessageMiddleware)
 XFrameOptionsMiddleware = pages_only(DjangoXFrameOptionsMiddleware)
 
+
 def _counts_as_write(request: HttpRequest) -> bool:
     return request.method in WRITE_METHODS and is_api(request) and request.path not in DRAIN_EXEMPT_PATHS
 
@@ -229,5 +230,7 @@ def ApiWriteGuardMiddleware(get_response):  # noqa: N802 - named like the middle
         return early if early is not None else _end_streams_on_drain(request, get_response(request))
 
     return sync_call
+
+
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
 SecurityHeadersMiddleware = _hybrid(after=_security_headers)
