@@ -149,6 +149,7 @@ def commit_summary(plan: Plan, text: str, generator_actor_id: str) -> bool:
             content=text[:STORE_CAP], generator_actor_id=generator_actor_id, status="active",
             created_at=timezone.now(),
         )
+        system_errors.resolve(COMPACTION_CONDITION, "The room's summary is written again.")  # if it had failed
     return True
 
 
@@ -201,7 +202,6 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
                 _progress("failed", operation_id, operation, plan, errorCode="STORE_CONFLICT")
                 raise CompactionFailed("STORE_CONFLICT", "the checkpoint changed while the summary was written")
             _progress("completed", operation_id, operation, plan, generatorActorId=agent.actor_id)
-            await db.write(system_errors.resolve)(COMPACTION_CONDITION, "The room's summary is written again.")
             return True
         _progress("failed", operation_id, operation, plan, errorCode=code)
         # Public once until a compaction works (PROTOCOL §14, D89): the packets keep the older summary.
