@@ -42,6 +42,7 @@ _migrate_first = False
 _keeper: LeaseKeeper | None = None  # set by the worker before it starts; the embedded role makes its own
 _holdings_lock = asyncio.Lock()  # a worker starts and stops what its leases say one change at a time
 _room_jobs_started = False
+WRITES_DRAIN_SECONDS = 2.0  # at most this long (or the close timeout) a stop waits for admitted writes (D91)
 
 
 def split_mode() -> bool:
@@ -281,11 +282,12 @@ async def _stop() -> None:
 
     lifecycle.set_readiness("closing")  # no new write is admitted from here (groupx_site/middleware.py)
     # PROTOCOL §10.8: the REST writes already admitted finish first (bounded), so none reaches
-    # the writer once the lanes and sessions below begin to close.
-    close_seconds = settings.GROUPX_CONFIG.timeouts.closeMs / 1000
-    if not await lifecycle.wait_for_writes_in_flight(close_seconds):
+    # the writer once the lanes and sessions below begin to close. A write takes milliseconds; the
+    # bound keeps a long one (a side-chat message awaiting the brain) inside `groupx stop`'s budget.
+    bound = min(WRITES_DRAIN_SECONDS, settings.GROUPX_CONFIG.timeouts.closeMs / 1000)
+    if not await lifecycle.wait_for_writes_in_flight(bound):
         logger.warning("%d REST writes still running after %.1f s; closing the runtime anyway",
-                       lifecycle.writes_in_flight(), close_seconds)
+                       lifecycle.writes_in_flight(), bound)
     for mcp_server in ("agents.mcp.server", "assistant.mcp.server"):
         # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before
         if (loaded := sys.modules.get(mcp_server)) is not None:
