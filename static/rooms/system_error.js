@@ -16,7 +16,7 @@ export function renderSystemError(timeline, env) {
   const healed = body.status === "resolved";
   const subject = body.actorId ? timeline.ctx.agentActor(body.actorId).displayName : "The room";
   const el = h("div", {
-    class: "sys sys--system-error", role: healed ? "note" : "alert",
+    class: "sys sys--system-error", role: "note", // not "alert": a reload replays them all
     dataset: { eventId: env.eventId, type: env.type, tone: healed ? "ok" : "err", condition: body.condition || "" },
   },
   h("span", { class: "sys-dot", "aria-hidden": "true" }),
