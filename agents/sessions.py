@@ -109,7 +109,7 @@ def _public_condition(event_type: str, actor: ActorRef, body: dict) -> None:
     condition = f"session:{actor.actor_id}"
     if event_type == event_types.SESSION_FAILED:
         system_errors.report(condition, body["errorCode"], (
-            f"{actor.display_name}'s CLI could not start ({body['errorCode']}, {body['attempts']} attempts): "
+            f"{actor.display_name}'s CLI could not start after {body['attempts']} attempt(s): "
             f"{body['message']}. Its Turns wait; the next one tries again, or restart the agent."),
             actor_id=actor.actor_id)
     elif event_type in (event_types.SESSION_READY, event_types.SESSION_RESUMED):

@@ -192,11 +192,12 @@ export class Sidebar {
     parts.queued.hidden = !(activity && activity.queued);
     parts.queued.textContent = activity && activity.queued ? `${activity.queued} queued` : "";
     parts.activity.classList.toggle("is-busy", Boolean(activity && activity.busy));
-    const error = card.lastError;
+    // The active system.error about this agent (D89), in words, until it heals; it says what a
+    // lastError of the same code would, so that one is not shown twice.
+    const problem = Object.values(card.problems || {}).pop();
+    const error = card.lastError && !(problem && problem.code === card.lastError.code) ? card.lastError : null;
     parts.error.hidden = !error;
     if (error) parts.error.replaceChildren(h("code", { text: error.code || "ERROR" }), " ", error.message || "");
-    // The active system.error about this agent (D89), in words, until it heals.
-    const problem = Object.values(card.problems || {}).pop();
     parts.problem.hidden = !problem;
     if (problem) parts.problem.replaceChildren(h("code", { text: problem.code || "ERROR" }), " ", problem.message || "");
   }
