@@ -31,12 +31,25 @@ from agents.sessions import private_dir_path
 from assistant import conversation, operator_binding, status
 from assistant.prompt import brain_prompt
 from groupx_site.core import db, listen
+from groupx_site.core.store_faults import StoreUnavailable
+from rooms import system_errors
 from setup_wizard.config import resolve_executable
 
 logger = logging.getLogger("groupx.assistant")
 START_ATTEMPTS = 3
 BACKOFF_BASE_SECONDS = 0.4
 OPERATOR_PATH = "/mcp/operator"
+
+
+BRAIN_CONDITION = "assistant.brain"  # its public system.error (rooms/system_errors.py)
+
+
+async def _public(call, *args) -> None:
+    """A system.error about the brain; a store fault only loses the notice, never the run."""
+    try:
+        await db.write(call)(*args)
+    except StoreUnavailable as fault:
+        logger.warning("the room assistant's condition could not be made public: %s", fault.message)
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,7 @@ class Brain:
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
                     self.session = await self._launch()
+                    await _public(system_errors.resolve, BRAIN_CONDITION, "The room assistant's CLI started again.")
                     return self.session
                 except DriverError as error:
                     last = error
@@ -110,6 +124,10 @@ class Brain:
                         break
                     await asyncio.sleep(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
             assert last is not None
+            # Public once until a start works (PROTOCOL §14, docs/DECISIONS.md D89).
+            await _public(system_errors.report, BRAIN_CONDITION, last.code, (
+                f"The room assistant's CLI could not start: {last.message}. The side chat answers once it "
+                "starts; check its command on Agent settings."))
             raise last
 
     async def _launch(self) -> NativeSession:

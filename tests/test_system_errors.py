@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 from tests.agents import db_rows, fake_agents, send, wait_terminal
+from tests.assistant_room import assistant_config, assistant_room, say
 from tests.server import GroupXServer, hanging_agent, wait_until
 from tests.test_context import chat
 from tests.test_health_promises import WAIT_FOR_SESSIONS, damage_table_pages
@@ -115,5 +116,26 @@ def test_a_failed_integrity_check_is_a_system_error_of_the_room(tmp_path):
                              message="the integrity system.error")
         assert error["body"]["status"] == "active" and error["body"]["code"] == "STORE_UNAVAILABLE"
         assert "damaged" in error["body"]["message"] and "actorId" not in error["body"]
+    finally:
+        server.stop()
+
+
+def test_a_room_assistant_whose_cli_cannot_start_is_one_system_error_until_it_starts(tmp_path):
+    gone = {"enabled": True, "brain": {"driver": "claude", "command": str(tmp_path / "gone"), "cwd": str(tmp_path)}}
+    server = assistant_room(tmp_path, "kimi", assistant=gone)
+    try:
+        [error] = wait_until(lambda: system_errors(server, "assistant.brain"), timeout=30, message="the brain's error")
+        assert error["body"]["status"] == "active" and error["body"]["code"] == "ADAPTER_NOT_FOUND"
+        assert "room assistant" in error["body"]["message"] and "actorId" not in error["body"]
+        assert say(server, "anyone there?").json()["assistantMessage"]["outcome"] == "failed"  # tries again, fails
+        assert statuses(server, "assistant.brain") == ["active"]
+
+        server.stop()
+        config = json.loads(server.config_path.read_text())
+        server.write_config({**config, "assistant": assistant_config(tmp_path)})  # the command is fixed
+        server.start()
+
+        wait_until(lambda: statuses(server, "assistant.brain") == ["active", "resolved"], timeout=60,
+                   message="the brain's error healed")
     finally:
         server.stop()
