@@ -136,6 +136,28 @@ def test_an_ask_to_a_busy_agent_is_pending_and_collect_gets_the_answer(make_serv
     cancel(room, asker_turn)
 
 
+@pytest.mark.parametrize("cancel_on_timeout", [True, False])
+def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_timeout(make_server, tmp_path,
+                                                                                     cancel_on_timeout):
+    room = room_with(make_server, tmp_path, scenarios={"grok": {"default_turn": ["hang"]}})
+    asked = ask_args("agent:grok", "take your time", "ask-timeout", timeoutMs=300,
+                     cancelOnTimeout=cancel_on_timeout)
+    asker = send(room, "agent:kimi", directive("ask", asked))["turns"][0]["turnId"]
+    assert wait_terminal(room, asker)["type"] == "turn.completed"  # the ask answered; kimi's Turn ended
+
+    answer = tool_payload(mcp_calls(room, "kimi", "ask")[0])
+    assert answer["state"] == "pending"  # a timeout never fakes a terminal state
+    [child] = answer["results"]
+    assert child["status"] == "pending" and child["target"] == "agent:grok"
+    if cancel_on_timeout:
+        assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
+    else:  # the child goes on after the wait: still running when its asker's Turn is over
+        assert not [e for e in turn_events(room, child["turnId"])
+                    if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
+        cancel(room, child["turnId"])
+        assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
+
+
 def test_publish_wakes_nobody(make_server, tmp_path):
     room = room_with(make_server, tmp_path)
     turn_id = send(room, "agent:kimi", "[[fake: mcp-publish text=halfway-there]]")["turns"][0]["turnId"]

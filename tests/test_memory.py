@@ -121,6 +121,26 @@ def test_unknown_malformed_and_inactive_records_are_refused(room):
     assert bad_query.status_code == 400 and bad_query.json()["error"]["code"] == "INVALID_ENVELOPE"
 
 
+@pytest.mark.parametrize(("query", "found"), [
+    ("乌龟", ["预发布数据库叫做乌龟，周五冻结。"]),  # two characters: shorter than a trigram
+    ("数据库", ["预发布数据库叫做乌龟，周五冻结。", "生产数据库在东京。"]),  # through the trigram index
+    ("预发布数据库", ["预发布数据库叫做乌龟，周五冻结。"]),
+    ("数据库 东京", ["生产数据库在东京。"]),  # every term must match
+    ("周五冻结", ["预发布数据库叫做乌龟，周五冻结。"]),
+    ("乌贼", []),
+])
+def test_memory_search_finds_chinese_text_by_any_run_of_its_characters(room, query, found):
+    scope = {"type": "agent", "id": "agent:gamma"}  # gamma's core memory: no other test writes Chinese there
+    for content in ("预发布数据库叫做乌龟，周五冻结。", "生产数据库在东京。"):
+        if not room.get("/api/memory", params={"scopeId": "agent:gamma", "query": content}).json()["items"]:
+            assert remember(room, scope=scope, kind="fact", content=content).status_code == 201
+
+    answer = room.get("/api/memory", params={"scopeId": "agent:gamma", "query": query})
+
+    assert answer.status_code == 200
+    assert sorted(m["content"] for m in answer.json()["items"]) == sorted(found)
+
+
 def test_agent_scope_from_the_web_is_core_memory_and_the_list_filters_and_pages(room):
     for i in range(3):
         assert remember(room, scope={"type": "agent", "id": "agent:alpha"}, kind="preference",
