@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch, fault_points, health, turn_collector
+from agents import dispatch, fault_points, health, mcp_status, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
@@ -322,6 +322,7 @@ class Lane:
         await fault_points.reached(fault_points.AFTER_WRITE_AHEAD, turn_id)  # test-only, inert (D36)
         repaired_before = session.text_repaired
         outcome = await self._prompt(session, active, ready.packet.text)
+        await mcp_status.keep_binding_in_step(self.sessions)  # the CLI may have reported its MCP failed
         repaired = session.text_repaired - repaired_before
         if repaired:
             # The CLI sent text no UTF-8 writer accepts; the decoder put U+FFFD in its place.

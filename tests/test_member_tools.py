@@ -20,6 +20,7 @@ from tests.agents import (
     tool_payload,
     turn_events,
     wait_terminal,
+    wire,
 )
 from tests.server import wait_until
 from tests.sse import SseClient
@@ -156,6 +157,28 @@ def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_ti
                     if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
         cancel(room, child["turnId"])
         assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
+
+
+def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_nothing_is_written(make_server,
+                                                                                             tmp_path):
+    room = make_server(fake_agents(tmp_path, "claude", scenarios={"claude": {"mcp_status_reported": "failed"}}))
+    first = send(room, "agent:claude", "[[fake: reply text=hello]]")["turns"][0]["turnId"]
+    assert wait_terminal(room, first)["type"] == "turn.completed"
+    [claude] = [a for a in room.get("/api/health").json()["agents"] if a["actorId"] == "agent:claude"]
+    assert claude["mcpVerified"] is False  # the card says so, from the CLI's own report
+    binding = active_binding(room, "agent:claude")
+
+    publish = directive("publish", json.dumps({"content": "should not appear", "clientCommandId": "pub-1"}))
+    second = send(room, "agent:claude", publish)["turns"][0]["turnId"]
+    wait_terminal(room, second)
+    direct = call_tool(room, binding, "publish", {"content": "nor this", "clientCommandId": "pub-2"})
+
+    assert direct.status_code == 503 and direct.json()["error"]["data"]["code"] == "MCP_UNAVAILABLE"
+    refused = [c for c in wire(room, "claude", kind="mcp") if c.get("status") == 503]
+    assert refused and all((c.get("resp") or {}).get("error", {}).get("data", {}).get("code") == "MCP_UNAVAILABLE"
+                           for c in refused)
+    contents = [e["body"].get("content") for e in room.events() if e["type"] == "message.created"]
+    assert "should not appear" not in contents and "nor this" not in contents
 
 
 def test_publish_wakes_nobody(make_server, tmp_path):

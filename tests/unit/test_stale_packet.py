@@ -123,7 +123,8 @@ def test_a_lane_whose_packet_another_lanes_compaction_made_stale_prompts_with_th
     monkeypatch.setattr(lanes, "prepare_packet", prepare_then_another_lane_compacts)
     binding_id = bind(ALPHA)
     sessions = SimpleNamespace(agent=roster.live_agent(ALPHA), binding_id=binding_id, instance_id=f"inst_{binding_id}",
-                               session=SimpleNamespace(text_repaired=0), actor=actor(ALPHA), usable=lambda: True)
+                               session=SimpleNamespace(text_repaired=0), actor=actor(ALPHA), usable=lambda: True,
+                               mcp_recorded=True)
     lane = Lane(sessions)
     prompts: list[str] = []
 
