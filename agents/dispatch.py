@@ -20,7 +20,7 @@ from django.db import DatabaseError
 from agents import fault_points
 from memory import native_reset
 from memory.context import ContextPacket
-from memory.engine import packet_if_it_fits
+from memory.engine import checkpoint_moved, packet_if_it_fits
 from setup_wizard.config import ResolvedAgent
 from turns import lifecycle
 from turns.lifecycle import Claim, TurnOutcome
@@ -37,7 +37,14 @@ class ReadyTurn:
 
 def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *, binding_id: str,
                      instance_id: str, packet: ContextPacket | None = None) -> ReadyTurn:
-    """Claim ``turn_id`` with ``packet`` (built here when not given) and commit ``prompt_invoked``."""
+    """Claim ``turn_id`` with ``packet`` (built here when not given) and commit ``prompt_invoked``.
+
+    A ``packet`` built before this call (``prepare_packet``, which awaits a compaction) is rebuilt
+    here when the room's checkpoint moved since it was read: another lane's compaction or a reset
+    committed in between, and the agent must not be prompted with the superseded summary. This
+    call and those commits all run on the writer thread, so what is claimed is current."""
+    if packet is not None and checkpoint_moved(packet):
+        packet = None
     if packet is None:
         packet = packet_if_it_fits(agent, source_event_id)
         if packet is None:

@@ -41,6 +41,15 @@ def mark_ready(instance_id: str, binding_id: str, *, native_session_id: str, mcp
         )
 
 
+def record_mcp(binding_id: str, verified: bool) -> None:
+    """The binding's MCP as its CLI now reports it (``agents/mcp_status.py``); what the member MCP
+    server reads to answer ``MCP_UNAVAILABLE``."""
+    with transaction.atomic():
+        binding = SessionBinding.objects.select_for_update().get(binding_id=binding_id)
+        binding.capabilities = {**(binding.capabilities or {}), "mcp": "verified" if verified else "unavailable"}
+        binding.save(update_fields=["capabilities"])
+
+
 def mark_closed(instance_id: str, binding_id: str, status: str = "stopped") -> None:
     now = timezone.now()
     with transaction.atomic():

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents import dispatch, fault_points, health, turn_collector
+from agents import dispatch, fault_points, health, mcp_status, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
@@ -35,6 +35,7 @@ from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
 
 logger = logging.getLogger("groupx.lanes")
 CHECKPOINT_CHARACTERS = 4_096
+PACKET_REBUILDS = 8  # compactions before a claim whose packet keeps going stale: then the Turn fails
 QUEUE_RECHECK_SECONDS = 5.0  # split mode: how late a Turn whose wake-up was lost starts, at most
 # The caps (D23) and the one-event queue live with the routine that reads a turn's events.
 REPLY_LIMIT_CHARACTERS = turn_collector.REPLY_LIMIT_CHARACTERS
@@ -296,8 +297,14 @@ class Lane:
         try:
             if ready is None:
                 ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
-            if ready.needs_compaction:
-                # Compacts older room history first (FEATURES §14); a failed compaction raises.
+            passes = 0
+            while ready.needs_compaction:
+                if passes == PACKET_REBUILDS:
+                    raise ContextBudgetExceeded("the room's checkpoint kept moving while this Turn's packet was built")
+                passes += 1
+                # Compacts older room history first (FEATURES §14); a failed compaction raises. The
+                # claim rebuilds the packet if another lane's compaction moved the checkpoint
+                # meanwhile, and asks for this again if the rebuilt one leaves messages out.
                 packet = await prepare_packet(self.agent, source_event_id)
                 ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id,
                                                                       packet=packet, **ids)
@@ -315,6 +322,7 @@ class Lane:
         await fault_points.reached(fault_points.AFTER_WRITE_AHEAD, turn_id)  # test-only, inert (D36)
         repaired_before = session.text_repaired
         outcome = await self._prompt(session, active, ready.packet.text)
+        await mcp_status.keep_binding_in_step(self.sessions)  # the CLI may have reported its MCP failed
         repaired = session.text_repaired - repaired_before
         if repaired:
             # The CLI sent text no UTF-8 writer accepts; the decoder put U+FFFD in its place.

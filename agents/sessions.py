@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agents import health, instances
+from agents import health, instances, mcp_status
 from agents.drivers import remote, secret_file
 from agents.drivers.base import (
     RESUME_FALLBACK_CODES,
@@ -125,6 +125,7 @@ class AgentSessions:
         # The native-reset mark this session was started under (memory.native_reset): a newer
         # one means its native history must be forgotten before the next Turn.
         self.reset_mark = 0
+        self.mcp_recorded = False  # what the binding says of MCP (agents/mcp_status.py)
         self._lock = asyncio.Lock()
 
     @property
@@ -218,7 +219,10 @@ class AgentSessions:
         # A driver refuses to start a session it cannot give the MCP descriptor to (ACP without HTTP
         # MCP fails at initialize), and Codex and Claude take it by their launch contract; their own
         # "server ready" report arrives only during the first turn (docs/DECISIONS.md D11).
-        session.mcp_verified = session.mcp_verified or profile.mcp is not None
+        # (Unless the CLI already reported the GroupX server failed: agents/mcp_status.py, D98.)
+        session.mcp_verified = session.mcp_verified or (profile.mcp is not None
+                                                        and not mcp_status.reported_failed(session))
+        self.mcp_recorded = session.mcp_verified
         try:
             await _db(instances.mark_ready)(self.instance_id, self.binding_id,
                                             native_session_id=session.native_session_id,

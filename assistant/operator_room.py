@@ -61,10 +61,13 @@ def _turns_json(queued) -> list[dict[str, Any]]:
 
 # ---- send: a public message ------------------------------------------------------------------------
 def check_operator_send(payload: Any) -> PostMessage:
-    """The message check, with ``to`` optional: the assistant may speak without waking anyone."""
-    fields = {"to", "content", "replyToEventId", "clientCommandId"}
+    """The message check, with ``to`` optional: the assistant may speak without waking anyone; a
+    ``supervision`` pair (FEATURES §12) needs the workers it observes, so a ``to``."""
+    fields = {"to", "content", "replyToEventId", "clientCommandId", "supervision"}
     payload = validation.reject_sender_fields(payload)
     if payload.get("to") in (None, []):
+        if payload.get("supervision") is not None:
+            raise invalid("supervision pairs observers with the workers in to: name at least one")
         placeholder = check_post_message({**payload, "to": ["@all"]}, fields)
         return replace(placeholder, to=[])
     return check_post_message(payload, fields)
@@ -75,15 +78,18 @@ def operator_send(payload: Any) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         agents = resolve_targets(command.to) if command.to else []
+        observers = pairing.check_pair(command.supervision, agents) if command.supervision else []
         check_references_exist(command.reply_to_event_id)
-        active = check_queue_capacity(agents, settings.GROUPX_CONFIG.limits.queuePerAgent)
+        active = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
         correlation = new_correlation_id()
         message = events.message_created(actor=assistant_actor(), content=command.content,
                                          to=[a.actor_id for a in agents], correlation_id=correlation,
                                          source_kind=SOURCE_KIND, reply_to_event_id=command.reply_to_event_id)
         queued = do_enqueue_turns(source_event=message, agents=agents, command_type="operator.send",
                                   active_counts=active)
-        return {"messageEventId": message.event_id, "correlationId": correlation, "turns": _turns_json(queued)}
+        return {"messageEventId": message.event_id, "correlationId": correlation, "turns": _turns_json(queued),
+                **(pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active)
+                   if observers else {})}
 
     return _run("operator.send", command.client_command_id, command.canonical(), run)
 
@@ -138,6 +144,16 @@ def check_dispatch_event(payload: Any) -> Reroute:
                    check_post_message({**routed, "content": "-"}, {"to", "content", "clientCommandId", "supervision"}))
 
 
+def check_not_woken_yet(source: Event, agents: list) -> None:
+    """A message wakes an agent once: ``UNIQUE(source_event_id, target_actor_id)`` on the Turns is
+    the dispatch key (FEATURES §18), answered 409 ``DUPLICATE_DISPATCH`` before any write."""
+    woken = sorted(Turn.objects.filter(source_event_id=source.event_id, target_actor_id__in=[a.actor_id for a in agents])
+                   .values_list("target_actor_id", flat=True))
+    if woken:
+        raise GroupXError("DUPLICATE_DISPATCH", f"{source.event_id} already woke {', '.join(woken)}",
+                          details={"sourceEventId": source.event_id, "targets": woken})
+
+
 def dispatch_event(reroute: Reroute) -> dict[str, Any]:
     command = reroute.command
 
@@ -149,6 +165,7 @@ def dispatch_event(reroute: Reroute) -> dict[str, Any]:
             raise invalid("only a room message.created can be dispatched again (not a watch brief or an "
                           "operator.dispatch)")
         agents = resolve_targets(command.to)
+        check_not_woken_yet(source, agents)
         observers = pairing.check_pair(command.supervision, agents) if command.supervision else []
         active = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
         queued = do_enqueue_turns(source_event=source, agents=agents, command_type="operator.dispatch_event",

@@ -12,10 +12,10 @@ from pydantic import WithJsonSchema
 
 from groupx_site.core import db
 from groupx_site.core.contract import route
-from groupx_site.core.errors import ErrorCode
 from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.json_response import json_response
 from memory import actions, engine, identity, search
+from memory.compaction import FAILURE_CODES
 from memory.records import IDENTITY_ID_RE, MEMORY_ID_RE, WEB_WRITER
 from memory.schemas import (
     CompactBody,
@@ -103,10 +103,10 @@ async def get_context(request: HttpRequest):
     return json_response(await db.read(usage)())
 
 
-# A compaction that fails answers 503 with the code its summariser failed with (any Turn failure).
+# A compaction that fails answers 503 with the code its summariser failed with (memory/compaction.py).
 @router.post("/context/compact", summary="Compact all but the last 12 room messages into the checkpoint summary",
              **route({200: CompactResult}, write=True, body=True,
-                     errors={409: ("CLIENT_COMMAND_CONFLICT",), 503: tuple(ErrorCode)}))
+                     errors={409: ("CLIENT_COMMAND_CONFLICT",), 503: FAILURE_CODES}))
 async def post_context_compact(request: HttpRequest, body: CompactBody):
     return json_response(await engine.accept_compact(WEB_BINDING_ID, body.checked))
 

@@ -48,8 +48,23 @@ END_OF_LOG = 2**63 - 1  # above every seq (a signed 64-bit integer on both engin
 _lock: asyncio.Lock | None = None
 
 
+# What a failed compaction carries, and so what ``POST /api/context/compact`` answers 503 with: the
+# codes a summariser's CLI session fails with (it starts fresh, never resumes, and has no MCP:
+# ``agents/summariser.py``), a wrong answer, and a checkpoint that moved under it.
+FAILURE_CODES = (
+    "ADAPTER_NOT_FOUND", "ADAPTER_START_FAILED", "PROTOCOL_HANDSHAKE_TIMEOUT", "PROTOCOL_INVALID_MESSAGE",
+    "SESSION_NOT_AVAILABLE", "TURN_FIRST_EVENT_TIMEOUT", "TURN_IDLE_TIMEOUT", "TURN_CANCEL_TIMEOUT",
+    "TURN_INTERRUPTED", "UNEXPECTED_NATIVE_INTERACTION", "NATIVE_POLICY_BLOCKED", "MESSAGE_TOO_LARGE",
+    "STORE_CONFLICT",
+)
+
+
 class CompactionFailed(Exception):
     def __init__(self, code: str, message: str):
+        if code not in FAILURE_CODES:
+            # A session failure outside the table (a driver's new code): still a session that gave
+            # no summary, and the answer stays one the route documents; the message keeps the code.
+            code, message = "SESSION_NOT_AVAILABLE", f"{message} ({code})"
         super().__init__(message)
         self.code = code
 

@@ -67,6 +67,9 @@ class ContextPacket:
     omitted_unread: int | None = 0  # None: a probe's (count_omitted=False) unread left out, not counted
     newest_omitted_seq: int | None = None  # the newest unread message left out: compaction goes this far
     summary_through_seq: int | None = None  # the checkpoint embedded in this packet, if any
+    # The room's active summary (its id, or None) and reset floor when this packet was read: a
+    # compaction or a reset since then makes it stale (``memory.engine.checkpoint_moved``).
+    checkpoint: tuple[str | None, int] = (None, 0)
 
 
 def soft_target(max_characters: int) -> int:
@@ -162,6 +165,7 @@ class PacketReads:
         after_seq = max(cursor, floor, summary.through_seq if summary else 0)
         chain = _reply_chain(source, floor)
         self.source, self.embedded, self.after_seq = source, embedded, after_seq
+        self.checkpoint = (summary.summary_id if summary is not None else None, floor)
 
         sections = _Sections()
         protocol = [f"schema: {SCHEMA}", "room: room:main", f"target: {agent.actor_id}", f"after_seq: {after_seq}",
@@ -306,5 +310,5 @@ def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitt
         text=repair(sections.render())[0], through_seq=source["seq"], after_seq=after_seq,
         omitted=None if omitted_unread is None else omitted + omitted_unread,
         omitted_unread=omitted_unread, newest_omitted_seq=newest_omitted,
-        summary_through_seq=embedded.through_seq if embedded else None,
+        summary_through_seq=embedded.through_seq if embedded else None, checkpoint=reads.checkpoint,
     )

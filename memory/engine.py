@@ -1,6 +1,7 @@
 """The Room Context Engine's entry points (FEATURES §14, PROTOCOL §10.5).
 
-- ``packet_if_it_fits`` / ``prepare_packet``: what a lane builds before a claim. The packet is first built at the soft
+- ``packet_if_it_fits`` / ``prepare_packet``: what a lane builds before a claim; ``checkpoint_moved``:
+  whether a packet built earlier (``prepare_packet`` runs outside the claim's call) is stale. The packet is first built at the soft
   target (75%); if unread messages would be left out, the older history is compacted and the
   packet rebuilt, up to 8 passes. When nothing (more) is compactable the packet may use the full
   hard ceiling. A failed compaction fails the Turn with CONTEXT_BUDGET_EXCEEDED and changes
@@ -35,7 +36,7 @@ from memory.context import (
 )
 from memory.models import ContextReset, Summary
 from memory.records import Writer
-from memory.transcript import context_events, high_water, reset_floor
+from memory.transcript import active_summary, context_events, high_water, reset_floor
 from memory.usage import KEEP_LAST, usage
 from rooms import commands, event_types, events, validation
 from rooms.models import ROOM_ID
@@ -62,6 +63,15 @@ def packet_if_it_fits(agent: ResolvedAgent, source_event_id: str) -> ContextPack
     # The packet at the hard ceiling from the same reads: the probe read every unread message, and
     # the tables' one reads are kept (D71); only a group past those reads is read again.
     return packet if packet.omitted == 0 else compose_packet(reads, budget=hard)
+
+
+def checkpoint_moved(packet: ContextPacket) -> bool:
+    """Whether the room's checkpoint (its active summary, its reset floor) changed since ``packet``
+    was read: another lane's compaction or a reset committed meanwhile, so the packet may carry a
+    superseded summary or history now below the floor. On the writer thread, where both commit."""
+    floor = reset_floor()
+    summary = active_summary(floor)
+    return (summary.summary_id if summary is not None else None, floor) != packet.checkpoint
 
 
 async def prepare_packet(agent: ResolvedAgent, source_event_id: str) -> ContextPacket:

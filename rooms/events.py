@@ -103,15 +103,18 @@ def append_event(
     idempotency_key: str | None = None,
     provenance: dict[str, Any] | None = None,
     returns_event: bool = True,
+    event_id: str | None = None,
 ) -> Event | None:
     """Append one durable event. Call inside ``transaction.atomic()``; readers wake on commit.
+    ``event_id``: an id drawn beforehand (``new_event_id``), for a command whose earlier events
+    must name this one as their cause (a steer's guidance and Turn, PROTOCOL §6.7).
     ``returns_event=False``: for a caller that reads nothing of it (the claim, ``turn.started``),
     no ``Event`` is built for it (~3 µs of a Turn's writer thread each; docs/DECISIONS.md D72)."""
     body = body or {}
     event_types.check(event_type, event_types.DURABLE, body)  # an undeclared or forbidden type never enters the store
     # In the order of the model's fields after seq (EVENT_FIELDS_IN_ORDER below): ``from_db`` takes them so.
     values = {
-        "event_id": new_event_id(),
+        "event_id": event_id or new_event_id(),
         "room_id": ROOM_ID,
         "event_type": event_type,
         "actor_id": actor.actor_id,
@@ -194,7 +197,7 @@ def message_created(
 
 def turn_queued(
     *, turn_id: str, source_event: Event, target_actor_id: str, adapter_id: str, hop_count: int,
-    transport: str = "structured",
+    transport: str = "structured", causation_id: str | None = None,
 ) -> Event:
     return append_event(
         event_type=event_types.TURN_QUEUED,
@@ -210,7 +213,7 @@ def turn_queued(
         },
         correlation_id=source_event.correlation_id,
         root_correlation_id=source_event.root_correlation_id,
-        causation_id=source_event.event_id,
+        causation_id=causation_id or source_event.event_id,
         idempotency_key=f"turn:{turn_id}:queued",
         provenance={"sourceKind": "system"},
     )

@@ -132,6 +132,50 @@ def test_dispatch_event_reroutes_a_room_message_keeping_its_author(op):
     assert wait_terminal(op, turn["turnId"], timeout=60)["type"] == "turn.completed"
 
 
+def test_a_repeated_dispatch_event_to_an_agent_the_message_already_woke_is_a_duplicate_dispatch(op):
+    posted = send(op, "agent:sleeper", "wake each agent once")
+    first = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"],
+                                           "clientCommandId": cid()})
+    assert first["turns"][0]["target"] == "agent:kimi"
+
+    again = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"],
+                                           "clientCommandId": cid()})
+    original_target = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"],
+                                                     "to": ["agent:sleeper"], "clientCommandId": cid()})
+
+    assert again["code"] == original_target["code"] == "DUPLICATE_DISPATCH"
+    assert again["details"]["targets"] == ["agent:kimi"] and original_target["details"]["targets"] == ["agent:sleeper"]
+    queued = [e for e in events_of(op, "turn.queued") if e["body"]["sourceEventId"] == posted["messageEventId"]]
+    assert len(queued) == 2  # the post's and the first re-route's: the refusals wrote nothing
+    woken = db_rows(op, "SELECT target_actor_id FROM turns_turn WHERE source_event_id = ? ORDER BY target_actor_id",
+                    posted["messageEventId"])
+    assert [row["target_actor_id"] for row in woken] == ["agent:kimi", "agent:sleeper"]
+
+
+def test_send_with_supervision_pairs_an_observer_with_the_workers_it_wakes(op):
+    result = operate(op, "send", {"to": ["agent:sleeper"], "content": "watched work", "clientCommandId": cid(),
+                                  "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}})
+    assert [t["target"] for t in result["turns"]] == ["agent:sleeper"]
+    assert [t["target"] for t in result["watchTurns"]] == ["agent:hermes"]
+    paired = next(e for e in op.events() if e["eventId"] == result["pairEventId"])
+    assert paired["type"] == "supervision.paired"
+    assert paired["body"]["sourceEventId"] == result["messageEventId"]
+    assert paired["body"]["workers"] == [{"actorId": "agent:sleeper", "turnId": result["turns"][0]["turnId"]}]
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    ({"to": ["agent:sleeper"], "supervision": {"observers": ["agent:nobody"], "mode": "live_steer"}}, "UNKNOWN_TARGET"),
+    ({"to": [], "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}}, "INVALID_ENVELOPE"),
+])
+def test_a_send_whose_supervision_cannot_be_paired_is_refused_and_writes_nothing(op, args, code):
+    pairs_before = len(events_of(op, "supervision.paired"))
+    content = f"not paired {cid()}"
+    refused = operate(op, "send", {**args, "content": content, "clientCommandId": cid()})
+    assert refused["code"] == code
+    assert not [e for e in op.events() if (e["body"] or {}).get("content") == content]
+    assert len(events_of(op, "supervision.paired")) == pairs_before
+
+
 def test_dispatch_event_refuses_an_operator_dispatch_as_its_source(op):
     dispatched = operate(op, "worker_dispatch", {"to": ["agent:sleeper"], "content": "later", "clientCommandId": cid()})
     refused = operate(op, "dispatch_event", {"sourceEventId": dispatched["dispatchEventId"], "to": ["agent:hermes"],

@@ -20,6 +20,7 @@ from tests.agents import (
     tool_payload,
     turn_events,
     wait_terminal,
+    wire,
 )
 from tests.server import wait_until
 from tests.sse import SseClient
@@ -134,6 +135,50 @@ def test_an_ask_to_a_busy_agent_is_pending_and_collect_gets_the_answer(make_serv
     result = json.loads(collected["result"]["content"][0]["text"])
     assert result["state"] == "terminal" and result["results"][0]["content"] == "echo: when you are free"
     cancel(room, asker_turn)
+
+
+@pytest.mark.parametrize("cancel_on_timeout", [True, False])
+def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_timeout(make_server, tmp_path,
+                                                                                     cancel_on_timeout):
+    room = room_with(make_server, tmp_path, scenarios={"grok": {"default_turn": ["hang"]}})
+    asked = ask_args("agent:grok", "take your time", "ask-timeout", timeoutMs=300,
+                     cancelOnTimeout=cancel_on_timeout)
+    asker = send(room, "agent:kimi", directive("ask", asked))["turns"][0]["turnId"]
+    assert wait_terminal(room, asker)["type"] == "turn.completed"  # the ask answered; kimi's Turn ended
+
+    answer = tool_payload(mcp_calls(room, "kimi", "ask")[0])
+    assert answer["state"] == "pending"  # a timeout never fakes a terminal state
+    [child] = answer["results"]
+    assert child["status"] == "pending" and child["target"] == "agent:grok"
+    if cancel_on_timeout:
+        assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
+    else:  # the child goes on after the wait: still running when its asker's Turn is over
+        assert not [e for e in turn_events(room, child["turnId"])
+                    if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
+        cancel(room, child["turnId"])
+        assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
+
+
+def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_nothing_is_written(make_server,
+                                                                                             tmp_path):
+    room = make_server(fake_agents(tmp_path, "claude", scenarios={"claude": {"mcp_status_reported": "failed"}}))
+    first = send(room, "agent:claude", "[[fake: reply text=hello]]")["turns"][0]["turnId"]
+    assert wait_terminal(room, first)["type"] == "turn.completed"
+    [claude] = [a for a in room.get("/api/health").json()["agents"] if a["actorId"] == "agent:claude"]
+    assert claude["mcpVerified"] is False  # the card says so, from the CLI's own report
+    binding = active_binding(room, "agent:claude")
+
+    publish = directive("publish", json.dumps({"content": "should not appear", "clientCommandId": "pub-1"}))
+    second = send(room, "agent:claude", publish)["turns"][0]["turnId"]
+    wait_terminal(room, second)
+    direct = call_tool(room, binding, "publish", {"content": "nor this", "clientCommandId": "pub-2"})
+
+    assert direct.status_code == 503 and direct.json()["error"]["data"]["code"] == "MCP_UNAVAILABLE"
+    refused = [c for c in wire(room, "claude", kind="mcp") if c.get("status") == 503]
+    assert refused and all((c.get("resp") or {}).get("error", {}).get("data", {}).get("code") == "MCP_UNAVAILABLE"
+                           for c in refused)
+    contents = [e["body"].get("content") for e in room.events() if e["type"] == "message.created"]
+    assert "should not appear" not in contents and "nor this" not in contents
 
 
 def test_publish_wakes_nobody(make_server, tmp_path):

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import uuid
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from tests.agents import db_rows, fake_agents, mcp_calls, prompts_sent, send, tool_payload, wait_terminal
+from tests.pg.databases import room_url_of, write_rows
 from tests.server import wait_until
 
 
@@ -119,6 +123,26 @@ def test_unknown_malformed_and_inactive_records_are_refused(room):
     assert again.status_code == 409 and again.json()["error"]["code"] == "STORE_CONFLICT"
     bad_query = room.get("/api/memory", params={"limit": "501"})
     assert bad_query.status_code == 400 and bad_query.json()["error"]["code"] == "INVALID_ENVELOPE"
+
+
+@pytest.mark.parametrize(("query", "found"), [
+    ("乌龟", ["预发布数据库叫做乌龟，周五冻结。"]),  # two characters: shorter than a trigram
+    ("数据库", ["预发布数据库叫做乌龟，周五冻结。", "生产数据库在东京。"]),  # through the trigram index
+    ("预发布数据库", ["预发布数据库叫做乌龟，周五冻结。"]),
+    ("数据库 东京", ["生产数据库在东京。"]),  # every term must match
+    ("周五冻结", ["预发布数据库叫做乌龟，周五冻结。"]),
+    ("乌贼", []),
+])
+def test_memory_search_finds_chinese_text_by_any_run_of_its_characters(room, query, found):
+    scope = {"type": "agent", "id": "agent:gamma"}  # gamma's core memory: no other test writes Chinese there
+    for content in ("预发布数据库叫做乌龟，周五冻结。", "生产数据库在东京。"):
+        if not room.get("/api/memory", params={"scopeId": "agent:gamma", "query": content}).json()["items"]:
+            assert remember(room, scope=scope, kind="fact", content=content).status_code == 201
+
+    answer = room.get("/api/memory", params={"scopeId": "agent:gamma", "query": query})
+
+    assert answer.status_code == 200
+    assert sorted(m["content"] for m in answer.json()["items"]) == sorted(found)
 
 
 def test_agent_scope_from_the_web_is_core_memory_and_the_list_filters_and_pages(room):
@@ -339,3 +363,38 @@ def test_a_failed_rollup_is_retried_after_its_backoff_and_the_sentinel_writes_no
     wait_until(lambda: not db_rows(room, "SELECT 1 FROM memory_datedmemorysource WHERE processed_at IS NULL"),
                timeout=30, message="the sentinel batch to be processed")
     assert [m["content"] for m in dated_records(room)] == ["RECOVERED-NOTE"]
+
+
+def move_to_the_day_before(server, actor_id: str) -> str:
+    """The batches of ``actor_id`` now belong to yesterday: what the server's clock passing midnight
+    does to a batch (its date is the day its Turns completed), without waiting for midnight."""
+    day = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()  # the server's local clock is UTC
+    statements = [f"UPDATE {table} SET local_date = ? WHERE actor_id = ?"
+                  for table in ("memory_datedmemorysource", "memory_datedmemoryrollup")]
+    if url := room_url_of(server.config_path):
+        for sql in statements:
+            write_rows(url, sql, [(day, actor_id)])
+        return day
+    with closing(sqlite3.connect(server.workdir / ".groupx" / "groupx.db", timeout=30)) as db, db:
+        for sql in statements:
+            db.execute(sql, (day, actor_id))
+    return day
+
+
+def test_a_small_batch_is_rolled_up_once_its_date_is_over(rollup_room, tmp_path):
+    room = rollup_room
+    scenario(tmp_path, "kimi", ["reply text=YESTERDAY-NOTE"])
+    turn_id = send(room, "agent:kimi", "[[fake: reply text=noted]] the release moved to Friday")["turns"][0]["turnId"]
+    assert wait_terminal(room, turn_id)["type"] == "turn.completed"
+    [batch] = db_rows(room, "SELECT pending_turns, pending_chars FROM memory_datedmemoryrollup")
+    assert batch["pending_turns"] == 1 and batch["pending_chars"] < 16_000  # far from full: not due today
+
+    day = move_to_the_day_before(room, "agent:kimi")
+
+    record = wait_until(lambda: dated_records(room), timeout=30, message="the finished day's dated record")[0]
+    assert record["content"] == "YESTERDAY-NOTE" and record["sourceKind"] == "automatic_rollup"
+    [rolled] = db_rows(room, "SELECT local_date, pending_turns FROM memory_datedmemoryrollup")
+    assert (str(rolled["local_date"]), rolled["pending_turns"]) == (day, 0)
+    prompt = next(b["text"] for m in prompts_sent(room, "kimi") for b in m["params"]["prompt"]
+                  if b["text"].startswith("[groupx_dated_memory]"))
+    assert f"date: {day}" in prompt and "the release moved to Friday" in prompt

@@ -43,8 +43,6 @@ def pair_rows(server) -> int:
     ({"observers": ["agent:beta"], "mode": "live_steer", "loop": 2}, ["agent:alpha"], "INVALID_ENVELOPE"),
     (["agent:beta"], ["agent:alpha"], "INVALID_ENVELOPE"),
     ({"observers": ["user:assistant"], "mode": "live_steer"}, ["agent:alpha"], "SUPERVISION_PAIR_INVALID"),
-    ({"observers": ["agent:off"], "mode": "live_steer"}, ["agent:alpha"], "SUPERVISION_PAIR_INVALID"),  # disabled
-    ({"observers": ["agent:nobody"], "mode": "live_steer"}, ["agent:alpha"], "SUPERVISION_PAIR_INVALID"),
     (PAIR, ["@all"], "SUPERVISION_PAIR_INVALID"),  # @all chose the observer as a worker too
 ])
 def test_a_bad_supervision_is_refused_with_its_code_and_writes_nothing(room, supervision, to, code):
@@ -53,6 +51,21 @@ def test_a_bad_supervision_is_refused_with_its_code_and_writes_nothing(room, sup
     response = room.post("/api/messages", message(to=to, supervision=supervision))
 
     assert (response.status_code, response.json()["error"]["code"]) == (400, code)
+    assert (len(room.events()), pair_rows(room)) == before
+
+
+@pytest.mark.parametrize("observer", ["agent:off", "agent:nobody"])  # disabled, never configured
+def test_an_observer_that_is_not_an_enabled_agent_is_an_unknown_target_like_a_worker(room, observer):
+    before = (len(room.events()), pair_rows(room))
+
+    response = room.post("/api/messages", message(to=["agent:alpha"],
+                                                   supervision={"observers": [observer], "mode": "live_steer"}))
+    as_worker = room.post("/api/messages", message(to=[observer]))
+
+    error = response.json()["error"]
+    assert (response.status_code, error["code"]) == (404, "UNKNOWN_TARGET")
+    assert error["details"]["unknownTargets"] == [observer]
+    assert (as_worker.status_code, as_worker.json()["error"]["code"]) == (404, "UNKNOWN_TARGET")
     assert (len(room.events()), pair_rows(room)) == before
 
 
@@ -127,6 +140,19 @@ def test_an_agent_pairs_an_observer_that_watches_nudges_interrupts_and_sees_the_
                                                              ("interrupt", "wrong file, start over")]
     observed = [e for e in room.events() if e["type"] == "supervision.observed"]
     assert len(observed) == 2 and {e["actor"]["actorId"] for e in observed} == {"agent:grok"}
+
+    # PROTOCOL §6.7: each steered Turn is caused by its steer event (its guidance too); its parent
+    # Turn is the Watch Turn (FEATURES §12), which caused the steer.
+    by_id = {e["eventId"]: e for e in room.events()}
+    for steer in (nudge, interrupt):
+        queued_event = next(e for e in by_id.values()
+                            if e["type"] == "turn.queued" and e["body"]["turnId"] == steer["nextTurnId"])
+        assert queued_event["causationId"] == steer["steerEventId"]
+        assert by_id[steer["messageEventId"]]["causationId"] == steer["steerEventId"]
+        assert by_id[steer["steerEventId"]]["type"] == "supervision.steered"
+        assert by_id[steer["steerEventId"]]["causationId"] == watcher["turnId"]
+        [row] = db_rows(room, "SELECT parent_turn_id FROM turns_turn WHERE turn_id = ?", steer["nextTurnId"])
+        assert row["parent_turn_id"] == watcher["turnId"]
 
 
 def test_a_steer_past_the_limit_is_refused_with_steer_limit_reached(make_server, tmp_path):

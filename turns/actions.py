@@ -69,9 +69,11 @@ def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | No
 
 def do_enqueue_turns(
     *, source_event: Event, agents: list[ResolvedAgent], command_type: str, hop_count: int = 0,
-    parent_turn: Turn | None = None, active_counts: dict[str, int] | None = None,
+    parent_turn: Turn | None = None, active_counts: dict[str, int] | None = None, causation_id: str | None = None,
 ) -> list[QueuedTurn]:
     """One ``turn.queued`` event and one Turn per target, in sorted target order.
+
+    ``causation_id``: what caused the Turns when it is not their source event (a steer, PROTOCOL §6.7).
 
     ``active_counts``: what ``check_queue_capacity`` returned in this same transaction. Every
     unfinished turn of a target was enqueued before the one written here (seqs only grow), so that
@@ -87,6 +89,7 @@ def do_enqueue_turns(
             target_actor_id=agent.actor_id,
             adapter_id=agent.driver,
             hop_count=hop_count,
+            causation_id=causation_id,
         )
         # The row Turn.objects.create would write, as a fixed INSERT (turns/sql.py).
         turn_sql.insert_turn(

@@ -1,10 +1,16 @@
-"""Turns and attempts for operators: filter by status and agent; state changes go through the
-API (cancel), never through a raw save here."""
+"""Turns, attempts and supervision pairs for operators: filter by status and agent. Nothing is
+saved here; the one write, "Cancel", runs the same command as ``POST /api/turns/{turnId}/cancel``
+(``turns.actions.accept_cancel``) as the local user (``user:web``)."""
 
-from django.contrib import admin
+import uuid
 
+from django.contrib import admin, messages
+
+from groupx_site.core.errors import GroupXError
 from rooms.admin import ReadOnlyAdmin
-from turns.models import Turn, TurnAttempt
+from turns.actions import accept_cancel
+from turns.models import SupervisionPair, SupervisionPairTurn, SupervisionSteerCount, Turn, TurnAttempt
+from turns.states import TERMINAL_STATUSES
 
 
 class AttemptInline(admin.TabularInline):
@@ -26,6 +32,25 @@ class TurnAdmin(ReadOnlyAdmin):
     search_fields = ("turn_id", "source_event_id", "correlation_id", "root_correlation_id")
     inlines = [AttemptInline]
     ordering = ("-enqueue_seq",)
+    actions = ["cancel_turns"]
+
+    @admin.action(description="Cancel the selected Turns (queued ones at once, running ones through their CLI)")
+    def cancel_turns(self, request, queryset):
+        asked, ended = [], []
+        for turn_id, status in queryset.values_list("turn_id", "status"):
+            if status in TERMINAL_STATUSES:
+                ended.append(f"{turn_id} ({status})")
+                continue
+            try:
+                answer = accept_cancel(turn_id, f"admin-cancel-{uuid.uuid4()}")
+            except GroupXError as error:
+                self.message_user(request, f"{turn_id}: {error.code} {error.message}", messages.ERROR)
+                continue
+            asked.append(f"{turn_id} ({answer['status']})")
+        if asked:
+            self.message_user(request, f"Cancel asked for {', '.join(asked)}.", messages.SUCCESS)
+        if ended:
+            self.message_user(request, f"Already ended, left as they were: {', '.join(ended)}.", messages.WARNING)
 
 
 @admin.register(TurnAttempt)
@@ -33,3 +58,31 @@ class TurnAttemptAdmin(ReadOnlyAdmin):
     list_display = ("attempt_id", "turn", "dispatch_phase", "delivery_certainty", "claimed_at")
     list_filter = ("dispatch_phase", "delivery_certainty")
     search_fields = ("attempt_id", "turn__turn_id")
+
+
+class PairTurnInline(admin.TabularInline):
+    model = SupervisionPairTurn
+    extra = 0
+    can_delete = False
+    readonly_fields = ("turn_id", "role", "actor_id", "status", "steers", "created_at")
+    fields = readonly_fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="status")
+    def status(self, row: SupervisionPairTurn) -> str:
+        return Turn.objects.filter(turn_id=row.turn_id).values_list("status", flat=True).first() or "-"
+
+    @admin.display(description="steers")
+    def steers(self, row: SupervisionPairTurn) -> int:
+        return SupervisionSteerCount.objects.filter(subject_turn_id=row.turn_id).values_list(
+            "steer_count", flat=True).first() or 0
+
+
+@admin.register(SupervisionPair)
+class SupervisionPairAdmin(ReadOnlyAdmin):
+    list_display = ("pair_id", "mode", "correlation_id", "source_event_id", "created_at")
+    search_fields = ("pair_id", "correlation_id", "source_event_id", "turns__turn_id")
+    inlines = [PairTurnInline]
+    ordering = ("-created_at",)

@@ -4,8 +4,11 @@ One command: count the steer against the subject Turn's cap (``limits.steersPerS
 ``STEER_LIMIT_REACHED`` past it, never silent); for ``interrupt`` cancel the whole subject Turn
 (an ended one is ``SUPERVISION_PAIR_INVALID``: nudge instead); post the guidance as the observer's
 message to the worker and queue the worker's next Turn on it (parent: the Watch Turn, hop + 1,
-attached to the pair); record ``supervision.steered``. Steering is not approval: it changes no
-argv or mode and answers no native prompt.
+attached to the pair); record ``supervision.steered``. The guidance and the new Turn's
+``turn.queued`` name the steer event as their ``causationId`` (PROTOCOL §6.7: its id is drawn
+first, the event written last, since it names them); the Watch Turn is the new Turn's parent
+(``parent_turn_id``, FEATURES §12) and the steer event's cause. Steering is not approval: it
+changes no argv or mode and answers no native prompt.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.core.ids import event_id as new_event_id
 from rooms import commands, event_types, events, validation
 from setup_wizard import roster
 from turns import lifecycle, limits
@@ -94,14 +98,16 @@ def member_steer(binding_id: str, payload: Any) -> dict[str, Any]:
         active_counts = check_queue_capacity([worker], config.queuePerAgent)
         if command.action == "interrupt":
             lifecycle.request_cancel(subject.turn_id)  # the whole Turn: no single tool call can be cut
+        steer_event_id = new_event_id()
         guidance = events.message_created(
             actor=caller.actor, content=command.content, to=[worker.actor_id], correlation_id=pair.correlation_id,
-            source_kind="supervision", reply_to_event_id=subject.source_event_id, causation_id=caller.turn.turn_id,
+            source_kind="supervision", reply_to_event_id=subject.source_event_id, causation_id=steer_event_id,
             extra_body={"steer": {"pairId": pair.pair_id, "action": command.action, "reason": command.reason,
                                   "subjectTurnId": subject.turn_id}},
         )
         queued = do_enqueue_turns(source_event=guidance, agents=[worker], command_type=pairing.STEER_COMMAND_TYPE,
-                                  hop_count=hop, parent_turn=caller.turn, active_counts=active_counts)[0]
+                                  hop_count=hop, parent_turn=caller.turn, active_counts=active_counts,
+                                  causation_id=steer_event_id)[0]
         SupervisionPairTurn.objects.create(turn_id=queued.turn_id, pair=pair, role="worker",
                                            actor_id=worker.actor_id, created_at=timezone.now())
         steered = events.append_event(
@@ -110,7 +116,7 @@ def member_steer(binding_id: str, payload: Any) -> dict[str, Any]:
                   "nextTurnId": queued.turn_id, "pairId": pair.pair_id, "messageEventId": guidance.event_id,
                   "steerCount": count, "limit": config.steersPerSubjectTurn},
             correlation_id=pair.correlation_id, causation_id=caller.turn.turn_id,
-            provenance={"sourceKind": "supervision", "subjectActorId": worker.actor_id},
+            provenance={"sourceKind": "supervision", "subjectActorId": worker.actor_id}, event_id=steer_event_id,
         )
         return {"pairId": pair.pair_id, "action": command.action, "subjectTurnId": subject.turn_id,
                 "nextTurnId": queued.turn_id, "messageEventId": guidance.event_id, "steerEventId": steered.event_id,

@@ -3,8 +3,9 @@ observers, and the lookups the watch and steer tools stand on (docs/DECISIONS.md
 
 - ``check_supervision``: the body only (``INVALID_ENVELOPE``): shape, 1..4 unique agent ids, the
   mode, no observer also in ``to``.
-- ``check_pair``: inside the command, against the live roster (``SUPERVISION_PAIR_INVALID``): each
-  observer an enabled agent, not the caller, not a worker ``@all`` chose.
+- ``check_pair``: inside the command, against the live roster: each observer an enabled agent
+  (404 ``UNKNOWN_TARGET``, as an unknown or disabled worker is), not the caller, not a worker
+  ``@all`` chose (``SUPERVISION_PAIR_INVALID``).
 - ``do_pair``: after the task source and the workers' ``turn.queued``, in the same transaction and
   seq order: the watch brief, the observers' ``turn.queued``, ``supervision.paired``, the pair rows.
 
@@ -87,8 +88,9 @@ def check_pair(supervision: Supervision, workers: list[ResolvedAgent], *,
     if sender_id in supervision.observers:
         raise pair_invalid("the calling agent cannot observe its own task", overlappingActors=[sender_id])
     unknown = [o for o in supervision.observers if roster.live_agent(o) is None]
-    if unknown:
-        raise pair_invalid(f"not an enabled agent of this room: {', '.join(unknown)}", unknownObservers=unknown)
+    if unknown:  # resolved like a worker: an observer that is not a live agent is an unknown target
+        raise GroupXError("UNKNOWN_TARGET", f"not an enabled agent of this room: {', '.join(unknown)}",
+                          details={"unknownTargets": unknown})
     overlap = sorted(set(supervision.observers) & {w.actor_id for w in workers})
     if overlap:  # @all resolved to every agent, observers included
         raise pair_invalid("an observer cannot also be a worker of the same task", overlappingActors=overlap)

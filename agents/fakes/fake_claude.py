@@ -199,7 +199,10 @@ class ClaudeCli:
             core.exit_now(self.log, core.EX_BAD_REPLY, "bad_interaction_reply", kind=kind)
 
     def mcp_servers(self) -> list[dict[str, Any]]:
-        return [{"name": "groupx", "status": self.mcp_state["status"]}] if self.args.mcp else []
+        # ``mcp_status_reported``: what init says of the GroupX server whatever the CLI's own state
+        # (a CLI that reports it failed yet calls it later).
+        status = self.scenario.get("mcp_status_reported") or self.mcp_state["status"]
+        return [{"name": "groupx", "status": status}] if self.args.mcp else []
 
     def init_frame(self) -> dict[str, Any] | None:
         """``system/init`` before each turn (obs: every user message gets one), with the

@@ -57,9 +57,10 @@ _DISPATCH = {"to": _TO, "content": _CONTENT, "clientCommandId": _COMMAND_ID, "su
 
 
 # ---- the room ------------------------------------------------------------------------------------
-@operator_tool("send", "Post a public message in the room as the assistant (and wake the agents in to, if any).",
+@operator_tool("send", ("Post a public message in the room as the assistant (and wake the agents in to, if any; "
+                        "supervision pairs observers that watch and may steer them)."),
                {"to": {**_TO, "minItems": 0}, "content": _CONTENT, "replyToEventId": {"type": ["string", "null"]},
-                "clientCommandId": _COMMAND_ID}, ("to", "content", "clientCommandId"))
+                "clientCommandId": _COMMAND_ID, "supervision": _SUPERVISION}, ("to", "content", "clientCommandId"))
 def send(binding_id, payload):
     return operator_room.operator_send(payload)
 

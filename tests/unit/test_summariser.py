@@ -109,3 +109,11 @@ def test_the_agents_app_registers_its_cli_summariser():
     from agents.summariser import CliSummariser
 
     assert isinstance(summariser(), CliSummariser)
+
+
+def test_a_compaction_failure_outside_the_documented_codes_is_a_session_that_gave_no_summary():
+    known = compaction.CompactionFailed("TURN_IDLE_TIMEOUT", "no answer")
+    new = compaction.CompactionFailed("NATIVE_RESUME_UNSUPPORTED", "cannot load")
+    assert known.code == "TURN_IDLE_TIMEOUT"
+    assert (new.code, str(new)) == ("SESSION_NOT_AVAILABLE", "cannot load (NATIVE_RESUME_UNSUPPORTED)")
+    assert new.code in compaction.FAILURE_CODES

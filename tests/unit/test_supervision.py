@@ -67,7 +67,7 @@ def steer(binding: str, action: str = "nudge", **extra) -> dict:
     ({"observers": [ALPHA], "mode": "live_steer"}, "INVALID_ENVELOPE"),  # overlaps to
     ("agent:beta", "INVALID_ENVELOPE"),
     ({"observers": ["user:assistant"], "mode": "live_steer"}, "SUPERVISION_PAIR_INVALID"),
-    ({"observers": ["agent:nobody"], "mode": "live_steer"}, "SUPERVISION_PAIR_INVALID"),
+    ({"observers": ["agent:nobody"], "mode": "live_steer"}, "UNKNOWN_TARGET"),  # resolved like a worker (D94)
 ])
 def test_each_bad_supervision_on_a_post_has_its_code_and_writes_nothing(supervision, code):
     error = refused(post, [ALPHA], "task", supervision=supervision)
@@ -154,6 +154,11 @@ def test_a_nudge_queues_guidance_one_hop_deeper_attached_to_the_pair():
     assert {k: steered.body[k] for k in ("action", "reason", "subjectTurnId", "nextTurnId")} == {
         "action": "nudge", "reason": "you are off track", "subjectTurnId": subject, "nextTurnId": nxt.turn_id}
     assert Turn.objects.get(turn_id=subject).status == "running"  # a nudge cancels nothing
+    # PROTOCOL §6.7: the steered Turn (its turn.queued and its guidance) is caused by the steer
+    # event, written after them; the Watch Turn is its parent and the steer's cause.
+    assert Event.objects.get(event_id=nxt.queued_event_id).causation_id == steered.event_id
+    assert guidance.causation_id == steered.event_id and steered.causation_id == watch_turn.turn_id
+    assert guidance.seq < steered.seq
 
 
 def test_an_interrupt_cancels_the_whole_subject_turn_and_an_ended_one_cannot_be_interrupted():
