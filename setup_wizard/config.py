@@ -335,6 +335,8 @@ def parse_config(raw: Any, *, source: str = "groupx.json") -> GroupXConfig:
         return GroupXConfig.model_validate(upgrade_legacy_defaults(raw))
     except ValidationError as error:
         raise ConfigError(f"{source}: {_format_error(error)}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: a value is nested too deeply") from None
 
 
 def load_config(path: str | os.PathLike[str]) -> GroupXConfig:
@@ -345,11 +347,21 @@ def load_config(path: str | os.PathLike[str]) -> GroupXConfig:
         raise ConfigError(f"{path}: no such file") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    return parse_config(parse_json(text, source=str(path)), source=str(path))
+
+
+def parse_json(text: str, *, source: str) -> Any:
+    """The file's JSON, or one line that says what is wrong with it (docs/DECISIONS.md D101): a
+    byte order mark is named as such (JSON forbids it; GroupX does not guess past it), and nesting
+    too deep for the parser is a config error, not a ``RecursionError`` traceback."""
+    if text.startswith("\ufeff"):
+        raise ConfigError(f"{source}: starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without a BOM")
     try:
-        raw = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno})") from None
-    return parse_config(raw, source=str(path))
+        raise ConfigError(f"{source}: not valid JSON (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: not valid JSON (nested too deeply)") from None
 
 
 def config_path_from_env(explicit: str | None = None) -> Path:
