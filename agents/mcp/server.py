@@ -35,6 +35,7 @@ from groupx_site.core.http import (
     is_own_host,
     refused_content_type,
     refused_origin,
+    replayed,
 )
 
 logger = logging.getLogger("groupx.mcp")
@@ -126,7 +127,7 @@ class Endpoint:
             body = await read_body(receive)
             if malformed_id(body):
                 return await invalid_request(send, "Invalid Request: an id must be a string, a number or null")
-            receive = replay(body, receive)
+            receive = replayed(body, receive)
         await self.ensure_running()
         await self.manager.handle_request(scope, receive, send)
 
@@ -146,21 +147,6 @@ async def read_body(receive) -> bytes:
         chunks.append(message.get("body", b""))
         if message["type"] != "http.request" or not message.get("more_body"):
             return b"".join(chunks)
-
-
-def replay(body: bytes, receive):
-    """A ``receive`` that hands the SDK the body already read, then the connection's own messages
-    (its disconnect)."""
-    sent = False
-
-    async def replayed():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
 
 
 def malformed_id(body: bytes) -> bool:
