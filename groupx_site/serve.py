@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from setup_wizard.config import GroupXConfig
+from setup_wizard.config import ConfigError, GroupXConfig
 
 
 @dataclass
@@ -38,7 +38,10 @@ def serve(
     from django.urls import get_resolver
     from twisted.internet import reactor
 
-    from groupx_site import asgi, runtime
+    try:  # settings refuse a storage path that is not this room's (D99): one line, not a traceback
+        from groupx_site import asgi, runtime
+    except ConfigError as error:
+        return ServeResult("start_failed", str(error))
     from groupx_site.core import listen
 
     # Import every view before binding, so the first health probe (a racing `groupx start`, 500 ms
