@@ -42,7 +42,10 @@ def serve(
         from groupx_site import asgi, runtime
     except ConfigError as error:
         return ServeResult("start_failed", str(error))
+    from django.conf import settings
+
     from groupx_site.core import listen
+    from groupx_site.port_probe import remove_run_file, write_run_file
 
     # Import every view before binding, so the first health probe (a racing `groupx start`, 500 ms
     # budget) is answered without waiting for the URLconf and the API schemas to load.
@@ -57,6 +60,7 @@ def serve(
             super().listen_success(port)
             host = port.getHost()
             listen.set_bound(host.host, host.port)
+            write_run_file(settings.GROUPX_CONFIG_PATH, host.host, host.port)  # where `groupx stop` finds it
             on_listening(listen.origin())
 
         def listen_error(self, failure) -> None:
@@ -84,7 +88,10 @@ def serve(
         asyncio.ensure_future(wait_ready())
 
     reactor.callWhenRunning(watch_start)
-    server.run()
+    try:
+        server.run()
+    finally:
+        remove_run_file(settings.GROUPX_CONFIG_PATH)
     cancel_leftover_tasks(reactor._asyncioEventloop)
     failure = server.listen_failure
     if failure is not None:
