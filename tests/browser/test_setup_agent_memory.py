@@ -4,21 +4,14 @@ shown by day and cannot be edited. Waits are page conditions or deadlines, never
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import expect
 
-from tests.agents import fake_agents, send, wait_terminal
+from tests.agents import send, wait_terminal
+from tests.browser import test_agent_memory
 from tests.browser.test_agent_memory import kimi_memory
 from tests.server import wait_until
 
-
-@pytest.fixture
-def rollup_room(make_server, tmp_path, monkeypatch):
-    """Kimi writes its dated memory as soon as one big Turn fills a batch (checked every 100 ms)."""
-    monkeypatch.setenv("GROUPX_DATED_MEMORY_QUIET_MS", "0")
-    monkeypatch.setenv("GROUPX_MEMORY_TICK_MS", "100")
-    return make_server(fake_agents(tmp_path, "kimi", "hermes", scenarios={"kimi": {"default_turn": [
-        'reply text="Kept the migration reversible."']}}))
+rollup_room = test_agent_memory.rollup_room  # the drawer's room: Kimi writes a dated note after one big Turn
 
 
 def test_setup_shows_each_agents_core_and_dated_memory_and_adds_core_memory(rollup_room, open_page):
@@ -35,7 +28,7 @@ def test_setup_shows_each_agents_core_and_dated_memory_and_adds_core_memory(roll
     section.get_by_text("Kimi's memory").click()
 
     kimi = section.locator('details[data-actor-id="agent:kimi"]')
-    expect(kimi.locator(".agent-dated .mem-content")).to_have_text("Kept the migration reversible.")
+    expect(kimi.locator(".agent-dated .mem-content")).to_have_text("Fixed the <b>login</b> test; USE_TZ was the cause.")
     expect(kimi.locator(".agent-dated").get_by_role("button", name="Replace this note")).to_have_count(0)
     expect(kimi.locator(".agent-dated form")).to_have_count(0)  # nobody but Kimi writes dated memory
     expect(kimi.locator(".agent-core .mem-empty")).to_be_visible()
