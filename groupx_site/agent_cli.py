@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 from groupx_site.cli import fail, load_target, say
-from groupx_site.port_probe import Target
+from groupx_site.port_probe import Target, running_target
 
 REQUEST_TIMEOUT = 15.0
 
@@ -27,7 +27,7 @@ def cmd_restart_agent(path: Path, name: str | None) -> int:
         return fail("restart-agent needs the agent's name, e.g. `groupx restart-agent kimi`.")
     if not path.exists():
         return fail(f"no config at {path}; nothing is running.")
-    target = load_target(path)
+    target = running_target(path) or load_target(path)  # the run file first: the config may not parse (D102)
     if target is None:
         return 1
     found = target.probe_patiently()

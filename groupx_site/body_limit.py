@@ -22,30 +22,46 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 from groupx_site.core.bodies import MAX_BODY_BYTES
+
+# How long a request may take to arrive (docs/DECISIONS.md D103): its headers, from the connection's
+# first moment or the end of the previous response, and then its body. A client that drips bytes
+# (slowloris) is answered 408 and cut off; once a request is whole nothing is timed here, so an
+# event stream stays open as long as it likes. The tests shorten both through the environment.
+HEADERS_SECONDS = int(os.environ.get("GROUPX_HEADERS_TIMEOUT_MS") or 10_000) / 1000
+BODY_SECONDS = int(os.environ.get("GROUPX_BODY_TIMEOUT_MS") or 30_000) / 1000
 
 LINGER_BYTES = 8 * MAX_BODY_BYTES  # read and discarded after a refusal, at most
 LINGER_SECONDS = 2.0
 
-REFUSAL_BODY = json.dumps({"error": {"code": "MESSAGE_TOO_LARGE", "message": "request body exceeds 2 MiB"}}).encode()
-REFUSAL = (
-    b"HTTP/1.1 413 Content Too Large\r\n"
-    b"Content-Type: application/json\r\n"
-    b"Content-Length: " + str(len(REFUSAL_BODY)).encode() + b"\r\n"
-    b"Content-Security-Policy: default-src 'self'; img-src 'self' data:; frame-ancestors 'none'\r\n"
-    b"X-Content-Type-Options: nosniff\r\n"
-    b"Referrer-Policy: no-referrer\r\n"
-    b"Connection: close\r\n\r\n" + REFUSAL_BODY
-)
+
+def error_answer(status: bytes, code: str, message: str) -> bytes:
+    """A whole HTTP answer with the protocol's error body and the API's security headers."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    return (
+        b"HTTP/1.1 " + status + b"\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n"
+        b"Content-Security-Policy: default-src 'self'; img-src 'self' data:; frame-ancestors 'none'\r\n"
+        b"X-Content-Type-Options: nosniff\r\n"
+        b"Referrer-Policy: no-referrer\r\n"
+        b"Connection: close\r\n\r\n" + body
+    )
+
+
+REFUSAL = error_answer(b"413 Content Too Large", "MESSAGE_TOO_LARGE", "request body exceeds 2 MiB")
 
 
 def install() -> None:
-    """Make daphne build every request as a ``BoundedWebRequest`` (idempotent)."""
-    from daphne import http_protocol
+    """Make daphne build every request as a ``BoundedWebRequest`` and every connection as a
+    ``TimedChannel`` (idempotent)."""
+    from daphne import http_protocol, server
 
     if getattr(http_protocol.WebRequest, "bounded", False):
         return
+    install_read_deadlines(server)
 
     class BoundedWebRequest(http_protocol.WebRequest):
         bounded = True
@@ -105,3 +121,56 @@ def install() -> None:
             super().connectionLost(reason)
 
     http_protocol.WebRequest = BoundedWebRequest
+
+
+def install_read_deadlines(server) -> None:
+    """daphne's ``HTTPFactory`` (the name ``daphne.server`` builds its factory from, as
+    ``access_log`` also uses) with connections that time the arrival of each request."""
+    from twisted.internet import reactor
+    from twisted.web import http
+
+    class TimedChannel(http.HTTPChannel):
+        _deadline = None
+
+        def connectionMade(self):  # noqa: N802 (twisted's names)
+            super().connectionMade()
+            self._arm("headers", HEADERS_SECONDS)
+
+        def allHeadersReceived(self):  # noqa: N802
+            super().allHeadersReceived()
+            self._arm("body", BODY_SECONDS)  # disarmed at once by allContentReceived when there is none
+
+        def allContentReceived(self):  # noqa: N802
+            self._disarm()
+            super().allContentReceived()
+
+        def requestDone(self, request):  # noqa: N802
+            super().requestDone(request)
+            if self.transport is not None and self.transport.connected and not self._handlingRequest:
+                self._arm("headers", HEADERS_SECONDS)  # the next request on a kept-alive connection
+
+        def connectionLost(self, reason):  # noqa: N802
+            self._disarm()
+            super().connectionLost(reason)
+
+        def _arm(self, what: str, seconds: float) -> None:
+            self._disarm()
+            self._deadline = reactor.callLater(seconds, self._too_slow, what, seconds)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None and self._deadline.active():
+                self._deadline.cancel()
+            self._deadline = None
+
+        def _too_slow(self, what: str, seconds: float) -> None:
+            self._deadline = None
+            self.transport.write(error_answer(b"408 Request Timeout", "INVALID_ENVELOPE",
+                                              f"the request's {what} did not arrive within {seconds:g} s"))
+            self.transport.loseConnection()
+            reactor.callLater(LINGER_SECONDS, self.transport.abortConnection)
+
+    class TimedHTTPFactory(server.HTTPFactory):
+        def protocol(self):
+            return http._GenericHTTPChannelProtocol(TimedChannel())
+
+    server.HTTPFactory = TimedHTTPFactory

@@ -29,7 +29,7 @@ import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupx_site.port_probe import POLL_SECONDS, REPROBES, Target, conflict_message
+from groupx_site.port_probe import POLL_SECONDS, REPROBES, Target, conflict_message, running_target
 from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config
 
 UNREACHABLE_IN_A_ROW = 3
@@ -329,14 +329,14 @@ def wait_released(target: Target, scope_key: str | None, budget: float) -> int:
 def cmd_stop(path: Path) -> int:
     if not path.exists():
         return fail(f"no config at {path}; nothing to stop.")
-    target = load_target(path)
+    target = running_target(path) or load_target(path)  # the run file first: the config may not parse (D102)
     return 1 if target is None else stop_instance(target, restarting=False)
 
 
 def cmd_restart(path: Path, open_browser: bool) -> int:
     if not path.exists():
         return fail(f"no config at {path}; run `groupx start` to write one and start.")
-    target = load_target(path)
+    target = running_target(path) or load_target(path)
     if target is None:
         return 1
     code = stop_instance(target, restarting=True)

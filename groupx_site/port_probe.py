@@ -1,18 +1,26 @@
 """Who is on the port (PROTOCOL §10.6): the ``groupx`` command asks ``GET /api/health`` before it
 starts, stops or restarts anything, and tells this config's own runtime from another GroupX, a
-foreign program and a listener that does not answer (``groupx_site/cli.py`` acts on the answer)."""
+foreign program and a listener that does not answer (``groupx_site/cli.py`` acts on the answer).
+
+Where to ask comes from the run file a serving runtime keeps beside its config (``.groupx.json.run``:
+its address and pid, written once it listens, removed when it stops), so ``groupx stop`` and
+``groupx restart-agent`` reach the running room even when ``groupx.json`` no longer parses or names
+another port (docs/DECISIONS.md D102). Without a run file the config says where."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groupx_site import identity
-from setup_wizard.config import GroupXConfig
+from setup_wizard.config import GroupXConfig, ServerConfig
 
 PROBE_TIMEOUT = 0.5
 REPROBES = 3
@@ -132,3 +140,61 @@ def conflict_message(found: Probe, target: Target) -> str | None:
                 f"port: free the port, or set another server.port in {target.path}.")
     return (f"{where} is in use by another program (not GroupX). GroupX will not stop it or pick another "
             f"port: free the port, or set another server.port in {target.path}.")
+
+
+# --- the run file ---------------------------------------------------------------------------------
+
+
+def run_file_path(config_path: Path) -> Path:
+    return config_path.parent / f".{config_path.name}.run"
+
+
+def write_run_file(config_path: Path, host: str, port: int) -> None:
+    """Where this process serves the room of ``config_path``, replaced atomically."""
+    document = {"pid": os.getpid(), "host": host, "port": port, "configPath": str(config_path),
+                "runtimeScopeKey": identity.runtime_scope_key(config_path)}
+    with contextlib.suppress(OSError):  # a read-only folder: the commands fall back on the config
+        handle, tmp = tempfile.mkstemp(dir=config_path.parent, prefix=f".{config_path.name}.", suffix=".run.tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(document, file)
+        os.replace(tmp, run_file_path(config_path))
+
+
+def remove_run_file(config_path: Path) -> None:
+    """Only this process's own run file: a later runtime of the same config may have replaced it."""
+    if (read_run_file(config_path) or {}).get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
+            run_file_path(config_path).unlink()
+
+
+def read_run_file(config_path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(run_file_path(config_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    port = document.get("port") if isinstance(document, dict) else None
+    if type(port) is not int or not 1 <= port <= 65535 or document.get("configPath") != str(config_path):
+        return None
+    return document
+
+
+def running_target(config_path: Path) -> Target | None:
+    """The running room of ``config_path`` as its run file names it, without reading the config
+    (the defaults stand in for its other settings); None without a run file of a live process. The
+    probe still checks who answers there: a reused pid's port holds no runtime of this config."""
+    found = read_run_file(config_path)
+    if found is None or not _alive(found.get("pid")):
+        return None
+    return Target(config_path, GroupXConfig(server=ServerConfig(port=found["port"])))
+
+
+def _alive(pid: Any) -> bool:
+    if type(pid) is not int or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: not ours, but alive
+        return True
+    return True

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from setup_wizard.config import GroupXConfig
+from setup_wizard.config import ConfigError, GroupXConfig
 
 
 @dataclass
@@ -38,8 +38,14 @@ def serve(
     from django.urls import get_resolver
     from twisted.internet import reactor
 
-    from groupx_site import asgi, runtime
+    try:  # settings refuse a storage path that is not this room's (D99): one line, not a traceback
+        from groupx_site import asgi, runtime
+    except ConfigError as error:
+        return ServeResult("start_failed", str(error))
+    from django.conf import settings
+
     from groupx_site.core import listen
+    from groupx_site.port_probe import remove_run_file, write_run_file
 
     # Import every view before binding, so the first health probe (a racing `groupx start`, 500 ms
     # budget) is answered without waiting for the URLconf and the API schemas to load.
@@ -54,6 +60,7 @@ def serve(
             super().listen_success(port)
             host = port.getHost()
             listen.set_bound(host.host, host.port)
+            write_run_file(settings.GROUPX_CONFIG_PATH, host.host, host.port)  # where `groupx stop` finds it
             on_listening(listen.origin())
 
         def listen_error(self, failure) -> None:
@@ -81,7 +88,10 @@ def serve(
         asyncio.ensure_future(wait_ready())
 
     reactor.callWhenRunning(watch_start)
-    server.run()
+    try:
+        server.run()
+    finally:
+        remove_run_file(settings.GROUPX_CONFIG_PATH)
     cancel_leftover_tasks(reactor._asyncioEventloop)
     failure = server.listen_failure
     if failure is not None:

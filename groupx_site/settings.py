@@ -14,13 +14,18 @@ from pathlib import Path
 
 from groupx_site.core import sqlite
 from groupx_site.core.postgresql import postgresql_database
-from setup_wizard.config import GroupXConfig, config_path_from_env, load_config, storage_path
+from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config, storage_path
+from setup_wizard.storage_check import storage_refusal
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 GROUPX_CONFIG_PATH = config_path_from_env()
 GROUPX_CONFIG = load_config(GROUPX_CONFIG_PATH) if GROUPX_CONFIG_PATH.exists() else GroupXConfig()
 GROUPX_DB_PATH = Path(os.environ.get("GROUPX_DB") or storage_path(GROUPX_CONFIG, GROUPX_CONFIG_PATH))
+# Another program's database is never opened: Django would create the room's tables in it and switch
+# it to WAL (docs/DECISIONS.md D99).
+if GROUPX_CONFIG.storage.url is None and (refusal := storage_refusal(GROUPX_DB_PATH)):
+    raise ConfigError(f"{GROUPX_CONFIG_PATH}: storage.path: {refusal}")
 # Only after the config was validated. Its own user's only, as the database holds the live agents'
 # MCP bindings (docs/DECISIONS.md D39); a directory that already exists keeps its mode.
 GROUPX_DB_PATH.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

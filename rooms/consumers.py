@@ -29,7 +29,7 @@ from channels.utils import await_many_dispatch
 
 from groupx_site.core import lifecycle
 from groupx_site.core.errors import GroupXError
-from groupx_site.core.http import is_own_host, refused_origin
+from groupx_site.core.http import is_own_host, refused_origin, replayed
 from rooms import sse
 
 # What the Django route and the API's middleware set on a stream (groupx_site/middleware.py).
@@ -70,7 +70,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
     async def handle(self, body: bytes) -> None:
         cursor = self._stream_cursor()
         if cursor is None:
-            await self.django_app(self.scope, _replayed(body, self._client), self.base_send)
+            await self.django_app(self.scope, replayed(body, self._client), self.base_send)
             return
         await self.send_headers(status=200, headers=STREAM_HEADERS)
         streaming = asyncio.ensure_future(self._stream(cursor))
@@ -116,17 +116,3 @@ class EventStreamConsumer(AsyncHttpConsumer):
             return sse.parse_cursor(after_seq, last_event_id.decode("latin-1") if last_event_id is not None else None)
         except GroupXError:
             return None
-
-
-def _replayed(body: bytes, receive):
-    """The client's ``receive`` for Django, with the body the consumer has already read."""
-    sent = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

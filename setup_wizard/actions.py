@@ -11,7 +11,9 @@ settings (``groupx doctor`` runs before any exist).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +39,7 @@ from setup_wizard.config import (
     write_config,
 )
 from setup_wizard.starter import demo_agents
+from setup_wizard.storage_check import storage_refusal
 
 DEFAULT_PORT = 4310
 DEFAULT_STORAGE = ".groupx/groupx.db"
@@ -91,8 +94,14 @@ class Draft(Strict):
     assistant: DraftAssistant | None = None
 
 
+REVISION_PATTERN = r"^[0-9a-f]{64}$"
+
+
 class SaveRequest(Strict):
     config: Draft
+    # The snapshot's ``revision``: a save made from an older snapshot is refused (409
+    # CLIENT_COMMAND_CONFLICT) rather than overwriting a newer file (docs/DECISIONS.md D100).
+    revision: Annotated[str, Field(pattern=REVISION_PATTERN)] | None = None
 
 
 # --- the snapshot -------------------------------------------------------------------------------
@@ -175,6 +184,7 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         "demoAgents": demo_drafts(config_path.parent.resolve()),
     }
     draft = None
+    result["revision"] = revision_of(config_path)
     if result["existing"]:
         try:
             draft = draft_from_config(load_config(config_path))
@@ -246,6 +256,8 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         elif not (config_dir / agent.cwd).is_dir():
             issues.append(issue(f"{at}.cwd", "cwd_not_found", f"no such directory: {agent.cwd}"))
         issues += _command_issues(f"{at}.command", agent.command, remote=agent.ssh is not None)
+    if refusal := storage_refusal((config_dir / draft.storagePath).resolve()):
+        issues.append(issue("config.storagePath", "storage_not_a_room", refusal))
     if not any(agent.enabled for agent in draft.agents):
         issues.append(issue("config.agents", "none_enabled", "enable at least one agent"))
     if draft.assistant and draft.assistant.brain:
@@ -300,9 +312,14 @@ def existing_raw(config_path: Path) -> dict[str, Any] | None:
 
 
 def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The file the draft makes: what the form shows is the draft's, every other key of the file
+    (``server.threadsOnOneCpu``, ``storage.url``, ``limits``, ``timeouts``, ``channelLayer``, …)
+    stays as it was."""
+    previous = previous or {}
     raw: dict[str, Any] = {
-        "server": {"host": "127.0.0.1", "port": draft.serverPort},
-        "storage": {"path": draft.storagePath},
+        **previous,
+        "server": {**(previous.get("server") or {}), "host": "127.0.0.1", "port": draft.serverPort},
+        "storage": {**(previous.get("storage") or {}), "path": draft.storagePath},
         "agents": {
             agent.id: {"driver": agent.driver, "name": agent.name, "identity": agent.identity,
                        "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled,
@@ -318,29 +335,43 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
             if brain.command is not None:
                 assistant["brain"]["command"] = _command_raw(brain.command)
         raw["assistant"] = assistant
-    elif previous and "assistant" in previous:
-        raw["assistant"] = previous["assistant"]  # the draft may leave the assistant out: keep it
-    if previous and (previous.get("storage") or {}).get("url"):  # not part of the draft (D53): it stays
-        raw["storage"]["url"] = previous["storage"]["url"]
-    for section in ("limits", "timeouts", "channelLayer"):  # not part of the draft: the file's own values stay
-        if previous and section in previous:
-            raw[section] = previous[section]
+    # else: the draft may leave the assistant out (an older page), and the file's block stays
     return raw
 
 
-def save_draft(config_path: Path, draft: Draft) -> dict[str, Any]:
-    """The page is always served by a running room, whose sessions are never hot-swapped: a save
-    takes effect at ``groupx restart``."""
-    raw = build_config(draft, existing_raw(config_path))
+def revision_of(config_path: Path) -> str | None:
+    """The file's revision, the SHA-256 of its bytes; None when there is no file."""
     try:
-        write_config(config_path, raw)  # validates the whole file again, then replaces it atomically
-    except ConfigError as error:
-        raise GroupXError("INVALID_ENVELOPE", "the setup does not make a valid groupx.json",
-                          details={"issues": [issue("config", "invalid_config", str(error))]}) from None
+        return hashlib.sha256(config_path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+# One save at a time: each reads the file, checks its revision and replaces it (D100).
+_SAVING = threading.Lock()
+
+
+def save_draft(config_path: Path, draft: Draft, *, revision: str | None = None) -> dict[str, Any]:
+    """The page is always served by a running room, whose sessions are never hot-swapped: a save
+    takes effect at ``groupx restart``. With the ``revision`` of the snapshot it was made from, a
+    save of a file that has changed since is refused."""
+    with _SAVING:
+        current = revision_of(config_path)
+        if revision is not None and revision != current:
+            raise GroupXError("CLIENT_COMMAND_CONFLICT", "groupx.json changed since this setup was read; "
+                              "reload the page to see the newer one", details={"revision": current})
+        raw = build_config(draft, existing_raw(config_path))
+        try:
+            write_config(config_path, raw)  # validates the whole file again, then replaces it atomically
+        except ConfigError as error:
+            raise GroupXError("INVALID_ENVELOPE", "the setup does not make a valid groupx.json",
+                              details={"issues": [issue("config", "invalid_config", str(error))]}) from None
+        saved_revision = revision_of(config_path)
     return {
         "saved": True,
         "configPath": str(config_path),
         "agentCount": len(draft.agents),
         "enabledAgentCount": sum(1 for agent in draft.agents if agent.enabled),
         "restartRequired": True,
+        "revision": saved_revision,
     }

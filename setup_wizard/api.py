@@ -34,9 +34,10 @@ async def get_setup(request: HttpRequest):
 
 
 @router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)",
-             **route({200: SetupSaved}, write=True))
+             **route({200: SetupSaved}, errors={409: ["CLIENT_COMMAND_CONFLICT"]}, write=True))
 async def post_setup(request: HttpRequest, body: SetupSaveBody):
-    saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked)
+    saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked,
+                                                                            revision=body.revision)
     return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})
 
 

@@ -6,11 +6,13 @@ refused here, before settings open the database or the runtime starts any proces
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import parse_qsl, urlsplit
@@ -341,6 +343,8 @@ def parse_config(raw: Any, *, source: str = "groupx.json") -> GroupXConfig:
         return GroupXConfig.model_validate(upgrade_legacy_defaults(raw))
     except ValidationError as error:
         raise ConfigError(f"{source}: {_format_error(error)}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: a value is nested too deeply") from None
 
 
 def load_config(path: str | os.PathLike[str]) -> GroupXConfig:
@@ -351,11 +355,21 @@ def load_config(path: str | os.PathLike[str]) -> GroupXConfig:
         raise ConfigError(f"{path}: no such file") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    return parse_config(parse_json(text, source=str(path)), source=str(path))
+
+
+def parse_json(text: str, *, source: str) -> Any:
+    """The file's JSON, or one line that says what is wrong with it (docs/DECISIONS.md D101): a
+    byte order mark is named as such (JSON forbids it; GroupX does not guess past it), and nesting
+    too deep for the parser is a config error, not a ``RecursionError`` traceback."""
+    if text.startswith("\ufeff"):
+        raise ConfigError(f"{source}: starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without a BOM")
     try:
-        raw = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno})") from None
-    return parse_config(raw, source=str(path))
+        raise ConfigError(f"{source}: not valid JSON (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: not valid JSON (nested too deeply)") from None
 
 
 def config_path_from_env(explicit: str | None = None) -> Path:
@@ -427,8 +441,23 @@ def write_config(path: Path, raw: dict[str, Any]) -> None:
     """Validate, then write atomically (a crash never leaves half a file)."""
     parse_config(raw, source=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    # One temporary name per process: two first starts racing to write the starter file must not
-    # rename each other's half-written file away.
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(raw, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # A temporary file of its own for every write (not one per process): two writers, two first
+    # starts or two saves on two threads, never write into or rename away each other's file.
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(json.dumps(raw, indent=2, ensure_ascii=False) + "\n")
+        os.chmod(tmp, _mode_of(path))  # mkstemp's is 0600
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _mode_of(path: Path) -> int:
+    """The file's own permissions when it exists (a save keeps them), else a plain file's."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return 0o644

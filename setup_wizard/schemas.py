@@ -4,14 +4,14 @@ field is named in ``details.issues`` as before."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from groupx_site.core.contract import Checked
 from rooms.schemas import Response
-from setup_wizard.actions import Draft, validate_draft
+from setup_wizard.actions import REVISION_PATTERN, Draft, validate_draft
 
 
 def _check_save(payload: Any) -> Draft:
@@ -25,6 +25,8 @@ class SetupSaveBody(Checked):
     check = _check_save
 
     config: Draft
+    # The snapshot's revision; a save from an older snapshot is 409 CLIENT_COMMAND_CONFLICT (D100).
+    revision: Annotated[str, Field(pattern=REVISION_PATTERN)] | None = None
 
 
 class SetupSnapshot(Response):
@@ -36,6 +38,7 @@ class SetupSnapshot(Response):
     driverChoices: Any
     demoAgents: Any
     config: dict[str, Any]
+    revision: str | None  # the SHA-256 of groupx.json as read; None when there is no file
     existingConfigError: str | None = None
 
 
@@ -45,3 +48,4 @@ class SetupSaved(Response):
     agentCount: int
     enabledAgentCount: int
     restartRequired: bool
+    revision: str

@@ -53,7 +53,9 @@ def starter_config(config_path: Path, *, port: int = DEFAULT_PORT) -> dict[str, 
     workdir = config_path.parent.resolve()
     found = {driver: path for driver, path in detect_drivers().items() if path}
     agents: dict[str, Any] = {driver: {"cwd": str(workdir)} for driver in found}
-    assistant = None
+    # A first setup turns the room assistant on (FEATURES §2.3, PROTOCOL §10.6) whenever a CLI that
+    # can be its brain is found: every driver can, so the first one found is.
+    assistant = {"enabled": True, "brain": {"driver": next(iter(found)), "cwd": str(workdir)}} if found else None
     if not agents:
         agents = demo_agents(workdir)
         assistant = demo_assistant(workdir) if agents else None

@@ -113,6 +113,17 @@ def test_agent_clis_found_on_path_are_the_starter_roster_instead_of_the_demo_age
     assert agents == {"kimi": {"cwd": str(tmp_path)}, "claude": {"cwd": str(tmp_path)}}
 
 
+def test_a_first_setup_with_a_real_cli_turns_the_room_assistant_on_with_that_cli_as_its_brain(tmp_path):
+    env = cli_env(tmp_path, PATH=isolated_path(tmp_path, "claude"), GROUPX_CONFIG=str(tmp_path / "groupx.json"))
+
+    written = subprocess.run([sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60,
+                             capture_output=True, text=True)
+
+    assert written.returncode == 0, written.stderr
+    assistant = json.loads((tmp_path / "groupx.json").read_text())["assistant"]
+    assert assistant == {"enabled": True, "brain": {"driver": "claude", "cwd": str(tmp_path)}}
+
+
 def test_a_port_option_that_disagrees_with_an_existing_config_is_refused(tmp_path):
     config = tmp_path / "groupx.json"
     config.write_text(json.dumps({"server": {"host": "127.0.0.1", "port": 4999}}))

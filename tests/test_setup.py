@@ -138,8 +138,10 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
     response = server.post("/api/setup", {"config": current})
 
     assert response.status_code == 200, response.text
-    assert response.json() == {"saved": True, "configPath": str(server.config_path), "agentCount": 2,
-                               "enabledAgentCount": 2, "restartRequired": True}
+    saved = response.json()
+    assert re.fullmatch(r"[0-9a-f]{64}", saved.pop("revision"))  # the file's new revision
+    assert saved == {"saved": True, "configPath": str(server.config_path), "agentCount": 2,
+                     "enabledAgentCount": 2, "restartRequired": True}
     written = json.loads(server.config_path.read_text())
     assert written["agents"]["reviewer"]["command"] == reviewer["command"]["executable"]
     assert written["limits"] == {"queuePerAgent": 7}  # kept, not part of the draft

@@ -35,6 +35,7 @@ from groupx_site.core.http import (
     is_own_host,
     refused_content_type,
     refused_origin,
+    replayed,
 )
 
 logger = logging.getLogger("groupx.mcp")
@@ -122,6 +123,11 @@ class Endpoint:
         await self._ready.wait()
 
     async def handle_request(self, scope, receive, send) -> None:
+        if scope.get("method") == "POST":
+            body = await read_body(receive)
+            if malformed_id(body):
+                return await invalid_request(send, "Invalid Request: an id must be a string, a number or null")
+            receive = replayed(body, receive)
         await self.ensure_running()
         await self.manager.handle_request(scope, receive, send)
 
@@ -131,6 +137,33 @@ class Endpoint:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._runner
             self._runner = None
+
+
+async def read_body(receive) -> bytes:
+    """The whole request body (daphne has already refused one over 2 MiB: groupx_site/body_limit.py)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def malformed_id(body: bytes) -> bool:
+    """A request or a batch whose ``id`` JSON-RPC does not allow (an object, an array, a boolean).
+    The SDK would read such a message as a notification and drop it without an answer; everything
+    else, including a body that is not JSON, is the SDK's to answer."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return any(isinstance(m, dict) and isinstance(m.get("id"), dict | list | bool) for m in messages)
+
+
+async def invalid_request(send, message: str) -> None:
+    """JSON-RPC's Invalid Request (-32600, ``id`` null), with HTTP 400 as the SDK answers its own."""
+    await send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
 
 
 server = tool_server("groupx", INSTRUCTIONS, TOOLS)
@@ -170,10 +203,13 @@ def _json_rpc_code(status: int) -> int:
 
 
 async def json_rpc_error(send, error: GroupXError) -> None:
-    status = error.status
-    body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": _json_rpc_code(status), "message": error.message,
-                                 "data": {"code": error.code}}}).encode()
+    await send_json(send, error.status, {"jsonrpc": "2.0", "id": None,
+                                         "error": {"code": _json_rpc_code(error.status), "message": error.message,
+                                                   "data": {"code": error.code}}})
+
+
+async def send_json(send, status: int, payload: dict) -> None:
+    body = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

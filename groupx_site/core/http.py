@@ -54,3 +54,18 @@ def refused_origin(origin: str | None, host: str) -> GroupXError | None:
     if origin is not None and not is_own_origin(origin, host):
         return GroupXError("INVALID_ENVELOPE", "requests from another origin are refused", status=403)
     return None
+
+
+def replayed(body: bytes, receive):
+    """An ASGI ``receive`` that hands on the body already read, then the connection's own messages
+    (its disconnect)."""
+    sent = False
+
+    async def replay() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

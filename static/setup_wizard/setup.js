@@ -246,12 +246,16 @@
       const response = await fetch("/api/setup", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(/** @type {SetupSaveBody} */ ({ config: collect() })),  // #/components/schemas/SetupSaveBody
+        // The revision read with the draft: a file changed since then is a 409, never overwritten.
+        body: JSON.stringify(/** @type {SetupSaveBody} */ ({ config: collect(), revision: snapshot.revision })),  // #/components/schemas/SetupSaveBody
       });
       const body = await response.json();  // SetupSaved (#/components/schemas/SetupSaved) or ErrorBody
       if (response.ok) {
+        snapshot.revision = body.revision;  // the next save is made from the file just written
         showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
           + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
+      } else if (body.error && body.error.code === "CLIENT_COMMAND_CONFLICT") {
+        showBanner(`${body.error.message}. Nothing was saved.`, "error");
       } else {
         const issues = (body.error && body.error.details && body.error.details.issues) || [];
         showBanner(body.error ? body.error.message : `Save failed (${response.status})`, "error");

@@ -247,3 +247,22 @@ def test_a_log_that_already_holds_a_lone_surrogate_still_replays_and_every_agent
     wait_until(lambda: room.events()[-1]["seq"] == head_seq(room), message="a full replay after a restart")
     exported = room.manage("replay_events")
     assert "poisoned \ufffd here" in exported.stdout
+
+
+@pytest.mark.parametrize("bad_id", ['{"a":1}', "[1]", "true"], ids=["object", "array", "boolean"])
+def test_an_mcp_request_whose_id_json_rpc_does_not_allow_is_answered_invalid_request(room, bad_id):
+    binding = active_binding(room, "agent:kimi")
+    published = [e for e in room.events() if e["type"] == "message.created"]
+    body = ('{"jsonrpc":"2.0","id":' + bad_id + ',"method":"tools/call","params":{"name":"publish",'
+            '"arguments":{"content":"never published"}}}')
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18",
+               "Content-Type": "application/json", "X-GroupX-Binding": binding}
+
+    response = httpx.post(room.url("/mcp"), content=body.encode(), headers=headers, timeout=30)
+
+    assert response.status_code == 400, response.text
+    answer = response.json()
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    assert [e for e in room.events() if e["type"] == "message.created"] == published
+    # a well-formed id on the same endpoint is still answered by the SDK
+    assert _raw_mcp(room, binding, '{"content":' + "[" * 40 + "]" * 40 + "}").status_code == 200
