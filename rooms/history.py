@@ -59,12 +59,10 @@ def parse_after_seq(raw: str | None) -> int | None:
 
 
 def parse_page(params: dict[str, str]) -> tuple[int | None, int, int | None, datetime | None]:
-    """beforeSeq pages backwards; afterSeq or from page forwards; one direction per request."""
+    """beforeSeq alone pages backwards; afterSeq or from page forwards (beforeSeq then bounds them)."""
     before_seq = parse_before_seq(params.get("beforeSeq"))
     after_seq = parse_after_seq(params.get("afterSeq"))
     since = export.parse_moment("from", params.get("from"))
-    if before_seq is not None and (after_seq is not None or since is not None):
-        raise invalid("beforeSeq pages backwards and afterSeq/from forwards: send one direction only")
     return before_seq, parse_limit(params.get("limit"), PAGE_LIMIT_DEFAULT), after_seq, since
 
 
@@ -79,9 +77,10 @@ def page(before_seq: int | None, limit: int, after_seq: int | None = None,
 
     With ``after_seq`` (0 is the beginning of the room) or ``since`` (a moment: "jump to a date")
     the page goes forwards instead: the oldest ``limit`` events after that point, and
-    ``nextPage.afterSeq`` continues with newer ones until the newest event is in a page."""
+    ``nextPage.afterSeq`` continues with newer ones until the newest event (or ``before_seq``) is
+    reached."""
     if after_seq is not None or since is not None:
-        return _forward_page(after_seq or 0, since, limit)
+        return _forward_page(after_seq or 0, since, before_seq, limit)
     rows = Event.objects.order_by("-seq")
     if before_seq is not None:
         rows = rows.filter(seq__lt=before_seq)
@@ -96,8 +95,10 @@ def page(before_seq: int | None, limit: int, after_seq: int | None = None,
     return with_references(result, found)
 
 
-def _forward_page(after_seq: int, since: datetime | None, limit: int) -> dict[str, Any]:
+def _forward_page(after_seq: int, since: datetime | None, before_seq: int | None, limit: int) -> dict[str, Any]:
     rows = Event.objects.order_by("seq").filter(seq__gt=after_seq)
+    if before_seq is not None:
+        rows = rows.filter(seq__lt=before_seq)
     if since is not None:
         # seq follows the clock that stamps occurredAt, so the first match is where the date starts.
         rows = rows.filter(occurred_at__gte=since)

@@ -148,7 +148,8 @@ class EventsPageQuery(Checked):
 
     beforeSeq: Decimal = Field(None, description="Events with a smaller seq; the newest when absent.")
     afterSeq: Annotated[int, Field(ge=0, le=10**18 - 1)] = Field(
-        None, description="A forward page: the oldest events with a larger seq (0: the beginning of the room).")
+        None, description="A forward page: the oldest events with a larger seq (0: the beginning of the room); "
+                          "beforeSeq, when sent too, bounds it.")
     since: Moment = Field(None, alias="from", description="A forward page from this moment (ISO 8601; UTC when "
                                                          "no zone is given): jump to a date.")
     limit: Annotated[int, Field(ge=1, le=history.PAGE_LIMIT_MAX)] = Field(

@@ -254,6 +254,8 @@ def test_forward_pages_read_from_the_beginning_of_the_room_to_its_newest_event(m
     assert [e["seq"] for e in rest["events"]] == list(range(201, head + 1))
     assert "nextPage" not in rest
     assert rest["previousPage"] == {"beforeSeq": 201}
+    bounded = server.get("/api/events/page", params={"afterSeq": 10, "beforeSeq": 14}).json()
+    assert [e["seq"] for e in bounded["events"]] == [11, 12, 13]
 
 
 def test_a_page_from_a_date_starts_at_the_first_event_of_that_moment(make_server):
@@ -271,10 +273,9 @@ def test_a_page_from_a_date_starts_at_the_first_event_of_that_moment(make_server
 
 
 @pytest.mark.parametrize("params", [
-    {"from": "yesterday"}, {"afterSeq": "-1"}, {"afterSeq": "x"}, {"beforeSeq": "9", "afterSeq": "1"},
-    {"beforeSeq": "9", "from": "2026-01-01"},
+    {"from": "yesterday"}, {"afterSeq": "-1"}, {"afterSeq": "x"}, {"afterSeq": "1", "beforeSeq": "0"},
 ])
-def test_a_forward_page_with_a_bad_cursor_or_two_directions_is_an_invalid_envelope(room, params):
+def test_a_forward_page_with_a_bad_cursor_or_date_is_an_invalid_envelope(room, params):
     response = room.get("/api/events/page", params=params)
 
     assert response.status_code == 400

@@ -20,6 +20,8 @@ import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
 import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
+import { Roving } from "./roving.js";
+import { ComposerComforts, GoToMenu, StopAll, UnreadMarker } from "./room_comforts.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { backoffDelay, RoomStream } from "./stream.js";
@@ -47,6 +49,7 @@ function actorName(actorId) {
 const turns = new TurnStore((turn) => {
   timeline.turnChanged(turn);
   scheduleActivity(turn.target);
+  stopAll.schedule();
 });
 
 const timeline = new Timeline(
@@ -67,6 +70,10 @@ const timeline = new Timeline(
 const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
   { onPick: (hit) => roomHistory.reveal(hit) });
+new GoToMenu({ menu: $("goto"), start: $("goto-start"), date: $("goto-date"), go: $("goto-date-go"), note: $("goto-note") },
+  roomHistory);
+new Roving($("timeline")); // the timeline is one Tab stop; arrows move inside it
+const unread = new UnreadMarker(timeline);
 new ExportMenu({ menu: $("export"), from: $("export-from"), to: $("export-to"), link: $("export-link"),
   hint: $("export-hint") });
 
@@ -103,6 +110,7 @@ const composer = new Composer(
         turns.hint(turn.turnId, { target: turn.target, sourceEventId: reply.messageEventId, status: turn.status });
       }
       timeline.follow();
+      comforts.grow(); // the composer emptied the box
     },
   },
 );
@@ -111,6 +119,8 @@ new MentionPicker($("message-input"), {
   agents: () => composer.agents,
   onPick: (actorId) => composer.address(actorId),
 });
+// A box that grows with its text; Up in an empty box brings back the last message sent.
+const comforts = new ComposerComforts($("message-input"), () => timeline.lastOwn);
 
 // The private side chat with the room assistant: never a room message (FEATURES §13).
 const assistantRoot = $("assistant-panel");
@@ -169,6 +179,9 @@ async function cancelTurn(turnId) {
   }
 }
 
+// "Stop all" while Turns run: the same cancel command per Turn as each chip's Cancel.
+const stopAll = new StopAll($("stop-all"), turns, cancelTurn);
+
 // ---- events ---------------------------------------------------------------------------------------
 
 function onDurable(env) {
@@ -185,6 +198,7 @@ function onDurable(env) {
     contextMeter.schedule();
   }
   timeline.applyDurable(env);
+  unread.seen(env);
 }
 
 function onTransient(env) {
@@ -225,11 +239,15 @@ function boot() {
 async function bootOnce() {
   stream.stop();
   let snapshot;
+  // The first snapshot was asked for by boot_fetch.js while this module graph loaded.
+  let early = window.groupxBootstrap;
+  window.groupxBootstrap = null;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      snapshot = /** @type {Bootstrap} */ (await getJson("/api/bootstrap"));
+      snapshot = /** @type {Bootstrap} */ (await (early || getJson("/api/bootstrap")));
       break;
     } catch {
+      early = null;
       setConnection("offline");
       await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
     }
@@ -246,6 +264,8 @@ async function bootOnce() {
   composer.setAgents(snapshot.agents || []);
   turns.reset();
   timeline.reset({ hasOlder: Boolean(snapshot.previousPage) });
+  timeline.rememberReferences(snapshot.referencedMessages);
+  unread.beforeBoot();
   for (const env of snapshot.recentEvents || []) onDurable(env);
   turns.applySnapshot(snapshot.activeTurns);
   timeline.restoreActive(turns.active());
@@ -256,6 +276,7 @@ async function bootOnce() {
   // triggers one more (idempotent) read, so nothing is missed.
   await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);
   if (agentMemory.isOpen && !agents.has(agentMemory.actorId)) agentMemory.hide();
+  stopAll.schedule();
   document.body.dataset.ready = "true";
   stream.start(snapshot.room.throughSeq);
 }
