@@ -14,6 +14,11 @@ import { TERMINAL } from "./turns.js";
 export const MAX_ITEMS = 300;
 export const TRIM_BATCH = 50;
 
+/** Items on the page: the timeline's rows, and each reply inside a prompt's thread. */
+export function itemCount(durable) {
+  return durable.childElementCount + durable.querySelectorAll(".thread-list > *").length;
+}
+
 /**
  * Show a window of old events (a search hit far back, the beginning, a date) instead of the newest
  * end: rendering a 100,000-event room down to it would not fit in a page. Until the reader goes
@@ -99,9 +104,8 @@ export function appendNewer(timeline, envs) {
  * on the history (its newer side is read again from ceilingSeq). */
 function dropNewest(timeline) {
   const { durable } = timeline;
-  const messages = durable.getElementsByTagName("article");
-  if (messages.length <= MAX_ITEMS) return;
-  while (messages.length > MAX_ITEMS - TRIM_BATCH && durable.lastElementChild) {
+  if (itemCount(durable) <= MAX_ITEMS) return;
+  while (itemCount(durable) > MAX_ITEMS - TRIM_BATCH && durable.lastElementChild) {
     const last = durable.lastElementChild;
     if (last.dataset.seq) timeline.ceilingSeq = Math.min(timeline.ceilingSeq, Number(last.dataset.seq) - 1);
     timeline.forget(last);

@@ -10,7 +10,7 @@ import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
 import { messageElement, TurnBubble } from "./bubble.js";
 import { PairGroups } from "./supervision.js";
 import { renderChip } from "./chips.js";
-import { appendNewer, MAX_ITEMS, prependOlder, showWindow, TRIM_BATCH } from "./paging.js";
+import { appendNewer, itemCount, MAX_ITEMS, prependOlder, showWindow, TRIM_BATCH } from "./paging.js";
 import { groupByAuthor, Threads } from "./threads.js";
 import { TERMINAL } from "./turns.js";
 
@@ -429,9 +429,8 @@ export class Timeline {
 
   /** Keep at most MAX_ITEMS messages, dropping the oldest TRIM_BATCH items at a time. */
   trim() {
-    const messages = this.durable.getElementsByTagName("article");
-    if (messages.length <= MAX_ITEMS) return;
-    while (messages.length > MAX_ITEMS) {
+    if (itemCount(this.durable) <= MAX_ITEMS) return;
+    while (itemCount(this.durable) > MAX_ITEMS) {
       for (let i = 0; i < TRIM_BATCH && this.durable.firstElementChild; i += 1) {
         const old = this.durable.firstElementChild;
         this.forget(old);
