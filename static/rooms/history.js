@@ -151,7 +151,10 @@ export class History {
     this.render();
     const first = this.timeline.durable.firstElementChild;
     if (first) first.scrollIntoView({ block: "start" });
-    if (first && first.tabIndex >= -1) first.focus({ preventScroll: true });
+    if (first) {
+      if (!first.hasAttribute("tabindex")) first.tabIndex = -1; // focusable before roving.js tames it
+      first.focus({ preventScroll: true });
+    }
     return true;
   }
 

@@ -18,6 +18,7 @@ export class Roving {
     this.current = null;
     scroller.addEventListener("keydown", (event) => this.onKey(event));
     scroller.addEventListener("focusin", (event) => this.onFocus(event));
+    scroller.addEventListener("pointerdown", () => { this.pointing = true; }, { passive: true });
     new MutationObserver((records) => this.onMutations(records))
       .observe(scroller, { childList: true, subtree: true });
   }
@@ -83,8 +84,13 @@ export class Roving {
   }
 
   onFocus(event) {
+    const pointing = this.pointing;
+    this.pointing = false;
     const item = this.itemOf(event.target);
-    if (item) this.setCurrent(item);
+    if (!item) return;
+    this.setCurrent(item);
+    // Shift+Tab from below enters on the item itself, as Tab from above does, not on its last button.
+    if (!pointing && event.target !== item && !this.scroller.contains(event.relatedTarget)) item.focus();
   }
 
   onKey(event) {
