@@ -267,6 +267,7 @@ async function bootOnce() {
   timeline.rememberReferences(snapshot.referencedMessages);
   unread.beforeBoot();
   for (const env of snapshot.recentEvents || []) onDurable(env);
+  unread.afterBoot();
   turns.applySnapshot(snapshot.activeTurns);
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);

@@ -68,6 +68,11 @@ export class UnreadMarker {
     this.timeline.markUnreadAfter(this.seenSeq);
   }
 
+  /** After it rendered: a reader looking at the page needs no divider for what comes next. */
+  afterBoot() {
+    if (document.visibilityState === "visible") this.timeline.markUnreadAfter(null);
+  }
+
   /** A durable event was applied: read, if the page is in front of the reader. */
   seen(env) {
     if (document.visibilityState === "visible" && !this.timeline.detached) this.read(env.seq);

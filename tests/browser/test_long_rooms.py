@@ -183,6 +183,14 @@ def test_a_new_messages_divider_marks_what_came_while_the_reader_was_away(room, 
     head = int(page.locator("#durable [data-seq]").last.get_attribute("data-seq"))
     page.wait_for_function("head => Number(localStorage.getItem('groupx.lastSeenSeq')) >= head", arg=head)
     expect(page.locator(".unread-divider")).to_have_count(0)
+    # Back with nothing new, and a message while the reader is here: no divider.
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]", state="attached")
+    append_raw_events(room, [("message.created", {"content": "said while here"})])
+    expect(page.locator("article", has_text="said while here")).to_be_visible()
+    expect(page.locator(".unread-divider")).to_have_count(0)
+    head = int(page.locator("#durable [data-seq]").last.get_attribute("data-seq"))
+    page.wait_for_function("head => Number(localStorage.getItem('groupx.lastSeenSeq')) >= head", arg=head)
     context = page.context
     page.close()
 
@@ -201,6 +209,10 @@ def test_a_new_messages_divider_marks_what_came_while_the_reader_was_away(room, 
     expect(again.locator(".unread-divider + article")).to_contain_text("news while hidden")
     again.evaluate(SET_VISIBILITY, False)
     expect(divider).to_have_count(1)
+    # Back in front of the reader: what comes next needs no divider.
+    append_raw_events(room, [("message.created", {"content": "said while reading"})])
+    expect(again.locator("article", has_text="said while reading")).to_be_visible()
+    expect(again.locator(".unread-divider + article")).to_contain_text("news while hidden")
 
 
 def test_the_timeline_is_one_tab_stop_with_arrow_keys_inside(room, open_page):
