@@ -25,11 +25,13 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-
 from groupx_site.handler import get_application  # noqa: E402
 
-django_app = ASGIStaticFilesHandler(get_application())  # wraps only Django: lifespan has no path
+django_app = get_application()
+from groupx_site import static_files  # noqa: E402  (after Django is set up)
+
+static_files.ensure_built()  # fingerprinted static files (D120): at most once per content of static/
+django_app = static_files.FingerprintedStaticHandler(django_app)  # wraps only Django: lifespan has no path
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402

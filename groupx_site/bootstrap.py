@@ -22,10 +22,10 @@ from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from groupx_site.health import current_agent_states
-from rooms import event_types, system_errors
+from rooms import event_types, history, system_errors
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
-from rooms.schemas import Envelope, PageCursor, Response
+from rooms.schemas import Envelope, PageCursor, ReferencedMessage, Response
 from setup_wizard import roster
 from setup_wizard.pending import pending_agents
 from turns.models import Turn
@@ -74,6 +74,7 @@ class Bootstrap(Response):
     activeTurns: list[ActiveTurn]
     eventTypes: Any
     previousPage: PageCursor | None = None
+    referencedMessages: list[ReferencedMessage] | None = None
 
 
 def agent_cards(problems: dict[str, dict[str, dict[str, str]]] | None = None) -> list[dict[str, Any]]:
@@ -110,6 +111,7 @@ def bootstrap() -> dict[str, Any]:
     with read_snapshot():
         rows = list(Event.objects.order_by("-seq").values(*ENVELOPE_FIELDS)[:RECENT_EVENTS])
         rows.reverse()
+        referenced = history.with_references({}, rows)
         turns = list(
             Turn.objects.filter(status__in=ACTIVE_STATUSES)
             .order_by("enqueue_seq")
@@ -139,6 +141,8 @@ def bootstrap() -> dict[str, Any]:
     }
     if rows and rows[0]["seq"] > 1:
         snapshot["previousPage"] = {"beforeSeq": rows[0]["seq"]}
+    # Excerpts of the messages the recent events reply to that are older than them (an added field).
+    snapshot.update(referenced)
     return snapshot
 
 

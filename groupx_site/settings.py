@@ -14,6 +14,7 @@ from pathlib import Path
 
 from groupx_site.core import sqlite
 from groupx_site.core.postgresql import postgresql_database
+from groupx_site.static_root import build_root
 from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config, storage_path
 from setup_wizard.storage_check import storage_refusal
 
@@ -152,6 +153,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Fingerprinted copies of static/, built by the serving process (groupx_site/static_files.py, D120).
+STATIC_ROOT = build_root(BASE_DIR / "static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "groupx_site.static_files.FingerprintedStorage"},
+}
 
 # The protocol's HTTP body ceiling (2 MiB): daphne refuses a larger body with 413 before reading it
 # (groupx_site/body_limit.py); Django's own ceiling is the same number.

@@ -10,13 +10,14 @@ matches first, so neither grows with the length of the room.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
 
 from groupx_site.core.errors import invalid
 from groupx_site.core.text_search import text_filter
-from rooms import event_types, search_index
+from rooms import event_types, export, search_index
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event
 
@@ -25,6 +26,7 @@ PAGE_LIMIT_DEFAULT = 100  # the size of bootstrap's recentEvents, so every page 
 SEARCH_LIMIT_DEFAULT = 20
 QUERY_MAX_CHARS = 1024  # as memory_search (FEATURES §15)
 SNIPPET_RADIUS = 70  # characters of context either side of the first match
+REFERENCE_EXCERPT_CHARS = 280  # of a replied-to message outside the page: a quote, not the message
 MESSAGE = event_types.MESSAGE_CREATED
 
 DECIMAL = re.compile(r"^[0-9]{1,18}$")
@@ -49,13 +51,36 @@ def parse_before_seq(raw: str | None) -> int | None:
     return _positive("beforeSeq", raw, None)
 
 
+def parse_after_seq(raw: str | None) -> int | None:
+    """``afterSeq`` of a forward page: 0 (the beginning of the room) or a positive seq."""
+    if raw is not None and raw.strip() == "0":
+        return 0
+    return _positive("afterSeq", raw, None)
+
+
+def parse_page(params: dict[str, str]) -> tuple[int | None, int, int | None, datetime | None]:
+    """beforeSeq alone pages backwards; afterSeq or from page forwards (beforeSeq then bounds them)."""
+    before_seq = parse_before_seq(params.get("beforeSeq"))
+    after_seq = parse_after_seq(params.get("afterSeq"))
+    since = export.parse_moment("from", params.get("from"))
+    return before_seq, parse_limit(params.get("limit"), PAGE_LIMIT_DEFAULT), after_seq, since
+
+
 # ---- pages of the log ---------------------------------------------------------------------------
 
 
-def page(before_seq: int | None, limit: int) -> dict[str, Any]:
+def page(before_seq: int | None, limit: int, after_seq: int | None = None,
+         since: datetime | None = None) -> dict[str, Any]:
     """Up to ``limit`` durable events with seq < ``before_seq`` (the newest ones when it is None),
     in seq order. ``previousPage.beforeSeq`` is the cursor of the next older page; it is absent
-    once the page reaches the first event of the room."""
+    once the page reaches the first event of the room.
+
+    With ``after_seq`` (0 is the beginning of the room) or ``since`` (a moment: "jump to a date")
+    the page goes forwards instead: the oldest ``limit`` events after that point, and
+    ``nextPage.afterSeq`` continues with newer ones until the newest event (or ``before_seq``) is
+    reached."""
+    if after_seq is not None or since is not None:
+        return _forward_page(after_seq or 0, since, before_seq, limit)
     rows = Event.objects.order_by("-seq")
     if before_seq is not None:
         rows = rows.filter(seq__lt=before_seq)
@@ -67,7 +92,51 @@ def page(before_seq: int | None, limit: int) -> dict[str, Any]:
     result: dict[str, Any] = {"events": [envelope_from_row(row) for row in found]}
     if older:
         result["previousPage"] = {"beforeSeq": found[0]["seq"]}
+    return with_references(result, found)
+
+
+def _forward_page(after_seq: int, since: datetime | None, before_seq: int | None, limit: int) -> dict[str, Any]:
+    rows = Event.objects.order_by("seq").filter(seq__gt=after_seq)
+    if before_seq is not None:
+        rows = rows.filter(seq__lt=before_seq)
+    if since is not None:
+        # seq follows the clock that stamps occurredAt, so the first match is where the date starts.
+        rows = rows.filter(occurred_at__gte=since)
+    found = list(rows.values(*ENVELOPE_FIELDS)[:limit + 1])
+    newer = len(found) > limit
+    found = found[:limit]
+    result: dict[str, Any] = {"events": [envelope_from_row(row) for row in found]}
+    if found and Event.objects.filter(seq__lt=found[0]["seq"]).exists():
+        result["previousPage"] = {"beforeSeq": found[0]["seq"]}
+    if newer:
+        result["nextPage"] = {"afterSeq": found[-1]["seq"]}
+    return with_references(result, found)
+
+
+def with_references(result: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add ``referencedMessages``: an excerpt of every message the page's events reply to or
+    forward that is not itself in the page, so "↩ an earlier message" can say which one."""
+    present = {row["event_id"] for row in rows}
+    wanted = {ref for row in rows for ref in (row["reply_to_event_id"], row["forwarded_event_id"])
+              if ref and ref not in present}
+    if not wanted:
+        return result
+    found = Event.objects.filter(event_id__in=wanted, event_type=MESSAGE).order_by("seq").values(
+        "seq", "event_id", "actor_id", "actor_kind", "actor_display_name", "occurred_at", "body")
+    result["referencedMessages"] = [{
+        "seq": row["seq"],
+        "eventId": row["event_id"],
+        "actor": {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]},
+        "occurredAt": iso(row["occurred_at"]),
+        "excerpt": _excerpt(row["body"]),
+    } for row in found]
     return result
+
+
+def _excerpt(body: Any) -> str:
+    content = body.get("content") if isinstance(body, dict) else None
+    flat = " ".join(content.split()) if isinstance(content, str) else ""
+    return flat if len(flat) <= REFERENCE_EXCERPT_CHARS else flat[:REFERENCE_EXCERPT_CHARS - 1] + "…"
 
 
 

@@ -23,6 +23,9 @@ MessageContent = Annotated[str, Field(
     description=f"Non-blank; at most {MESSAGE_CHARACTERS} code points (longer: 413 MESSAGE_TOO_LARGE).")]
 Target = Annotated[str, Field(pattern=rf"{validation.AGENT_ACTOR_RE.pattern}|^@all$")]
 Decimal = Annotated[int, Field(ge=1, le=10**18 - 1)]
+# Blank is no bound, as when the parameter is absent.
+Moment = Annotated[str, WithJsonSchema({"type": "string", "anyOf": [
+    {"format": "date"}, {"format": "date-time"}, {"pattern": r"^\s*$"}]})]
 
 
 class Response(BaseModel):
@@ -113,21 +116,42 @@ class PageCursor(BaseModel):
     beforeSeq: int
 
 
+class NextPageCursor(BaseModel):
+    afterSeq: int
+
+
+class ReferencedMessage(Response):
+    """A message that an event of the page replies to or forwards, when it is not in the page."""
+
+    seq: int
+    eventId: str
+    actor: ActorRef
+    occurredAt: str
+    excerpt: str
+
+
 class EventsPage(Response):
     events: list[Envelope]
     previousPage: PageCursor | None = None
+    nextPage: NextPageCursor | None = Field(None, description="Forward pages only: newer events follow.")
+    referencedMessages: list[ReferencedMessage] | None = None
 
 
-def _check_page(params: dict[str, str]) -> tuple[int | None, int]:
-    return (history.parse_before_seq(params.get("beforeSeq")),
-            history.parse_limit(params.get("limit"), history.PAGE_LIMIT_DEFAULT))
+def _check_page(params: dict[str, str]) -> tuple[int | None, int, int | None, Any]:
+    return history.parse_page(params)
 
 
 class EventsPageQuery(Checked):
+    model_config = ConfigDict(populate_by_name=True)
     check = _check_page
     query_check = True
 
     beforeSeq: Decimal = Field(None, description="Events with a smaller seq; the newest when absent.")
+    afterSeq: Annotated[int, Field(ge=0, le=10**18 - 1)] = Field(
+        None, description="A forward page: the oldest events with a larger seq (0: the beginning of the room); "
+                          "beforeSeq, when sent too, bounds it.")
+    since: Moment = Field(None, alias="from", description="A forward page from this moment (ISO 8601; UTC when "
+                                                         "no zone is given): jump to a date.")
     limit: Annotated[int, Field(ge=1, le=history.PAGE_LIMIT_MAX)] = Field(
         None, description=f"Default {history.PAGE_LIMIT_DEFAULT}.")
 
@@ -176,9 +200,6 @@ class EventsQuery(Checked):
 
 
 
-# Blank is no bound, as when the parameter is absent.
-Moment = Annotated[str, WithJsonSchema({"type": "string", "anyOf": [
-    {"format": "date"}, {"format": "date-time"}, {"pattern": r"^\s*$"}]})]
 
 
 def _check_range(params: dict[str, str]) -> export.Range:

@@ -239,3 +239,63 @@ def test_the_history_endpoints_are_documented_in_the_api(room):
         assert paths[path]["get"]["summary"], path
     names = {p["name"] for p in paths["/api/export.md"]["get"]["parameters"]}
     assert {"from", "to"} <= names
+
+
+def test_forward_pages_read_from_the_beginning_of_the_room_to_its_newest_event(make_server):
+    server = make_server()
+    seed_messages(server, numbered(250))
+    head = server.get("/api/bootstrap").json()["room"]["throughSeq"]
+
+    first = server.get("/api/events/page", params={"afterSeq": 0, "limit": 200}).json()
+    rest = server.get("/api/events/page", params={"afterSeq": first["nextPage"]["afterSeq"], "limit": 200}).json()
+
+    assert [e["seq"] for e in first["events"]] == list(range(1, 201))
+    assert "previousPage" not in first
+    assert [e["seq"] for e in rest["events"]] == list(range(201, head + 1))
+    assert "nextPage" not in rest
+    assert rest["previousPage"] == {"beforeSeq": 201}
+    bounded = server.get("/api/events/page", params={"afterSeq": 10, "beforeSeq": 14}).json()
+    assert [e["seq"] for e in bounded["events"]] == [11, 12, 13]
+
+
+def test_a_page_from_a_date_starts_at_the_first_event_of_that_moment(make_server):
+    server = make_server()
+    start = datetime(2027, 3, 1, tzinfo=UTC)  # after the server's own start-up events, as seq is
+    seed_messages(server, [message(f"hour {i}", at=start + timedelta(hours=i)) for i in range(48)])
+
+    page = server.get("/api/events/page", params={"from": "2027-03-02", "limit": 5}).json()
+    late = server.get("/api/events/page", params={"from": "2027-03-01T22:30:00+01:00", "limit": 1}).json()
+
+    assert [e["body"]["content"] for e in page["events"]] == [f"hour {i}" for i in range(24, 29)]
+    assert page["previousPage"] == {"beforeSeq": page["events"][0]["seq"]}
+    assert page["nextPage"] == {"afterSeq": page["events"][-1]["seq"]}
+    assert [e["body"]["content"] for e in late["events"]] == ["hour 22"]
+
+
+@pytest.mark.parametrize("params", [
+    {"from": "yesterday"}, {"afterSeq": "-1"}, {"afterSeq": "x"}, {"afterSeq": "1", "beforeSeq": "0"},
+])
+def test_a_forward_page_with_a_bad_cursor_or_date_is_an_invalid_envelope(room, params):
+    response = room.get("/api/events/page", params=params)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "INVALID_ENVELOPE"
+
+
+def test_pages_and_bootstrap_carry_an_excerpt_of_an_older_message_that_is_replied_to(make_server):
+    server = make_server()
+    old = message("the original question about the parser " + "x" * 400)
+    answer = message("an answer, much later", author="kimi", reply_to=old["event_id"])
+    seed_messages(server, [old] + numbered(150) + [answer])
+
+    snapshot = server.get("/api/bootstrap").json()
+    page = server.get("/api/events/page", params={"limit": 10}).json()
+    whole = server.get("/api/events/page", params={"afterSeq": 0, "limit": 5}).json()
+
+    for body in (snapshot, page):
+        [quoted] = body["referencedMessages"]
+        assert quoted["eventId"] == old["event_id"]
+        assert quoted["actor"]["displayName"] == "You"
+        assert quoted["excerpt"].startswith("the original question about the parser")
+        assert len(quoted["excerpt"]) == 280 and quoted["excerpt"].endswith("…")
+    assert "referencedMessages" not in whole  # the page replies to nothing outside itself

@@ -118,6 +118,8 @@ export class TurnBubble {
   constructor({ turnId, actor, sourceEventId, occurredAt }, ctx) {
     this.turnId = turnId;
     this.actor = actor;
+    this.sourceEventId = sourceEventId;
+    this.threadOf = null; // the prompt whose thread holds this bubble (threads.js): no quote of it
     this.ctx = ctx;
     this.state = "live"; // live → final | ended
     this.lastChunk = -1;
@@ -262,7 +264,7 @@ export class TurnBubble {
     el.setAttribute("aria-label", `${envelope.actor.displayName} at ${clockTime(envelope.occurredAt)}`);
     time.dateTime = envelope.occurredAt;
     time.textContent = clockTime(envelope.occurredAt);
-    fillReferences({ ref }, envelope, this.ctx);
+    fillReferences({ ref }, envelope, this.ctx, { skipReply: Boolean(this.threadOf) && envelope.replyToEventId === this.threadOf });
     if (this.reasoning) ref.after(this.reasoning.el);
     this.doneThinking();
     replaceChildren(body, renderRichText(envelope.body && typeof envelope.body.content === "string" ? envelope.body.content : ""));

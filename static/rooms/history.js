@@ -1,6 +1,7 @@
-// history.js — the room before bootstrap's last 100 events: older pages on scroll-up, the
-// "beginning of the room" marker, the jump to the latest message, and revealing one message
-// (a search hit) in its context.
+// history.js — the room before bootstrap's last 100 events: older pages on scroll-up (newer ones
+// on scroll-down in a window, paging.js), the "beginning of the room" marker, the jump to the
+// latest message, "go to the beginning" or to a date, and revealing one message (a search hit) in
+// its context.
 //
 // Pages come from GET /api/events/page (the durable log by seq, the same envelopes as the stream)
 // and are rendered by the timeline's own renderer (Timeline.prepend), so an old message looks
@@ -60,6 +61,7 @@ export class History {
     const s = this.scroller;
     if (s.scrollTop < LOAD_MARGIN_PX) this.loadOlder();
     const fromBottom = s.scrollHeight - s.scrollTop - s.clientHeight;
+    if (this.timeline.detached && fromBottom < LOAD_MARGIN_PX) this.loadNewer();
     if (fromBottom > FAR_SCREENS * s.clientHeight && this.jump.hidden) {
       this.jump.textContent = "↓ Jump to latest";
       this.jump.hidden = false;
@@ -99,7 +101,60 @@ export class History {
     }
     if (this.timeline.floorSeq !== before) return false; // a new bootstrap rebuilt the timeline meanwhile
     learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
+    this.timeline.rememberReferences(page.referencedMessages);
     this.timeline.prepend(page.events || [], { hasOlder: Boolean(page.previousPage) });
+    return true;
+  }
+
+  /** In a window on the history: the next newer page below it; at the newest end, the page is
+   * rebuilt from a fresh bootstrap (live events were not shown meanwhile). */
+  loadNewer() {
+    if (this.loading || !this.timeline.detached) return this.loading || Promise.resolve(false);
+    const after = this.timeline.ceilingSeq;
+    this.loading = (async () => {
+      let page;
+      try {
+        page = /** @type {EventsPage} */ (await getJson(`/api/events/page?${new URLSearchParams(
+          { afterSeq: String(after), limit: String(PAGE) })}`));
+      } catch {
+        return false;
+      }
+      if (!this.timeline.detached || this.timeline.ceilingSeq !== after) return false;
+      learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
+      this.timeline.rememberReferences(page.referencedMessages);
+      this.timeline.append(page.events || []);
+      if (!page.nextPage) this.timeline.follow(); // the newest end: back to the live room
+      return true;
+    })().finally(() => {
+      this.loading = null;
+      this.render();
+    });
+    return this.loading;
+  }
+
+  /** "Go to the beginning" (``{afterSeq: 0}``) or to a date (``{from: ISO moment}``): a window
+   * from there, its first message at the top. Resolves to whether anything was found. */
+  async goTo(where) {
+    const params = new URLSearchParams({ ...where, limit: String(PAGE) });
+    let page;
+    try {
+      page = /** @type {EventsPage} */ (await getJson(`/api/events/page?${params}`));
+    } catch {
+      return false;
+    }
+    if (!(page.events || []).length) return false;
+    learnFinishedTurns(page.events, this.timeline.ctx.turns);
+    this.timeline.showWindow([], { hasOlder: Boolean(page.previousPage) });
+    this.timeline.rememberReferences(page.referencedMessages);
+    this.timeline.prepend(page.events, { hasOlder: Boolean(page.previousPage) });
+    this.failed = false;
+    this.render();
+    const first = this.timeline.durable.firstElementChild;
+    if (first) first.scrollIntoView({ block: "start" });
+    if (first) {
+      if (!first.hasAttribute("tabindex")) first.tabIndex = -1; // focusable before roving.js tames it
+      first.focus({ preventScroll: true });
+    }
     return true;
   }
 
@@ -134,7 +189,9 @@ export class History {
       return false;
     }
     learnFinishedTurns(page.events || [], this.timeline.ctx.turns);
-    this.timeline.showWindow(page.events || [], { hasOlder: Boolean(page.previousPage) });
+    this.timeline.showWindow([], { hasOlder: Boolean(page.previousPage) });
+    this.timeline.rememberReferences(page.referencedMessages);
+    this.timeline.prepend(page.events || [], { hasOlder: Boolean(page.previousPage) });
     this.render();
     return true;
   }

@@ -20,6 +20,8 @@ import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
 import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
+import { Roving } from "./roving.js";
+import { ComposerComforts, GoToMenu, StopAll, UnreadMarker } from "./room_comforts.js";
 import { SearchBox } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { renderSystemError, SYSTEM_ERROR } from "./system_error.js";
@@ -48,6 +50,7 @@ function actorName(actorId) {
 const turns = new TurnStore((turn) => {
   timeline.turnChanged(turn);
   scheduleActivity(turn.target);
+  stopAll.schedule();
 });
 
 const timeline = new Timeline(
@@ -69,6 +72,10 @@ const timeline = new Timeline(
 const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
   { onPick: (hit) => roomHistory.reveal(hit) });
+new GoToMenu({ menu: $("goto"), start: $("goto-start"), date: $("goto-date"), go: $("goto-date-go"), note: $("goto-note") },
+  roomHistory);
+new Roving($("timeline")); // the timeline is one Tab stop; arrows move inside it
+const unread = new UnreadMarker(timeline);
 new ExportMenu({ menu: $("export"), from: $("export-from"), to: $("export-to"), link: $("export-link"),
   hint: $("export-hint") });
 
@@ -105,6 +112,7 @@ const composer = new Composer(
         turns.hint(turn.turnId, { target: turn.target, sourceEventId: reply.messageEventId, status: turn.status });
       }
       timeline.follow();
+      comforts.grow(); // the composer emptied the box
     },
   },
 );
@@ -113,6 +121,8 @@ new MentionPicker($("message-input"), {
   agents: () => composer.agents,
   onPick: (actorId) => composer.address(actorId),
 });
+// A box that grows with its text; Up in an empty box brings back the last message sent.
+const comforts = new ComposerComforts($("message-input"), () => timeline.lastOwn);
 
 // The private side chat with the room assistant: never a room message (FEATURES §13).
 const assistantRoot = $("assistant-panel");
@@ -171,6 +181,9 @@ async function cancelTurn(turnId) {
   }
 }
 
+// "Stop all" while Turns run: the same cancel command per Turn as each chip's Cancel.
+const stopAll = new StopAll($("stop-all"), turns, cancelTurn);
+
 // ---- events ---------------------------------------------------------------------------------------
 
 function onDurable(env) {
@@ -188,6 +201,7 @@ function onDurable(env) {
     contextMeter.schedule();
   }
   timeline.applyDurable(env);
+  unread.seen(env);
 }
 
 function onTransient(env) {
@@ -228,11 +242,15 @@ function boot() {
 async function bootOnce() {
   stream.stop();
   let snapshot;
+  // The first snapshot was asked for by boot_fetch.js while this module graph loaded.
+  let early = window.groupxBootstrap;
+  window.groupxBootstrap = null;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      snapshot = /** @type {Bootstrap} */ (await getJson("/api/bootstrap"));
+      snapshot = /** @type {Bootstrap} */ (await (early || getJson("/api/bootstrap")));
       break;
     } catch {
+      early = null;
       setConnection("offline");
       await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
     }
@@ -249,7 +267,10 @@ async function bootOnce() {
   composer.setAgents(snapshot.agents || []);
   turns.reset();
   timeline.reset({ hasOlder: Boolean(snapshot.previousPage) });
+  timeline.rememberReferences(snapshot.referencedMessages);
+  unread.beforeBoot();
   for (const env of snapshot.recentEvents || []) onDurable(env);
+  unread.afterBoot();
   turns.applySnapshot(snapshot.activeTurns);
   timeline.restoreActive(turns.active());
   for (const actorId of agents.keys()) scheduleActivity(actorId);
@@ -259,6 +280,7 @@ async function bootOnce() {
   // triggers one more (idempotent) read, so nothing is missed.
   await Promise.all([memoryPanel.refresh(), contextMeter.refresh()]);
   if (agentMemory.isOpen && !agents.has(agentMemory.actorId)) agentMemory.hide();
+  stopAll.schedule();
   document.body.dataset.ready = "true";
   stream.start(snapshot.room.throughSeq);
 }

@@ -9,10 +9,11 @@
 import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
 import { messageElement, TurnBubble } from "./bubble.js";
 import { PairGroups } from "./supervision.js";
-import { CANCELLABLE, TERMINAL } from "./turns.js";
+import { renderChip } from "./chips.js";
+import { appendNewer, itemCount, MAX_ITEMS, prependOlder, showWindow, TRIM_BATCH } from "./paging.js";
+import { groupByAuthor, Threads } from "./threads.js";
+import { TERMINAL } from "./turns.js";
 
-const MAX_ITEMS = 500; // FEATURES §17: at most 500 items, trimmed 100 at a time
-const TRIM_BATCH = 100;
 const DELTA_BATCH_MS = 32;
 const FOLLOW_PAUSE_MS = 15_000;
 const MAX_REFERENCES = 2_000; // envelopes kept for reply/forward quotes after their items are trimmed
@@ -76,38 +77,38 @@ export class Timeline {
     this.chips = new Map(); // turnId → chip element
     this.bubbles = new Map(); // turnId → TurnBubble
     this.pairs = new PairGroups(this); // supervision pairs, each one group (supervision.js)
+    this.threads = new Threads(this); // each prompt's replies under it (threads.js)
+    this.lastOwn = null; // the user's newest message envelope (Up-arrow in the composer recalls it)
     this.durable.replaceChildren();
     this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
       "aria-label": "Turns of earlier messages" });
     this.live.replaceChildren(this.orphans);
     this.jump.hidden = true;
+    this.live.hidden = false;
     // The history below floorSeq is not on the page; history.js reads older pages from there.
     this.hasOlder = hasOlder;
     this.floorSeq = Infinity;
+    this.ceilingSeq = 0; // the newest seq on the page; a detached window reads newer pages from there
+    this.appending = false; // while a newer page renders below a detached window
+    this.unreadAfter = null; // the "New messages" divider goes above the first message after this seq
+    this.divider = null;
     this.applyingSeq = null;
     this.prepending = null; // while an older page renders: {home, created}
     this.detached = false; // showing a window of old events instead of the room's newest end
   }
 
-  /**
-   * Show a window of old events (a search hit far back) instead of the newest end: rendering a
-   * 100,000-event room down to it would not fit in a page. Until the reader goes back to the
-   * latest (which rebuilds the page from a fresh bootstrap), live events are not shown here.
-   */
+  /** Show a window of old events (a search hit far back, a date) instead of the newest end (paging.js). */
   showWindow(envs, { hasOlder }) {
-    this.reset({ hasOlder });
-    this.prepend(envs, { hasOlder });
-    this.detached = true;
-    this.jump.textContent = "↓ Back to the latest";
-    this.jump.hidden = false;
+    showWindow(this, envs, { hasOlder });
   }
 
   // ---- durable events -----------------------------------------------------------------------
 
   /** One durable envelope, in seq order. Turn statuses are already applied to ctx.turns. */
   applyDurable(env) {
-    if (this.detached && !this.prepending) return; // the newest end is not on the page
+    if (this.detached && !this.prepending && !this.appending) return; // the newest end is not on the page
     if (!this.prepending && Number.isInteger(env.seq) && env.seq < this.floorSeq) this.floorSeq = env.seq;
+    if (Number.isInteger(env.seq) && env.seq > this.ceilingSeq) this.ceilingSeq = env.seq;
     if (isHidden(env.type) || this.seen.has(env.eventId)) return;
     this.seen.add(env.eventId);
     this.applyingSeq = env.seq;
@@ -127,46 +128,14 @@ export class Timeline {
     this.changed();
   }
 
-  /**
-   * An older page of durable envelopes (seq order, all below floorSeq), rendered by the same code
-   * as live events into a detached container and then put above what is shown. The item that was
-   * first stays exactly where the reader sees it, whatever the browser's own scroll anchoring did.
-   */
+  /** An older page above what is shown (paging.js). */
   prepend(envs, { hasOlder }) {
-    const older = envs.filter((env) => env.seq < this.floorSeq);
-    const anchor = this.durable.firstElementChild;
-    const before = anchor ? anchor.getBoundingClientRect().top : 0;
-    const home = this.durable;
-    this.prepending = { home, created: new Set() };
-    this.durable = document.createElement("div");
-    try {
-      // Trimmed items are read again: their events were seen, but are no longer on the page.
-      for (const env of older) {
-        this.seen.delete(env.eventId);
-        this.applyDurable(env);
-      }
-      this.flush();
-      home.prepend(...this.durable.childNodes);
-      this.dropStartedOnly(this.prepending.created);
-    } finally {
-      this.durable = home;
-      this.prepending = null;
-    }
-    if (older.length) this.floorSeq = older[0].seq;
-    this.hasOlder = hasOlder;
-    if (anchor) this.scroller.scrollTop += anchor.getBoundingClientRect().top - before;
+    prependOlder(this, envs, { hasOlder });
   }
 
-  /** An old turn.started whose Turn left nothing in that page (its end is newer, already shown,
-   * or it failed before writing) must not leave a "working" bubble behind. */
-  dropStartedOnly(turnIds) {
-    for (const turnId of turnIds) {
-      const bubble = this.bubbles.get(turnId);
-      const turn = this.ctx.turns.get(turnId);
-      if (!bubble || bubble.el.parentElement !== this.live || (turn && !TERMINAL.has(turn.status))) continue;
-      bubble.el.remove();
-      this.bubbles.delete(turnId);
-    }
+  /** A newer page below a detached window (paging.js). */
+  append(envs) {
+    appendNewer(this, envs);
   }
 
   message(env) {
@@ -183,9 +152,15 @@ export class Timeline {
       return;
     }
     if (this.pairs.message(env)) return; // a watch brief or a steer's guidance: inside its pair
+    if (env.actor.actorId === "user:web") this.lastOwn = env;
     const { el, chips } = messageElement(env, this.bubbleCtx);
     this.chipRows.set(env.eventId, chips);
     this.add(el);
+    // Directly under the message it answers, the quote says nothing new.
+    const above = el.previousElementSibling;
+    if (above && env.replyToEventId && above.dataset.eventId === env.replyToEventId) {
+      el.querySelector(".ref--reply")?.remove();
+    }
     for (const turn of this.ctx.turns.forSource(env.eventId)) this.chip(turn);
   }
 
@@ -339,7 +314,10 @@ export class Timeline {
     if (turn) bubble.setStatus(turn.status);
     this.bubbles.set(turnId, bubble);
     if (this.prepending) this.prepending.created.add(turnId);
-    (this.pairs.home(turnId) || this.live).append(bubble.el);
+    const pair = this.pairs.home(turnId);
+    const thread = !pair && this.threads.home(turn && turn.sourceEventId);
+    if (thread) this.intoThread(bubble, thread);
+    else (pair || this.live).append(bubble.el);
     this.ctx.onActivity(actor.actorId);
     this.changed();
     return bubble;
@@ -353,9 +331,23 @@ export class Timeline {
   }
 
   settle(bubble) {
+    bubble.settled = true;
     // An older page never pulls a newer, already placed bubble up to its own position.
-    if (this.prepending && bubble.el.parentElement === this.prepending.home) return;
-    if (bubble.el.parentElement !== this.durable && !this.pairs.home(bubble.turnId)) this.add(bubble.el);
+    if (this.prepending && this.prepending.home.contains(bubble.el)) return;
+    if (bubble.threadOf || bubble.el.parentElement === this.durable || this.pairs.home(bubble.turnId)) return;
+    const thread = this.threads.home(bubble.sourceEventId);
+    if (thread) this.intoThread(bubble, thread);
+    else this.add(bubble.el);
+  }
+
+  /** A Turn's bubble under its prompt: the "↩ prompt" quote is dropped, it is right above. */
+  intoThread(bubble, thread) {
+    bubble.threadOf = thread.parentElement.dataset.threadOf;
+    bubble.parts.ref.querySelector(`.ref--reply[data-ref-event-id="${CSS.escape(bubble.threadOf)}"]`)?.remove();
+    thread.append(bubble.el);
+    groupByAuthor(bubble.el);
+    this.threads.changed(thread);
+    this.changed();
   }
 
   /** After bootstrap: live bubbles for Turns that are running now. */
@@ -381,47 +373,7 @@ export class Timeline {
   }
 
   chip(turn) {
-    let row = this.chipRows.get(turn.sourceEventId);
-    if (!row) {
-      if (TERMINAL.has(turn.status) || turn.fromReply) {
-        // A finished Turn whose message is not on the page needs no chip; a Turn we just sent
-        // gets its chip when its message arrives (moments later, from the stream).
-        const stale = this.chips.get(turn.turnId);
-        if (stale && stale.parentElement === this.orphans) stale.remove();
-        this.orphans.hidden = !this.orphans.childElementCount;
-        return;
-      }
-      row = this.orphans;
-    }
-    let chip = this.chips.get(turn.turnId);
-    if (!chip) {
-      const agent = this.ctx.agentActor(turn.target);
-      chip = tintFor(h("span", { class: "turn-chip", role: "listitem", dataset: { turnId: turn.turnId, agent: turn.target } },
-        h("span", { class: "chip-dot", "aria-hidden": "true" }),
-        h("span", { class: "chip-name", text: agent.displayName }),
-        h("span", { class: "chip-status" }),
-        h("button", { type: "button", class: "chip-cancel", "aria-label": `Cancel ${agent.displayName}'s Turn`,
-          title: "Cancel this Turn", text: "Cancel", onclick: () => this.ctx.onCancel(turn.turnId) })), turn.target);
-      this.chips.set(turn.turnId, chip);
-    }
-    if (chip.parentElement !== row) row.append(chip);
-    this.orphans.hidden = !this.orphans.childElementCount;
-    chip.dataset.status = turn.status;
-    chip.querySelector(".chip-status").textContent = this.chipLabel(turn);
-    chip.querySelector(".chip-cancel").hidden = !CANCELLABLE.has(turn.status);
-    if (turn.cancelError) chip.title = `Cancel failed: ${turn.cancelError}`;
-  }
-
-  chipLabel(turn) {
-    switch (turn.status) {
-      case "queued": return `queued · #${this.ctx.turns.queuePosition(turn)}`;
-      case "dispatching": return "starting";
-      case "running": return "working";
-      case "cancelling": return "cancelling…";
-      case "completed": return "replied";
-      case "failed": return turn.errorCode ? `failed · ${turn.errorCode}` : "failed";
-      default: return turn.status;
-    }
+    renderChip(this, turn);
   }
 
   activityFor(turnId) {
@@ -436,22 +388,52 @@ export class Timeline {
     if (this.refs.size > MAX_REFERENCES) this.refs.delete(this.refs.keys().next().value);
   }
 
+  /** A page's referencedMessages (older messages its events reply to): their quotes. */
+  rememberReferences(list) {
+    for (const ref of list || []) {
+      if (!this.refs.has(ref.eventId)) {
+        this.remember({ eventId: ref.eventId, seq: ref.seq, actor: ref.actor, occurredAt: ref.occurredAt,
+          body: { content: ref.excerpt } });
+      }
+    }
+  }
+
+  /** Messages after ``seq`` are new to the reader: a divider goes above the first one. */
+  markUnreadAfter(seq) {
+    this.unreadAfter = Number.isInteger(seq) ? seq : null;
+  }
+
   add(el) {
     // The seq that placed an item: where history.js reads again once the item is trimmed.
     if (!el.dataset.seq && Number.isInteger(this.applyingSeq)) el.dataset.seq = String(this.applyingSeq);
+    if (this.unreadAfter !== null && el.matches("article.msg") && this.applyingSeq > this.unreadAfter) {
+      this.divider?.remove();
+      this.divider = h("div", { class: "unread-divider", role: "separator", "aria-label": "New messages" },
+        h("span", { text: "New messages" }));
+      this.durable.append(this.divider);
+      this.unreadAfter = null;
+    }
     this.durable.append(el);
+    groupByAuthor(el);
     // Only a reader at the newest end loses old items: someone scrolled back keeps what they read.
-    if (!this.prepending && this.following()) this.trim();
+    if (!this.prepending && !this.appending && this.following()) this.trim();
   }
 
-  /** Keep at most 500 items (FEATURES §17), dropping the oldest 100 at a time. */
+  /** An item leaves the page: its bubbles and chip rows (a thread holds several) are forgotten. */
+  forget(el) {
+    for (const node of [el, ...el.querySelectorAll("[data-event-id], [data-turn-id]")]) {
+      if (node.dataset.eventId) this.chipRows.delete(node.dataset.eventId);
+      if (node.dataset.turnId) this.bubbles.delete(node.dataset.turnId);
+    }
+  }
+
+  /** Keep at most MAX_ITEMS messages, dropping the oldest TRIM_BATCH items at a time. */
   trim() {
-    if (this.durable.childElementCount <= MAX_ITEMS) return;
-    while (this.durable.childElementCount > MAX_ITEMS) {
+    if (itemCount(this.durable) <= MAX_ITEMS) return;
+    while (itemCount(this.durable) > MAX_ITEMS) {
       for (let i = 0; i < TRIM_BATCH && this.durable.firstElementChild; i += 1) {
         const old = this.durable.firstElementChild;
-        if (old.dataset.eventId) this.chipRows.delete(old.dataset.eventId);
-        if (old.dataset.turnId) this.bubbles.delete(old.dataset.turnId);
+        this.forget(old);
         old.remove();
       }
     }
@@ -484,7 +466,7 @@ export class Timeline {
 
   /** Something was added: follow the newest item unless the user is reading (one frame later). */
   changed() {
-    if (this.renderQueued || this.prepending) return;
+    if (this.renderQueued || this.prepending || this.detached) return;
     this.renderQueued = true;
     requestAnimationFrame(() => {
       this.renderQueued = false;

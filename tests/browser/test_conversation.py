@@ -47,9 +47,11 @@ def test_sending_to_all_streams_every_answer_and_completes(room, open_page):
         expect(bubbles(page, agent).locator(".msg-body")).to_have_text(parts(10))
     expect(message.locator('.turn-chip[data-status="completed"]')).to_have_count(3)
     expect(page.locator('.agent-card[data-busy="true"]')).to_have_count(0)
-    # Every message the server stored is on the page once, in seq order.
+    # Every message the server stored is on the page once: the prompt, then its replies under it
+    # (in the order their Turns started, live and after a refresh alike).
     stored = [e["eventId"] for e in room.events() if e["type"] == "message.created"]
-    assert message_ids(page) == stored and len(stored) == 4
+    assert message_ids(page)[0] == stored[0] and sorted(message_ids(page)) == sorted(stored) and len(stored) == 4
+    expect(page.locator(f'.thread[data-thread-of="{stored[0]}"] article.msg--turn')).to_have_count(3)
 
 
 def test_a_refresh_mid_stream_shows_the_history_and_the_live_turn_completes(room, open_page):

@@ -35,14 +35,14 @@ def test_unknown_event_types_are_shown_generically_and_reserved_ones_never(room,
     expect(page.locator("#timeline button", has_text="Approve")).to_have_count(0)
 
 
-def test_at_most_500_items_stay_on_the_page(room, open_page):
+def test_at_most_300_items_stay_on_the_page(room, open_page):
     page = open_page(room)
 
     append_raw_events(room, notes(650))
 
     expect(page.locator(".sys--generic", has_text="note 649")).to_be_visible(timeout=15_000)
     count = page.locator("#durable > *").count()
-    assert 400 <= count <= 500, count
+    assert 250 <= count <= 300, count
     expect(page.locator(".sys--generic", has_text="note 0")).to_have_count(0)
     expect(page.locator("#history-note")).to_be_visible()
 
