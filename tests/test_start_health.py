@@ -20,7 +20,7 @@ from tests.test_system_errors import statuses
 UNANSWERED_SECONDS = 10
 
 
-def every_health_answer_until_ready(port: int, process: Foreground) -> list[httpx.Response]:
+def every_health_answer_until_ready(port: int, process: Foreground, *, interval: float = 0.005) -> list[httpx.Response]:
     """Every answer of /api/health, asked again and again from the moment the port takes connections;
     a request left unanswered fails the test."""
     answers: list[httpx.Response] = []
@@ -35,7 +35,7 @@ def every_health_answer_until_ready(port: int, process: Foreground) -> list[http
         answers.append(response)
         return response.status_code == 200 and response.json()["readiness"] == "ready"
 
-    wait_until(ready, timeout=120, interval=0.005, message="readiness ready")
+    wait_until(ready, timeout=120, interval=interval, message="readiness ready")
     return answers
 
 
@@ -63,7 +63,7 @@ def test_health_answers_all_through_the_start_of_a_two_hundred_agent_room(tmp_pa
     config = write_config(tmp_path, port, agents, timeouts={"handshakeMs": 120000, "closeMs": 500})
     room = Foreground(tmp_path, "start", "--no-open", "--config", str(config))
     try:
-        answers = every_health_answer_until_ready(port, room)
+        answers = every_health_answer_until_ready(port, room, interval=0.1)
 
         starting = [r.json() for r in answers if r.json()["readiness"] == "starting"]
         assert starting  # asked while the agents started ...
