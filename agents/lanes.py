@@ -89,6 +89,9 @@ class _LaneHooks(TurnHooks):
         active = self.active
         native_id = event.native_turn_id if isinstance(event, TurnStarted) else active.native.native_turn_id
         await _db_sharing_a_commit(lifecycle.mark_started)(active.claim, self.sessions.actor, native_id)
+        # Claude Code's per-turn system/init says whether its GroupX MCP connected: recorded now,
+        # most of its calls in this very Turn already meet it (D98).
+        await mcp_status.keep_binding_in_step(self.sessions)
         await fault_points.reached(fault_points.RUNNING, active.turn_id)  # test-only, inert (D36)
 
     async def content(self, text: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 
 from agents import health
 from groupx_site.core.errors import GroupXError, invalid
@@ -144,14 +145,30 @@ def check_dispatch_event(payload: Any) -> Reroute:
                    check_post_message({**routed, "content": "-"}, {"to", "content", "clientCommandId", "supervision"}))
 
 
+def _duplicate(source: Event, woken: list[str]) -> GroupXError:
+    return GroupXError("DUPLICATE_DISPATCH", f"{source.event_id} already woke {', '.join(woken)}",
+                       details={"sourceEventId": source.event_id, "targets": woken})
+
+
 def check_not_woken_yet(source: Event, agents: list) -> None:
     """A message wakes an agent once: ``UNIQUE(source_event_id, target_actor_id)`` on the Turns is
     the dispatch key (FEATURES §18), answered 409 ``DUPLICATE_DISPATCH`` before any write."""
     woken = sorted(Turn.objects.filter(source_event_id=source.event_id, target_actor_id__in=[a.actor_id for a in agents])
                    .values_list("target_actor_id", flat=True))
     if woken:
-        raise GroupXError("DUPLICATE_DISPATCH", f"{source.event_id} already woke {', '.join(woken)}",
-                          details={"sourceEventId": source.event_id, "targets": woken})
+        raise _duplicate(source, woken)
+
+
+def enqueue_once(source: Event, agents: list, active: dict[str, int]) -> list:
+    """The Turns of a re-route. Should another process's re-route of the same message commit
+    between the check above and these inserts (PostgreSQL, split mode), the key itself refuses it:
+    the same 409, and the savepoint leaves nothing of this command."""
+    try:
+        with transaction.atomic():
+            return do_enqueue_turns(source_event=source, agents=agents, command_type="operator.dispatch_event",
+                                    active_counts=active)
+    except IntegrityError as error:
+        raise _duplicate(source, sorted(a.actor_id for a in agents)) from error
 
 
 def dispatch_event(reroute: Reroute) -> dict[str, Any]:
@@ -168,8 +185,7 @@ def dispatch_event(reroute: Reroute) -> dict[str, Any]:
         check_not_woken_yet(source, agents)
         observers = pairing.check_pair(command.supervision, agents) if command.supervision else []
         active = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
-        queued = do_enqueue_turns(source_event=source, agents=agents, command_type="operator.dispatch_event",
-                                  active_counts=active)
+        queued = enqueue_once(source, agents, active)
         return {"sourceEventId": source.event_id, "correlationId": source.correlation_id,
                 "turns": _turns_json(queued),
                 **(pairing.do_pair(source=source, workers=queued, observers=observers, active_counts=active)

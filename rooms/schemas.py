@@ -41,6 +41,7 @@ class SupervisionIn(BaseModel):
     """Pair observers with this task's workers (FEATURES §12): each observer gets a Watch Turn that
     may ``watch`` the workers and ``steer`` them. Observers are enabled agents, none of them in ``to``
     (INVALID_ENVELOPE: "an agent is either a worker (to) or an observer, not both"); an observer that
+    is not an enabled agent is an unknown target, as a worker would be (UNKNOWN_TARGET), and one that
     ``@all`` also made a worker is refused by the store (SUPERVISION_PAIR_INVALID)."""
 
     model_config = ConfigDict(extra="forbid", title="SupervisionIn")

@@ -181,6 +181,21 @@ def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_noth
     assert "should not appear" not in contents and "nor this" not in contents
 
 
+def test_an_ask_with_cancel_on_timeout_to_a_busy_agent_answers_pending_at_once_and_cancels_nothing(make_server,
+                                                                                                 tmp_path):
+    room = room_with(make_server, tmp_path)
+    busy = send(room, "agent:grok", "[[fake: hang]]")["turns"][0]["turnId"]
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, busy)), timeout=15)
+    asked = ask_args("agent:grok", "when you are free", "ask-busy", timeoutMs=60_000, cancelOnTimeout=True)
+    asker = send(room, "agent:kimi", directive("ask", asked))["turns"][0]["turnId"]
+    assert wait_terminal(room, asker)["type"] == "turn.completed"
+
+    [child] = tool_payload(mcp_calls(room, "kimi", "ask")[0])["results"]
+    assert child["status"] == "pending" and child["queuePosition"] == 1  # no wait ran out: nothing to cancel
+    cancel(room, busy)
+    assert wait_terminal(room, child["turnId"])["type"] == "turn.completed"  # the question was still asked
+
+
 def test_publish_wakes_nobody(make_server, tmp_path):
     room = room_with(make_server, tmp_path)
     turn_id = send(room, "agent:kimi", "[[fake: mcp-publish text=halfway-there]]")["turns"][0]["turnId"]

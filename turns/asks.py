@@ -110,7 +110,9 @@ async def member_ask(binding_id: str, payload: Any) -> dict[str, Any]:
         raise invalid("cancelOnTimeout must be true or false")
     sent = await db.write(send_to_agents)(binding_id, command, command_type="mcp.ask")
     result = await wait_for_children(sent["messageEventId"], wait_ms)
-    if result["state"] == "pending" and cancel_on_timeout:
+    # Only a wait that ran out cancels: an answer given at once because a child waits behind other
+    # work (FEATURES §11) is no timeout, and cancelling then would drop the question unasked.
+    if result["state"] == "pending" and cancel_on_timeout and not _queued_behind_other_work(result):
         for entry in result["results"]:
             if entry["status"] == "pending":
                 await db.write(lifecycle.request_cancel)(entry["turnId"])
