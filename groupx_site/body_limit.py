@@ -26,10 +26,10 @@ import os
 
 from groupx_site.core.bodies import MAX_BODY_BYTES
 
-# How long a request may take to arrive (docs/DECISIONS.md D103): its headers, from the connection's
-# first moment or the end of the previous response, and then its body. A client that drips bytes
-# (slowloris) is answered 408 and cut off; once a request is whole nothing is timed here, so an
-# event stream stays open as long as it likes. The tests shorten both through the environment.
+# How long a request may take to arrive (docs/DECISIONS.md D103): its headers, from its first byte,
+# and then its body. A client that drips bytes (slowloris) is answered 408 and cut off; once a
+# request is whole nothing is timed here, so an event stream stays open as long as it likes. The
+# tests shorten both through the environment.
 HEADERS_SECONDS = int(os.environ.get("GROUPX_HEADERS_TIMEOUT_MS") or 10_000) / 1000
 BODY_SECONDS = int(os.environ.get("GROUPX_BODY_TIMEOUT_MS") or 30_000) / 1000
 
@@ -132,9 +132,13 @@ def install_read_deadlines(server) -> None:
     class TimedChannel(http.HTTPChannel):
         _deadline = None
 
-        def connectionMade(self):  # noqa: N802 (twisted's names)
-            super().connectionMade()
-            self._arm("headers", HEADERS_SECONDS)
+        def dataReceived(self, data):  # noqa: N802 (twisted's names)
+            # A request's first byte starts its clock. An idle connection, new or kept alive, sends
+            # nothing and stays under twisted's own idle timeout, so a client that sends its next
+            # request just as the idle connection closes never gets a 408 for it.
+            if self._deadline is None and not self._handlingRequest:
+                self._arm("headers", HEADERS_SECONDS)
+            super().dataReceived(data)
 
         def allHeadersReceived(self):  # noqa: N802
             super().allHeadersReceived()
@@ -143,11 +147,6 @@ def install_read_deadlines(server) -> None:
         def allContentReceived(self):  # noqa: N802
             self._disarm()
             super().allContentReceived()
-
-        def requestDone(self, request):  # noqa: N802
-            super().requestDone(request)
-            if self.transport is not None and self.transport.connected and not self._handlingRequest:
-                self._arm("headers", HEADERS_SECONDS)  # the next request on a kept-alive connection
 
         def connectionLost(self, reason):  # noqa: N802
             self._disarm()

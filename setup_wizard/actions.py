@@ -34,8 +34,8 @@ from setup_wizard.config import (
     DriverName,
     GroupXConfig,
     check_script_here,
-    load_config,
     parse_config,
+    parse_json,
     write_config,
 )
 from setup_wizard.starter import demo_agents
@@ -184,12 +184,18 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         "demoAgents": demo_drafts(config_path.parent.resolve()),
     }
     draft = None
-    result["revision"] = revision_of(config_path)
+    result["revision"] = None
     if result["existing"]:
-        try:
-            draft = draft_from_config(load_config(config_path))
+        source = str(config_path)
+        try:  # the draft and its revision from the same bytes: a save from it is checked against them
+            data, result["revision"] = current_file(config_path)
+            if data is not None:  # None: removed since it was seen; the starter draft is shown
+                draft = draft_from_config(parse_config(parse_json(data.decode("utf-8"), source=source),
+                                                       source=source))
         except ConfigError as error:
             result["existingConfigError"] = str(error)
+        except (OSError, UnicodeDecodeError) as error:
+            result["existingConfigError"] = f"{source}: cannot be read ({error})"
     result["config"] = draft or starter_draft(config_path, drivers)
     return result
 
@@ -301,12 +307,14 @@ def _command_raw(command: DraftCommand | None) -> Any:
     return command.model_dump() if command.prefixArgs else command.executable
 
 
-def existing_raw(config_path: Path) -> dict[str, Any] | None:
-    """The file as written (legacy defaults upgraded), when it exists and is valid."""
+def existing_raw(config_path: Path, data: bytes | None) -> dict[str, Any] | None:
+    """The file as written (``data``, its bytes; legacy defaults upgraded), when it exists and is valid."""
+    if data is None:
+        return None
     try:
-        raw = json.loads(config_path.read_text(encoding="utf-8"))
+        raw = json.loads(data.decode("utf-8"))
         parse_config(raw, source=str(config_path))  # upgrades legacy defaults in place
-    except (OSError, ValueError, ConfigError):
+    except (ValueError, RecursionError, ConfigError):
         return None
     return raw
 
@@ -339,12 +347,13 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
     return raw
 
 
-def revision_of(config_path: Path) -> str | None:
-    """The file's revision, the SHA-256 of its bytes; None when there is no file."""
+def current_file(config_path: Path) -> tuple[bytes | None, str | None]:
+    """The file's bytes and its revision, the SHA-256 of those bytes; (None, None) with no file."""
     try:
-        return hashlib.sha256(config_path.read_bytes()).hexdigest()
+        data = config_path.read_bytes()
     except FileNotFoundError:
-        return None
+        return None, None
+    return data, hashlib.sha256(data).hexdigest()
 
 
 # One save at a time: each reads the file, checks its revision and replaces it (D100).
@@ -356,17 +365,17 @@ def save_draft(config_path: Path, draft: Draft, *, revision: str | None = None) 
     takes effect at ``groupx restart``. With the ``revision`` of the snapshot it was made from, a
     save of a file that has changed since is refused."""
     with _SAVING:
-        current = revision_of(config_path)
+        data, current = current_file(config_path)
         if revision is not None and revision != current:
             raise GroupXError("CLIENT_COMMAND_CONFLICT", "groupx.json changed since this setup was read; "
                               "reload the page to see the newer one", details={"revision": current})
-        raw = build_config(draft, existing_raw(config_path))
+        raw = build_config(draft, existing_raw(config_path, data))
         try:
             write_config(config_path, raw)  # validates the whole file again, then replaces it atomically
         except ConfigError as error:
             raise GroupXError("INVALID_ENVELOPE", "the setup does not make a valid groupx.json",
                               details={"issues": [issue("config", "invalid_config", str(error))]}) from None
-        saved_revision = revision_of(config_path)
+        saved_revision = current_file(config_path)[1]
     return {
         "saved": True,
         "configPath": str(config_path),

@@ -18,12 +18,16 @@ def attempt(browser: httpx.Client, username: str) -> httpx.Response:
 def test_repeated_admin_log_in_attempts_for_one_name_are_refused_429(make_server):
     server = make_server()
     with httpx.Client(base_url=server.base_url, timeout=10) as browser:
-        tries = [attempt(browser, "op") for _ in range(5)]
-        throttled = attempt(browser, "op")
+        # The counts live in fixed one-minute windows: a window may end between two attempts, so the
+        # 429 comes after 5 attempts in one window, or after at most 10 across two.
+        tries = []
+        while len(tries) < 11 and (not tries or tries[-1].status_code != 429):
+            tries.append(attempt(browser, "op"))
         another_name = attempt(browser, "someone-else")
 
-    assert [t.status_code for t in tries] == [200] * 5  # the form again, with its error
-    assert all("correct username and password" in t.text for t in tries)
+    *refused_forms, throttled = tries
     assert throttled.status_code == 429 and throttled.headers["Retry-After"] == "60"
     assert "Too many log-in attempts" in throttled.text
+    assert len(refused_forms) >= 5
+    assert all(t.status_code == 200 and "correct username and password" in t.text for t in refused_forms)
     assert another_name.status_code == 200

@@ -42,10 +42,12 @@ from turns import supervision
 
 SEED = int(os.environ.get("GROUPX_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
 EXAMPLES = int(os.environ.get("GROUPX_FUZZ_EXAMPLES") or 15)
-# A setup the document accepts can still be wrong for this machine or as a whole roster.
+# A setup the document accepts can still be wrong for this machine or as a whole roster (a storage
+# path that names a file which is not a GroupX room: D99).
 # (``brain_required``: an enabled assistant needs its brain's working directory, a rule between two fields.)
 SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {"cwd_not_found", "duplicate_id", "invalid_id", "none_enabled", "reserved_id",
-                                  "invalid_command", "invalid_config", "cwd_not_absolute", "brain_required"}
+                                  "invalid_command", "invalid_config", "cwd_not_absolute", "brain_required",
+                                  "storage_not_a_room"}
 # Rules between two fields, which the document states in words.
 CROSS_FIELD_RULES = {"from must be earlier than to", supervision.WORKER_AND_OBSERVER}
 # Refusals the store makes against the room as it is (FEATURES §12: an observer that is not an

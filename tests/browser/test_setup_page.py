@@ -1,6 +1,7 @@
-"""Each agent's core and dated memory on Agent Settings (/setup), where FEATURES §15.2-3 place them
-beside the agent's settings: core memory added there reaches the store at once, dated notes are
-shown by day and cannot be edited. Waits are page conditions or deadlines, never sleeps."""
+"""Agent Settings (/setup) in a real browser: each agent's core and dated memory, where FEATURES
+§15.2-3 place them beside the agent's settings (core memory added there reaches the store at once,
+dated notes are shown by day and cannot be edited), and a save from a page older than the file
+(D100). Waits are page conditions or deadlines, never sleeps."""
 
 from __future__ import annotations
 
@@ -38,3 +39,24 @@ def test_setup_shows_each_agents_core_and_dated_memory_and_adds_core_memory(roll
 
     expect(kimi.locator(".agent-core .mem-content")).to_have_text(["Prefer small diffs"])
     assert [m["content"] for m in kimi_memory(server, "core")] == ["Prefer small diffs"]
+
+
+def test_a_save_from_a_page_older_than_the_file_is_refused_and_says_so(make_server, open_page):
+    server = make_server()
+    page = open_page(server)
+    page.goto(server.url("/setup"))
+    expect(page.locator("#setup-form")).to_be_visible(timeout=15_000)
+    # Another page (or the assistant) saves first.
+    current = server.get("/api/setup").json()
+    assert server.post("/api/setup", {"config": {**current["config"], "serverPort": 4455},
+                                      "revision": current["revision"]}).status_code == 200
+    newer = server.config_path.read_bytes()
+
+    page.locator("#server-port").fill("4466")
+    page.locator("#save").click()
+
+    banner = page.locator("#banner")
+    expect(banner).to_contain_text("groupx.json changed since this setup was read")
+    expect(banner).to_contain_text("Nothing was saved.")
+    expect(page.locator("#save")).to_be_enabled()
+    assert server.config_path.read_bytes() == newer
