@@ -264,7 +264,9 @@ export class TurnBubble {
     el.setAttribute("aria-label", `${envelope.actor.displayName} at ${clockTime(envelope.occurredAt)}`);
     time.dateTime = envelope.occurredAt;
     time.textContent = clockTime(envelope.occurredAt);
-    fillReferences({ ref }, envelope, this.ctx, { skipReply: Boolean(this.threadOf) && envelope.replyToEventId === this.threadOf });
+    // Under its prompt (threads.js) the "↩ prompt" quote would repeat what is right above.
+    const underPrompt = Boolean(this.threadOf) && envelope.replyToEventId === this.threadOf;
+    fillReferences({ ref }, envelope, this.ctx, { skipReply: underPrompt });
     if (this.reasoning) ref.after(this.reasoning.el);
     this.doneThinking();
     replaceChildren(body, renderRichText(envelope.body && typeof envelope.body.content === "string" ? envelope.body.content : ""));
