@@ -58,7 +58,7 @@ def _live_agent_ids() -> set[str]:
 def _recover_turns(actor_ids: set[str] | None = ALL, room_jobs: bool = True) -> dict[str, int]:
     """The whole room's recovery (``actor_ids`` None), or that of the agents a worker just took and,
     with the room's lease, of the Turns no agent lease covers (D58)."""
-    counts = {"requeued": 0, "cancelled": 0, "interrupted": 0}
+    counts = {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 0}
     if actor_ids is None:
         counts = lifecycle.recover_after_restart()
     elif actor_ids:

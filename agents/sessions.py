@@ -91,6 +91,12 @@ def launch_place(agent: ResolvedAgent) -> tuple[tuple[str, ...], remote.SshTarge
     return command, None
 
 
+def resume_failed_reason(code: str) -> str:
+    """What the room reads when the stored native session could not be resumed (PROTOCOL §2.2:
+    a stable code, no raw CLI output)."""
+    return f"its previous native session could not be resumed ({code}), so it started a fresh one"
+
+
 def _db(fn):
     return db.write(fn)
 
@@ -152,6 +158,7 @@ class AgentSessions:
                                   {"driver": agent.driver, "resume": resume_id is not None})
         continuity = "resumed" if resume_id else "new_session"
         last_error: DriverError | None = None
+        resume_error: str | None = None  # the code of a resume that failed over to a fresh session
         attempt = 0
         while attempt < START_ATTEMPTS:
             attempt += 1
@@ -159,22 +166,21 @@ class AgentSessions:
                 session = await self._launch(resume_id)
             except DriverError as error:
                 last_error = error
-                health.session_failed(agent.actor_id, code=error.code, message=error.message)
                 if resume_id and error.code in RESUME_FALLBACK_CODES:
                     # The native session could not be resumed: start a fresh one for future turns.
-                    logger.info("%s: resume failed (%s); starting a fresh session", agent.actor_id, error.code)
-                    resume_id, continuity = None, "new_session_after_resume_failure"
+                    # Not a failure of the agent (no lastError, so the card never shows "ready"
+                    # beside one): the room is told why, now and in the session event that follows.
+                    logger.warning("%s: resume of %s failed (%s: %s); starting a fresh session",
+                                   agent.actor_id, resume_id, error.code, error.message)
+                    resume_id, continuity, resume_error = None, "new_session_after_resume_failure", error.code
+                    self._publish_retrying(attempt, 0, error.code, reason=resume_failed_reason(error.code))
                     attempt -= 1  # the fallback happens once and does not use up a start attempt
                     continue
+                health.session_failed(agent.actor_id, code=error.code, message=error.message)
                 if not error.retryable or attempt >= START_ATTEMPTS:
                     break
                 delay = BACKOFF_BASE_SECONDS * (2 ** (attempt - 1))
-                events.publish_transient(
-                    event_type=event_types.SESSION_RETRYING, actor=self.actor,
-                    correlation_id=f"session:{agent.actor_id}",
-                    body={"actorId": agent.actor_id, "attempt": attempt, "maxAttempts": START_ATTEMPTS,
-                          "nextDelayMs": int(delay * 1000), "errorCode": error.code},
-                )
+                self._publish_retrying(attempt, delay, error.code)
                 await asyncio.sleep(delay)
                 continue
             self.session = session
@@ -182,10 +188,11 @@ class AgentSessions:
             # A last error stays until a Turn completes (agents/health.py): a rebuilt session
             # after a crash is ready, and the crash is still worth showing.
             health.session_started(agent.actor_id, instanceId=self.instance_id, mcpVerified=session.mcp_verified)
-            await _db(_session_event)(kind, self.actor, {
-                "driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
-                "mcp": "verified" if session.mcp_verified else "unavailable",
-            })
+            body = {"driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
+                    "mcp": "verified" if session.mcp_verified else "unavailable"}
+            if resume_error is not None and not session.resumed:
+                body.update(resumeErrorCode=resume_error, reason=resume_failed_reason(resume_error))
+            await _db(_session_event)(kind, self.actor, body)
             return session
         assert last_error is not None
         health.session_gave_up(agent.actor_id, code=last_error.code, retryable=last_error.retryable)
@@ -195,6 +202,16 @@ class AgentSessions:
         })
         self.instance_id = self.binding_id = None  # closed as failed: nothing left to stop
         raise last_error
+
+    def _publish_retrying(self, attempt: int, delay: float, code: str, *, reason: str | None = None) -> None:
+        """Transient ``session.retrying``: the bounded projection PROTOCOL §2.2 allows (attempt,
+        backoff, stable code and, for a resume given up, a fixed sentence), never raw stderr."""
+        body = {"actorId": self.agent.actor_id, "attempt": attempt, "maxAttempts": START_ATTEMPTS,
+                "nextDelayMs": int(delay * 1000), "errorCode": code}
+        if reason is not None:
+            body["reason"] = reason
+        events.publish_transient(event_type=event_types.SESSION_RETRYING, actor=self.actor,
+                                 correlation_id=f"session:{self.agent.actor_id}", body=body)
 
     async def _launch(self, resume_id: str | None) -> NativeSession:
         agent = self.agent

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from agents.fakes import wirelog
-from tests.pg.databases import read_rows, room_url_of
+from tests.pg.databases import read_rows, room_url_of, write_rows
 from tests.server import FAKES_BIN, GroupXServer, wait_until
 
 
@@ -57,6 +57,19 @@ def wait_terminal(server: GroupXServer, turn_id: str, *, timeout: float = 30.0) 
 
 def response_of(server: GroupXServer, terminal: dict) -> dict:
     return next(e for e in server.events() if e["eventId"] == terminal["body"]["responseEventId"])
+
+
+def db_write(server: GroupXServer, sql: str, *params) -> None:
+    """Craft a historical row in a stopped room's store (a state an older GroupX left behind)."""
+    if url := room_url_of(server.config_path):
+        write_rows(url, sql, [params])
+        return
+    db = sqlite3.connect(server.workdir / ".groupx" / "groupx.db")
+    try:
+        with db:
+            db.execute(sql, params)
+    finally:
+        db.close()
 
 
 def db_rows(server: GroupXServer, sql: str, *params) -> list[dict]:

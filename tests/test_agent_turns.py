@@ -11,6 +11,7 @@ import pytest
 from tests.agents import (
     cancel,
     db_rows,
+    db_write,
     fake_agents,
     prompts_sent,
     response_of,
@@ -197,6 +198,22 @@ def test_sigkill_mid_turn_interrupts_that_turn_on_restart_and_never_resends_it(r
     assert len(hang_prompts) == 1
     attempt = db_rows(room, "SELECT * FROM turns_turnattempt WHERE turn_id = ?", running)[0]
     assert attempt["delivery_certainty"] == "delivered"  # never downgraded to unknown
+
+
+def test_a_claimed_turn_snapshotted_under_another_transport_fails_on_restart_and_is_never_sent(room):
+    running = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
+    crafted = send(room, "agent:kimi", "[[fake: echo]] older transport")["turns"][0]["turnId"]
+    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)), timeout=15)
+    room.kill()
+    # What an older build could leave: claimed, never prompted, under a transport no longer selected.
+    db_write(room, "UPDATE turns_turn SET status = 'dispatching', transport = 'terminal' WHERE turn_id = ?", crafted)
+    room.start()
+
+    terminal = wait_terminal(room, crafted)
+    assert terminal["type"] == "turn.failed"
+    assert terminal["body"]["errorCode"] == "TRANSPORT_MODE_MISMATCH"
+    assert wait_terminal(room, running)["type"] == "turn.interrupted"
+    assert not [p for p in prompts_sent(room, "kimi") if "older transport" in str(p)]
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,9 @@ from turns.states import (
 from turns.transitions import move_turn
 
 TURN_INTERRUPTED = "TURN_INTERRUPTED"
+TRANSPORT_MODE_MISMATCH = "TRANSPORT_MODE_MISMATCH"
+# The one transport GroupX selects (PROTOCOL §2.1): every Turn it creates snapshots it.
+SELECTED_TRANSPORT = "structured"
 UNKNOWN_TARGET = "UNKNOWN_TARGET"
 # A failure's ``message`` in its terminal event is for people reading the room; bounded like a
 # session failure's (agents/sessions.py).
@@ -350,7 +353,7 @@ def recover_agent_turns(actor_id: str, **facts: Any) -> dict[str, int]:
 
 
 def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, int]:
-    counts = {"requeued": 0, "cancelled": 0, "interrupted": 0}
+    counts = {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 0}
     for turn in list(in_flight_turns.order_by("enqueue_seq")):
         attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()
         never_sent = attempt is None or (
@@ -360,7 +363,14 @@ def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, 
                        turn.correlation_id, turn.root_correlation_id) if attempt else None
         # Only a dispatching Turn may go back to the queue (the table); a running one has had its
         # first native event, so its prompt was delivered whatever its attempt row says.
-        if never_sent and can_move(turn.status, QUEUED):
+        if never_sent and can_move(turn.status, QUEUED) and turn.transport != SELECTED_TRANSPORT:
+            # PROTOCOL §2.1: a snapshot taken under another transport is never switched over.
+            finish(claim_, turn.turn_id, TurnOutcome(
+                status=FAILED, error_code=TRANSPORT_MODE_MISMATCH,
+                message=f"this Turn was prepared for the {turn.transport!r} transport, and GroupX now runs "
+                        f"{SELECTED_TRANSPORT!r}; it is never sent over another transport"), events.SYSTEM)
+            counts["failed"] += 1
+        elif never_sent and can_move(turn.status, QUEUED):
             with transaction.atomic():
                 if attempt is not None:
                     TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(

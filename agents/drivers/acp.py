@@ -90,8 +90,10 @@ class _Handshake(RpcHandshake):
             session.native_session_id = self.resume_id
             session.set_loading(True)  # replayed history is buffered, never emitted
             try:
+                # Bounded by handshake_ms of silence: a long history replays for as long as it takes.
                 await self.step("session/load", {"sessionId": self.resume_id, "cwd": self.profile.cwd,
-                                                 "mcpServers": servers}, refused=SESSION_NOT_AVAILABLE)
+                                                 "mcpServers": servers}, refused=SESSION_NOT_AVAILABLE,
+                                progress=lambda: session.replayed)
             finally:
                 session.set_loading(False)
         else:

@@ -51,7 +51,9 @@ from .turnkit import ChildSession, QueuedTurn, short
 
 log = logging.getLogger(__name__)
 
-REPLAY_LIMIT = 1000  # replayed history kept from session/load; never emitted as turn events
+# session/load replays the whole history (one update a line); it is counted, never emitted as turn
+# events, and only its last few updates are kept, so a long session costs no memory here.
+REPLAY_KEPT = 16
 _TOOL_DONE = frozenset({"completed", "failed", "cancelled"})
 
 # What GroupX answers to each native interaction request (§1.9): settle it, never approve.
@@ -199,7 +201,8 @@ class AcpSession(ChildSession[AcpTurn]):
         self.native_session_id = ""
         self.agent_capabilities: dict[str, Any] = {}
         self.agent_info: dict[str, Any] = {}
-        self.replay: deque[dict[str, Any]] = deque(maxlen=REPLAY_LIMIT)
+        self.replay: deque[dict[str, Any]] = deque(maxlen=REPLAY_KEPT)
+        self.replayed = 0  # updates replayed by session/load
         self.client: JsonRpcClient | None = None
         self.policy_marker: str | None = None
         self._loading = False
@@ -269,6 +272,7 @@ class AcpSession(ChildSession[AcpTurn]):
         if params.get("sessionId") != self.native_session_id or not isinstance(update, dict):
             return
         if self._loading:
+            self.replayed += 1
             self.replay.append(update)
         elif self._turn is not None:
             self._turn._on_update(update)

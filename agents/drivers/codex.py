@@ -2,7 +2,8 @@
 
 Start sequence, each step bounded by ``handshake_ms``: ``initialize`` → the ``initialized``
 notification (once, only after the initialize result) → ``configRequirements/read`` (the policy
-preflight) → ``thread/start``, or ``thread/resume`` for a stored thread id. Unrestricted access is
+preflight) → ``thread/start``, or ``thread/resume`` (``excludeTurns``) for a stored thread id followed
+by one bounded ``thread/turns/list`` page. Unrestricted access is
 requested on every thread start/resume (``approvalPolicy: never``, ``sandbox: danger-full-access``)
 and the GroupX MCP server travels as a thread-scoped config override. Turns and close live in
 ``codex_session.py`` and ``codex_turn.py``.
@@ -42,6 +43,11 @@ APPROVAL_POLICY = "never"
 SANDBOX_MODE = "danger-full-access"  # kebab case in thread params; responses say dangerFullAccess (C7)
 # The policy preflight; older builds do not know it, which means there is nothing to check.
 REQUIREMENTS_METHOD = "configRequirements/read"
+# A resume asks for the thread without its turns (`excludeTurns`): the whole history in one JSON
+# line passes the 1 MiB line limit after a few hundred turns, and 0.169 deprecates it. What GroupX
+# needs of the history, the newest turn, comes from one bounded page of the paginated read.
+TURNS_METHOD = "thread/turns/list"
+NEWEST_TURN_PAGE = {"limit": 1, "sortDirection": "desc", "itemsView": "notLoaded"}
 
 
 def thread_params(profile: LaunchProfile) -> dict[str, Any]:
@@ -112,12 +118,14 @@ class _Handshake(RpcHandshake):
         if self.resume_id is not None:
             # "no rollout found" (C2: a thread that never ran a turn) or any other refusal: the
             # session manager starts fresh.
-            result = await self.step("thread/resume", {"threadId": self.resume_id, **params},
+            result = await self.step("thread/resume", {"threadId": self.resume_id, "excludeTurns": True, **params},
                                      refused=SESSION_NOT_AVAILABLE)
         else:
             result = await self.step("thread/start", params, refused=ADAPTER_START_FAILED)
         thread_id = self.check_thread(result)
         session.set_thread(thread_id)
+        if self.resume_id is not None:
+            await self.read_newest_turn(thread_id)
         session.started(resumed=self.resume_id is not None)
 
     def check_thread(self, result: Any) -> str:
@@ -138,9 +146,27 @@ class _Handshake(RpcHandshake):
                               f"codex opened the thread in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}")
         return thread_id
 
+    async def read_newest_turn(self, thread_id: str) -> None:
+        """The resumed thread's newest turn, from one page of ``thread/turns/list``: a late frame of
+        it (the previous process's last turn) is dropped, never taken for the next turn's."""
+        page = await self.step(TURNS_METHOD, {"threadId": thread_id, **NEWEST_TURN_PAGE}, refused=SESSION_NOT_AVAILABLE)
+        if page is None:
+            return  # refused: the thread is resumed all the same
+        turns = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(turns, list) or not all(isinstance(turn, dict) for turn in turns):
+            raise DriverError(PROTOCOL_INVALID_MESSAGE, f"{TURNS_METHOD} returned {page!r:.200}")
+        newest = turns[0].get("id") if turns else None
+        if isinstance(newest, str) and newest:
+            self.session.forget_turn_id(newest)
+        log.info("codex resumed thread %s; its newest turn: %s", thread_id, newest or "none")
+
     def refusal(self, method: str, error: JsonRpcError, refused: str) -> DriverError | None:
         if method == REQUIREMENTS_METHOD and _unknown_method(error):
             log.info("codex does not know %s (%s); no requirements to check", method, error.message)
+            return None
+        if method == TURNS_METHOD:
+            # An aid, not a condition: the thread is resumed, only its newest turn is unknown.
+            log.info("codex refused %s (%s %s); resumed without it", method, error.code, error.message)
             return None
         detail = f"{method} failed: {error.code} {error.message}"
         if has_policy_evidence(error.data):

@@ -115,10 +115,13 @@ async def lost_during_start(process: JsonLineProcess | None, label: str, step: s
 
 async def handshake_answer(what: str, send: Callable[[], Awaitable[PendingRequest | asyncio.Future[Any]]], *,
                            fatal: asyncio.Future[DriverError], timeout: float,
-                           lost: Callable[[str, ConnectionLost], Awaitable[DriverError]]) -> asyncio.Future[Any]:
+                           lost: Callable[[str, ConnectionLost], Awaitable[DriverError]],
+                           progress: Callable[[], int] | None = None) -> asyncio.Future[Any]:
     """Write one handshake request with ``send`` and wait for its answer; the write and the wait
     are each bounded by ``timeout`` and raced against ``fatal``. Returns the settled answer for the
-    caller to read, since what a refusal means differs by protocol."""
+    caller to read, since what a refusal means differs by protocol. With ``progress`` (a count of
+    frames the request is known to cause, e.g. the history an ACP ``session/load`` replays), the
+    wait is bounded by ``timeout`` of silence instead: a long history is not a stalled CLI."""
     if fatal.done():
         raise fatal.result()
     try:
@@ -130,7 +133,11 @@ async def handshake_answer(what: str, send: Callable[[], Awaitable[PendingReques
     # An abandoned JSON-RPC request is forgotten, so that a late answer is logged as late.
     pending = sent if isinstance(sent, PendingRequest) else None
     answer = sent.future if isinstance(sent, PendingRequest) else sent
-    await asyncio.wait({answer, fatal}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    while True:
+        seen = progress() if progress is not None else 0
+        await asyncio.wait({answer, fatal}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if answer.done() or fatal.done() or progress is None or progress() == seen:
+            break
     if fatal.done():
         if pending is not None:
             pending.forget()
@@ -172,12 +179,14 @@ class RpcHandshake(abc.ABC):
         if self.fatal.done():
             raise self.fatal.result()
 
-    async def step(self, method: str, params: dict[str, Any], *, refused: str) -> Any:
-        """One handshake request, raced against start-fatal evidence and ``handshake_ms``."""
+    async def step(self, method: str, params: dict[str, Any], *, refused: str,
+                   progress: Callable[[], int] | None = None) -> Any:
+        """One handshake request, raced against start-fatal evidence and ``handshake_ms`` (of
+        silence, with ``progress``: see ``handshake_answer``)."""
         client = self.rpc_session.client
         assert client is not None
         answer = await handshake_answer(method, lambda: client.send_request(method, params), fatal=self.fatal,
-                                        timeout=self.step_timeout, lost=self.lost)
+                                        timeout=self.step_timeout, lost=self.lost, progress=progress)
         try:
             return answer.result()
         except JsonRpcError as exc:

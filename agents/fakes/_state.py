@@ -21,8 +21,8 @@ HISTORY = "history"
 
 
 class StateStore:
-    def __init__(self, family: str):
-        base = os.environ.get("GROUPX_FAKE_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".groupx-fake")
+    def __init__(self, family: str, base: str | None = None):
+        base = base or os.environ.get("GROUPX_FAKE_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".groupx-fake")
         self.dir = Path(base) / family
         self._written: dict[str, tuple[dict[str, Any], int]] = {}  # id → (snapshot, history entries on disk)
 

@@ -321,7 +321,9 @@ class AcpAgent:
         session.cwd, session.mcp = cwd, desc
         session.mode = "default" if self.fd["modes"] else None  # mode must be set again (§3.3)
         if core.scenario_bool(self.scenario, "replay_on_load", True):
+            interval = float(self.scenario.get("replay_interval_ms", 0))  # a slow disk or a huge history
             for item in session.history:  # replayed *before* the reply, as ACP requires
+                core.sleep_ms(interval)
                 kind = "user_message_chunk" if item.get("role") == "user" else "agent_message_chunk"
                 self.update(session.sid, {"sessionUpdate": kind, "content": {"type": "text", "text": item.get("text", "")}})
         extras = self._session_extras(session.sid)

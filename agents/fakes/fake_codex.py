@@ -50,6 +50,14 @@ BUILTIN_SCENARIO: dict[str, Any] = {
 }
 _START_KEYS = {"approvalPolicy", "sandbox", "config", "cwd"}  # cwd: the real spike driver sends it
 _RESUME_KEYS = _START_KEYS | {"threadId", "excludeTurns"}
+_TURNS_LIST_KEYS = {"threadId", "cursor", "limit", "sortDirection", "itemsView"}
+
+
+def _turn_view(turn: dict[str, Any], view: str) -> dict[str, Any]:
+    """A stored turn as ``thread/turns/list`` shows it: no items, the first and last, or all."""
+    items = turn.get("items") if isinstance(turn.get("items"), list) else []
+    shown = [] if view == "notLoaded" else items if view == "full" else items[:1] + items[1:][-1:]
+    return {**turn, "items": shown, "itemsView": view}
 
 
 class RpcError(Exception):
@@ -156,6 +164,7 @@ class CodexServer:
         handler = {
             "initialize": self.on_initialize, "configRequirements/read": self.on_requirements,
             "thread/start": self.on_thread_start, "thread/resume": self.on_thread_resume,
+            "thread/turns/list": self.on_turns_list,
             "turn/start": self.on_turn_start, "turn/interrupt": self.on_turn_interrupt,
         }.get(method)
         try:
@@ -326,6 +335,27 @@ class CodexServer:
                                                          "use `excludeTurns: true` (fake).", "details": None})
             self.notify("thread/status/changed", {"threadId": tid, "status": {"type": "idle"}})
         self._finish_setup(req_id, th, started=False, exclude_turns=bool(params.get("excludeTurns")))
+
+    def on_turns_list(self, req_id: Any, params: dict[str, Any]) -> None:
+        """One page of a loaded thread's turns, newest first unless ``sortDirection: asc``; the
+        cursor is opaque to the client (here: the offset of the page's next turn)."""
+        extra = sorted(set(params) - _TURNS_LIST_KEYS)
+        self.log.check("turns_list_params", not extra, extra=extra)
+        th = self.threads.get(str(params.get("threadId")))
+        if th is None:
+            raise RpcError(-32600, f"thread not loaded: {params.get('threadId')}")
+        direction, view = params.get("sortDirection") or "desc", params.get("itemsView") or "summary"
+        if direction not in ("asc", "desc") or view not in ("notLoaded", "summary", "full"):
+            raise RpcError(-32602, f"invalid sortDirection {direction!r} or itemsView {view!r}")
+        limit, cursor = params.get("limit"), params.get("cursor")
+        start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else 0
+        size = limit if isinstance(limit, int) and limit > 0 else 25
+        ordered = th.turns if direction == "asc" else th.turns[::-1]
+        page = ordered[start:start + size]
+        self.log.record("turns_list", threadId=th.id, start=start, limit=size, returned=len(page))
+        self.reply(req_id, {"data": [_turn_view(turn, view) for turn in page],
+                            "nextCursor": str(start + size) if start + size < len(ordered) else None,
+                            "backwardsCursor": str(start) if page else None})
 
     def _finish_setup(self, req_id: Any, th: CodexThread, started: bool, exclude_turns: bool = False) -> None:
         turns = [] if started or exclude_turns else [{**t, "itemsView": "full"} for t in th.turns]

@@ -20,7 +20,7 @@ def recover() -> dict[str, int]:
 def test_a_queued_turn_stays_queued_and_nothing_is_written():
     turn_id = queued_turn()
     before = event_types()
-    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0}
+    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 0}
     assert status(turn_id) == "queued"
     assert event_types() == before
 
@@ -77,16 +77,16 @@ def test_a_running_turn_without_an_open_attempt_is_interrupted_never_requeued():
     turn_id = queued_turn()
     running(turn_id)
     TurnAttempt.objects.filter(turn_id=turn_id).update(dispatch_phase="terminal")
-    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 1}
+    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 1, "failed": 0}
     assert status(turn_id) == "interrupted"
 
 
 def test_recovery_twice_changes_nothing_the_second_time():
     for make in (claim, running):
         make(queued_turn())
-    assert recover() == {"requeued": 1, "cancelled": 0, "interrupted": 1}
+    assert recover() == {"requeued": 1, "cancelled": 0, "interrupted": 1, "failed": 0}
     before = event_types()
-    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0}
+    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 0}
     assert event_types() == before
 
 
@@ -97,3 +97,23 @@ def test_a_turn_queued_for_an_agent_the_config_no_longer_runs_fails_with_unknown
     turn = Turn.objects.get(turn_id=orphan)
     assert (turn.status, turn.error_code) == ("failed", "UNKNOWN_TARGET")
     assert event_types(body__turnId=orphan) == ["turn.queued", "turn.failed"]
+
+
+def test_a_never_sent_turn_snapshotted_under_another_transport_fails_with_transport_mode_mismatch():
+    # A historical row: claimed but never prompted, under a transport GroupX no longer selects.
+    turn_id = queued_turn()
+    claimed = claim(turn_id)
+    Turn.objects.filter(turn_id=turn_id).update(transport="terminal")
+    assert recover() == {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 1}
+    turn = Turn.objects.get(turn_id=turn_id)
+    assert (turn.status, turn.error_code) == ("failed", "TRANSPORT_MODE_MISMATCH")
+    assert TurnAttempt.objects.get(attempt_id=claimed.attempt_id).dispatch_phase == "terminal"
+    assert event_types(event_type="turn.failed", body__turnId=turn_id) == ["turn.failed"]
+    assert lifecycle.next_queued_turn("agent:alpha") is None  # never sent over another transport
+
+
+def test_a_queued_turn_of_the_selected_transport_is_requeued_not_failed():
+    turn_id = queued_turn()
+    claim(turn_id)
+    assert Turn.objects.get(turn_id=turn_id).transport == lifecycle.SELECTED_TRANSPORT
+    assert recover()["failed"] == 0 and status(turn_id) == "queued"

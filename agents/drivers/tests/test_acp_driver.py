@@ -369,6 +369,19 @@ async def test_a_new_process_resumes_the_session_with_load_without_replaying_his
     assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == "echo: what was it?"
 
 
+async def test_a_load_that_replays_for_longer_than_the_handshake_timeout_is_not_a_stalled_cli(rig):
+    first = await rig.start("kimi")
+    for word in ("one", "two", "three"):
+        await run_turn(first, f"remember {word}")
+    session_id = first.native_session_id
+    await first.close()
+
+    # Six updates 250 ms apart: 1.5 s of replay, each update well inside a 1 s handshake bound.
+    quick = Timeouts(handshake_ms=1_000, request_ms=2_000, cancel_ms=5_000, close_ms=2_000)
+    second = await rig.start("kimi", {"replay_interval_ms": 250}, resume=session_id, timeouts=quick)
+    assert second.resumed and second.replayed == 6
+
+
 async def test_loading_an_unknown_session_is_not_available(rig):
     error = await rig.start_fails("grok", resume="no-such-session")
     assert error.code == SESSION_NOT_AVAILABLE

@@ -333,11 +333,14 @@ async def test_a_new_process_resumes_the_stored_thread_with_thread_resume(rig):
 
     second = await rig.start(resume=thread_id)
     assert second.native_session_id == thread_id and second.resumed
-    assert methods(rig, second) == ["initialize", "initialized", "configRequirements/read", "thread/resume"]
-    resume = rig.inbound(second)[-1]
-    assert resume["params"] == {"threadId": thread_id, "approvalPolicy": "never", "sandbox": "danger-full-access",
-                                "config": {"mcp_servers.groupx": {
+    assert methods(rig, second) == ["initialize", "initialized", "configRequirements/read", "thread/resume",
+                                    "thread/turns/list"]
+    resume, page = rig.inbound(second)[-2:]
+    # Without its turns: the whole history in one line would pass the 1 MiB line limit one day.
+    assert resume["params"] == {"threadId": thread_id, "excludeTurns": True, "approvalPolicy": "never",
+                                "sandbox": "danger-full-access", "config": {"mcp_servers.groupx": {
                                     "url": MCP.url, "http_headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+    assert page["params"] == {"threadId": thread_id, "limit": 1, "sortDirection": "desc", "itemsView": "notLoaded"}
     _, events = await run_turn(second, "what was it?")
     assert events[-1] == COMPLETED
 

@@ -370,6 +370,27 @@ def test_resume_in_a_new_process(codex, dirs) -> None:
     assert text_of(frames) == "echo: next"
 
 
+def test_resume_without_turns_then_pages_of_the_history(codex) -> None:
+    first = codex()
+    first.handshake()
+    tid = first.start_thread()
+    for word in ("one", "two", "three"):
+        first.turn(tid, f"question {word} [[fake: reply text=answer-{word}]]")
+        first.until_completed()
+    first.close()
+
+    second = codex()
+    second.handshake()
+    resumed = second.call("thread/resume", {"threadId": tid, "excludeTurns": True, **UNRESTRICTED})["result"]
+    assert resumed["thread"]["id"] == tid and resumed["thread"]["turns"] == []
+    newest = second.call("thread/turns/list", {"threadId": tid, "limit": 2, "itemsView": "notLoaded"})["result"]
+    assert [t["items"] for t in newest["data"]] == [[], []] and newest["nextCursor"]
+    oldest = second.call("thread/turns/list", {"threadId": tid, "limit": 2, "cursor": newest["nextCursor"],
+                                               "itemsView": "full"})["result"]
+    assert oldest["nextCursor"] is None
+    assert oldest["data"][0]["items"][-1]["text"] == "answer-one"
+
+
 # ------------------------------------------------------------------------------------------ MCP
 
 
