@@ -62,6 +62,12 @@ def test_a_room_of_an_earlier_release_opens_with_every_row_and_byte_identical_ol
         assert "你好" in room.get("/api/assistant/messages").text
         new = send(room, ["@all"], "after the upgrade 🆙 升级之后")
         assert {wait_terminal(room, turn["turnId"])["type"] for turn in new["turns"]} == {"turn.completed"}
+        db = sqlite3.connect(f"file:{room.sqlite_store()}?mode=ro", uri=True)
+        try:
+            (stored,) = db.execute("SELECT body FROM rooms_event WHERE event_id = ?", [new["messageEventId"]]).fetchone()
+        finally:
+            db.close()
+        assert "🆙 升级之后" in stored and "\\u" not in stored  # new text is stored as UTF-8
     finally:
         room.stop()
 
