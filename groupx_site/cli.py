@@ -361,12 +361,14 @@ def main(argv: list[str] | None = None) -> int:
     path = config_path_from_env(invocation.config)
     os.environ["GROUPX_CONFIG"] = str(path)  # what Django's settings will read, if this process serves
     if invocation.command == "doctor":
+        from groupx_site.doctor_install import install_lines
         from groupx_site.doctor_workers import worker_lines
         from setup_wizard.doctor import run as doctor
 
         status = doctor(path)
-        print("\n".join(worker_lines(path)))
-        return status
+        lines, problems = install_lines(path)
+        print("\n".join(lines + worker_lines(path) + [f"problem: {problem}" for problem in problems]))
+        return status or (1 if problems else 0)
     if invocation.command == "stop":
         return cmd_stop(path)
     if invocation.command == "restart":

@@ -181,6 +181,8 @@ def _prepare_store() -> None:
     from agents.roster import sync_actors
 
     db.leave_checkpoints_to_their_thread()  # a worker's writer connection is open already (its lease, D67)
+    with connection.cursor() as cursor:
+        store_integrity.refuse_newer_migrations(cursor)  # before migrate writes anything
     if _migrate_first:
         from django.core.management import call_command
 
@@ -224,7 +226,10 @@ async def _start() -> None:
             lifecycle.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
             lifecycle.set_readiness("failed")
             _admitted.set()
-            logger.exception("GroupX runtime failed to start")
+            if isinstance(error, store_integrity.NewerMigrations | store_integrity.NewerSchema):
+                logger.error("GroupX refused the database: %s", error)  # one line: the reason is the message
+            else:
+                logger.exception("GroupX runtime failed to start")
             raise
     search_index.start()  # the messages since the last batch first, then about once a second (D80)
     if lifecycle.readiness() == "starting":  # a stop that began meanwhile stays "closing"
@@ -272,7 +277,8 @@ async def wait_for_store() -> None:
 
 
 def schedule_start() -> None:
-    asyncio.get_event_loop().create_task(ensure_started())
+    task = asyncio.get_event_loop().create_task(ensure_started())
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # _start logged its failure already
 
 
 async def _stop() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from groupx_site.core.text import StoredJSON
+
 ROOM_ID = "room:main"
 SCHEMA = "groupx.event/0.1"
 
@@ -23,7 +25,7 @@ class Event(models.Model):
     actor_kind = models.CharField(max_length=16)
     actor_display_name = models.CharField(max_length=128)
     instance_id = models.CharField(max_length=128, null=True, blank=True)
-    targets = models.JSONField(default=list)
+    targets = models.JSONField(default=list, encoder=StoredJSON)
     reply_to_event_id = models.CharField(max_length=64, null=True, blank=True)
     forwarded_event_id = models.CharField(max_length=64, null=True, blank=True)
     causation_id = models.CharField(max_length=64, null=True, blank=True)
@@ -31,8 +33,8 @@ class Event(models.Model):
     root_correlation_id = models.CharField(max_length=64)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     occurred_at = models.DateTimeField()
-    body = models.JSONField(default=dict)
-    provenance = models.JSONField(null=True, blank=True)
+    body = models.JSONField(default=dict, encoder=StoredJSON)
+    provenance = models.JSONField(null=True, blank=True, encoder=StoredJSON)
 
     class Meta:
         ordering = ["seq"]
@@ -61,7 +63,7 @@ class ClientCommand(models.Model):
     client_command_id = models.CharField(max_length=128)
     command_type = models.CharField(max_length=64)
     canonical_hash = models.CharField(max_length=64)
-    result = models.JSONField()
+    result = models.JSONField(encoder=StoredJSON)
     accepted_at = models.DateTimeField()
 
     class Meta:

@@ -26,6 +26,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
+from groupx_site.core.text import StoredJSON, json_text
 from rooms.models import ClientCommand, Event
 
 
@@ -143,8 +144,14 @@ def _ops():
 
 
 def adapt_json(value: Any) -> str | None:
-    """A JSONField value as the field stores it."""
-    return None if value is None else _ops().adapt_json_value(value, None)
+    """A JSONField value as the log's fields store it (``StoredJSON``): on SQLite compact JSON text in UTF-8, not ASCII-escaped (an emoji
+    took 12 bytes as two ``\\u`` escapes, 4 as UTF-8; docs/PERFORMANCE.md "Text stored as UTF-8"),
+    any lone surrogate as U+FFFD as the frames already sent it; jsonb on PostgreSQL. Rows written
+    ASCII-escaped by earlier releases decode to the same values, so their frames do not change."""
+    if value is None:
+        return None
+    ops = _ops()
+    return json_text(value) if ops.connection.vendor == "sqlite" else ops.adapt_json_value(value, StoredJSON)
 
 
 def adapt_datetime(value: datetime | None) -> str | None:

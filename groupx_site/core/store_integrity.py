@@ -9,6 +9,9 @@
 - **Schema version**: the protocol's storage schema version, recorded as a row of the
   ``schema_migrations`` table by the migration that made the schema (``groupx_site/migrations``).
   A database a newer GroupX wrote (a higher version) is refused at start.
+- **Migrations**: a newer release may change the tables without changing the spec's schema version,
+  so a database on which migrations this code does not know were applied (``django_migrations``
+  rows with no migration file here) is refused at start too, before ``migrate`` writes anything.
 """
 
 from __future__ import annotations
@@ -123,3 +126,33 @@ def refuse_newer_schema(cursor) -> None:
     found = recorded_schema_version(cursor)
     if found is not None and found > SCHEMA_VERSION:
         raise NewerSchema(found)
+
+
+class NewerMigrations(Exception):
+    """Migrations this code does not know were applied to the database: a newer GroupX wrote it."""
+
+    def __init__(self, unknown: list[str]):
+        shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        super().__init__(f"the database was written by a newer GroupX (migrations this version does not know: "
+                         f"{shown}); nothing was written to it. Start the GroupX that wrote it, or point "
+                         "storagePath elsewhere")
+
+
+def unknown_migrations(cursor) -> list[str]:
+    """``app.name`` of every applied migration with no migration file in this code; [] on a new store."""
+    from django.db.migrations.loader import MigrationLoader
+
+    try:
+        applied = cursor.execute("SELECT app, name FROM django_migrations").fetchall()
+    except Exception as error:  # noqa: BLE001 - "no such table" on a store never migrated
+        if "no such table" in str(error) or "does not exist" in str(error):
+            return []
+        raise
+    known = set(MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
+    return sorted(f"{app}.{name}" for app, name in applied if (app, name) not in known)
+
+
+def refuse_newer_migrations(cursor) -> None:
+    unknown = unknown_migrations(cursor)
+    if unknown:
+        raise NewerMigrations(unknown)

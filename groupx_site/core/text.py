@@ -99,6 +99,14 @@ def find_unencodable(value: Any, path: str = "") -> str | None:
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
+class StoredJSON(json.JSONEncoder):
+    """The encoder of the log's JSON columns (``rooms.models``; ``rooms/sql.py`` writes the same text):
+    ``json_text``'s compact UTF-8, where Django's default escaped every non-ASCII character."""
+
+    def encode(self, o: Any) -> str:
+        return json_text(o)
+
+
 def json_text(value: Any) -> str:
     """``value`` as compact JSON text that always encodes as UTF-8: what the log, SSE frames and
     JSON responses send. A lone surrogate already stored (by an older version) comes out as
