@@ -11,9 +11,13 @@ settings (``groupx doctor`` runs before any exist).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -360,11 +364,24 @@ def current_file(config_path: Path) -> tuple[bytes | None, str | None]:
 _SAVING = threading.Lock()
 
 
+@contextlib.contextmanager
+def one_save_at_a_time(config_path: Path) -> Iterator[None]:
+    """This process's threads through a lock, and the processes of one room (split mode's web
+    processes all serve /setup) through ``flock`` on the config's folder, which creates no file."""
+    with _SAVING:
+        folder = os.open(config_path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(folder)  # closing the descriptor releases the lock
+
+
 def save_draft(config_path: Path, draft: Draft, *, revision: str | None = None) -> dict[str, Any]:
     """The page is always served by a running room, whose sessions are never hot-swapped: a save
     takes effect at ``groupx restart``. With the ``revision`` of the snapshot it was made from, a
     save of a file that has changed since is refused."""
-    with _SAVING:
+    with one_save_at_a_time(config_path):
         data, current = current_file(config_path)
         if revision is not None and revision != current:
             raise GroupXError("CLIENT_COMMAND_CONFLICT", "groupx.json changed since this setup was read; "
