@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from typing import Any
 
 import mcp_types as types
@@ -139,6 +140,10 @@ class Endpoint:
             self._runner = None
 
 
+# An "id" key holding an object, an array or a boolean, or any \u escape (which could spell the key).
+SUSPECT_ID = re.compile(rb'"id"\s*:\s*[\[{tf]|\\u')
+
+
 async def read_body(receive) -> bytes:
     """The whole request body (daphne has already refused one over 2 MiB: groupx_site/body_limit.py)."""
     chunks = []
@@ -152,7 +157,10 @@ async def read_body(receive) -> bytes:
 def malformed_id(body: bytes) -> bool:
     """A request or a batch whose ``id`` JSON-RPC does not allow (an object, an array, a boolean).
     The SDK would read such a message as a notification and drop it without an answer; everything
-    else, including a body that is not JSON, is the SDK's to answer."""
+    else, including a body that is not JSON, is the SDK's to answer. Most bodies are passed by a
+    cheap look for an ``"id"`` key holding something other than a string, a number or null."""
+    if not SUSPECT_ID.search(body):
+        return False
     try:
         parsed = json.loads(body)
     except (ValueError, RecursionError):
