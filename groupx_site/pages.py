@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -10,4 +11,7 @@ from setup_wizard.starter import is_demo_roster
 
 
 def room_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents())})
+    # Without an admin user the header's Admin link says how to make one (manage.py createadmin).
+    has_admin = get_user_model().objects.filter(is_superuser=True, is_active=True).exists()
+    return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents()),
+                                               "has_admin": has_admin})

@@ -18,6 +18,7 @@ import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
+import { wireMoreMenu } from "./more_menu.js";
 import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
 import { SearchBox } from "./search.js";
@@ -65,6 +66,7 @@ const timeline = new Timeline(
 
 // The whole history: older pages on scroll-up, search that jumps to a message, Markdown export.
 const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
+wireMoreMenu($("more-menu"), $("search-input"));
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
   { onPick: (hit) => roomHistory.reveal(hit) });
 new ExportMenu({ menu: $("export"), from: $("export-from"), to: $("export-to"), link: $("export-link"),
@@ -95,6 +97,7 @@ const composer = new Composer(
   {
     form: $("composer"), input: $("message-input"), send: $("send"), chips: $("recipient-chips"),
     counter: $("char-count"), hint: $("composer-hint"), context: $("context-bar"), error: $("composer-error"),
+    mentionWarning: $("mention-warning"), toSummary: $("to-toggle"),
   },
   {
     onSent(reply) {
@@ -203,6 +206,7 @@ function setConnection(state) {
   pill.querySelector(".connection-text").textContent = CONNECTION_TEXT[state] || state;
   if (state === "live") { // statuses may have changed while we were away
     pollHealth();
+    composer.streamBack();
     assistantPanel.refreshStatus();
   }
 }
