@@ -14,6 +14,7 @@ import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { ContextReset } from "./context_reset.js";
 import { newCommandId } from "./dom.js";
+import { SENTENCE_RENDERERS } from "./event_sentences.js";
 import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
@@ -60,7 +61,9 @@ const timeline = new Timeline(
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
     onLatest: () => boot(),
-    renderers: RENDERERS, // event types with a renderer of their own (the assistant's dispatches)
+    // Event types with a renderer of their own: sentences for the room's events (event_sentences.js),
+    // then the assistant's dispatches and any other specific renderer, which win.
+    renderers: new Map([...SENTENCE_RENDERERS, ...RENDERERS]),
   },
 );
 
@@ -216,6 +219,7 @@ const onStreamed = (env) => {
   onDurable(env);
   attention.event(env);
 };
+window.addEventListener("online", () => composer.streamBack()); // the network is back, stream or not
 const stream = new RoomStream({ onDurable: onStreamed, onTransient, onReset: () => boot(), onState: setConnection });
 
 // ---- bootstrap ------------------------------------------------------------------------------------
