@@ -62,7 +62,7 @@ def is_api(request: HttpRequest) -> bool:
 
 # While draining (PROTOCOL §10.8) health must keep answering with the runtime identity, and a
 # repeated shutdown request stays harmless; everything else is refused.
-DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
+DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown", "/api/runtime/restart"}
 
 
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
