@@ -159,6 +159,8 @@ def open_url(url: str) -> bool:
         return False  # headless: a console browser (lynx, w3m) would take over this terminal
     if os.environ.get("CI") or os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"):
         return False  # a browser on the far side of an SSH session or on a CI runner helps nobody
+    if os.environ.get("GROUPX_RESTARTED"):
+        return False  # started again from /setup (groupx_site/shutdown.py): the open page reconnects
     try:
         return webbrowser.open(url, new=2)
     except webbrowser.Error:

@@ -6,7 +6,9 @@
   (docs/DECISIONS.md D6, D25, D37; the rule is in ``groupx_site/core/http.py``). A request
   without ``Origin`` (curl, the CLIs, tests) is accepted.
 - The body ceiling (2 MiB) is enforced from ``Content-Length`` before the body is read.
-- Every response carries a self-only CSP, ``nosniff`` and ``no-referrer``.
+- Every response carries a self-only CSP, ``nosniff`` and ``no-referrer`` (FEATURES §5), except that
+  the admin's pages say ``same-origin``: with ``no-referrer`` Chromium posts the admin's login form
+  with ``Origin: null``, which Django's CSRF check refuses (docs/DECISIONS.md D111).
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
 - While the runtime drains for a stop, new requests get 503 and open SSE streams end; the REST
   writes admitted before it are counted, and the stop waits for them (``lifecycle.write_in_flight``).
@@ -61,7 +63,7 @@ def is_api(request: HttpRequest) -> bool:
 
 # While draining (PROTOCOL §10.8) health must keep answering with the runtime identity, and a
 # repeated shutdown request stays harmless; everything else is refused.
-DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown"}
+DRAIN_EXEMPT_PATHS = {"/api/health", "/api/runtime/shutdown", "/api/runtime/restart"}
 
 
 def _write_guard(request: HttpRequest) -> HttpResponse | None:
@@ -138,8 +140,12 @@ def _reshape_error(request: HttpRequest, response: HttpResponse) -> HttpResponse
 def _security_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     response.setdefault("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
     response.setdefault("X-Content-Type-Options", "nosniff")
-    response.setdefault("Referrer-Policy", "no-referrer")
+    response.setdefault("Referrer-Policy", "same-origin" if is_admin(request) else "no-referrer")
     return response
+
+
+def is_admin(request: HttpRequest) -> bool:
+    return request.path_info.startswith("/admin/")
 
 
 def _hybrid(before=None, after=None):

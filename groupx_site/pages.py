@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -28,5 +29,7 @@ def room_modules() -> tuple[str, ...]:
 
 
 def room_page(request: HttpRequest) -> HttpResponse:
+    # Without an admin user the header's Admin link says how to make one (manage.py createadmin).
+    has_admin = get_user_model().objects.filter(is_superuser=True, is_active=True).exists()
     return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents()),
-                                               "room_modules": room_modules()})
+                                               "room_modules": room_modules(), "has_admin": has_admin})

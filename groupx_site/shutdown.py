@@ -12,11 +12,17 @@ goes out first; only after it has been sent does the process drain:
    earlier would let a new ``groupx start`` bind while this process still owns sessions.
 
 Repeated requests are harmless: the drain runs once per process.
+
+``POST /api/runtime/restart`` (the /setup page's "Restart GroupX now"; docs/DECISIONS.md D114) is
+the same stop, after which the process starts itself again with
+the same command line (``os.execv``): a fresh runtime reads the saved config, in the terminal that
+started the first one. Nothing is swapped inside a running runtime (PROTOCOL §10.6).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -84,6 +90,26 @@ class DrainAfterResponse(JsonResponse):
     def close(self) -> None:
         super().close()
         self._loop.call_soon_threadsafe(begin_drain)
+
+
+@router.post("/runtime/restart", summary="Stop this runtime and start it again with the saved config "
+                                         "(the setup page's Restart GroupX now)",
+             **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}))
+async def post_restart(request: HttpRequest, body: ShutdownBody):
+    if not is_draining():  # a restart asked for after a plain stop began is only that stop
+        atexit.register(start_again)
+    return await post_shutdown(request, body)
+
+
+def start_again() -> None:
+    """Run at the interpreter's exit, after the drain released the port: the same command line
+    replaces this process (same PID, same terminal), which opens no second browser tab."""
+    logger.info("GroupX is starting again with the saved config")
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.environ["GROUPX_RESTARTED"] = "1"
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
 @router.post("/runtime/shutdown", summary="Stop this runtime (groupx stop / restart)",

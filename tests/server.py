@@ -81,10 +81,11 @@ class GroupXServer:
             return None
         return self.workdir / storage.get("path", ".groupx/groupx.db")
 
-    def manage(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    def manage(self, *args: str, check: bool = True, timeout: float = 60,
+               input: str | None = None) -> subprocess.CompletedProcess:  # noqa: A002 (subprocess's name)
         return subprocess.run(
             [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, check=check, timeout=timeout,
-            capture_output=True, text=True,
+            capture_output=True, text=True, input=input,
         )
 
     def start(self, *, timeout: float = 60.0, port: int = 0, migrate: bool = True,

@@ -81,6 +81,12 @@ def test_responses_carry_the_security_headers(room):
     assert "access-control-allow-origin" not in response.headers
 
 
+def test_the_room_keeps_no_referrer_and_the_admin_pages_send_their_own_origin(room):
+    # no-referrer made Chromium post the admin's login form with "Origin: null" (a CSRF 403).
+    assert httpx.get(room.url("/")).headers["Referrer-Policy"] == "no-referrer"
+    assert httpx.get(room.url("/admin/login/")).headers["Referrer-Policy"] == "same-origin"
+
+
 @pytest.mark.parametrize("binding", [None, "binding:operator"])
 def test_the_operator_mcp_path_refuses_anything_but_the_assistants_session_token(room, binding):
     headers = {"X-GroupX-Binding": binding} if binding else {}

@@ -3,6 +3,12 @@
 // A send gets a fresh clientCommandId; a retry of the *same* payload after a failure reuses it,
 // so a request that reached the server before the connection broke is not posted twice (the
 // server answers a repeated id with the stored receipt). Editing the message mints a new id.
+// A send that failed on the network is retried by itself, under that same id, when the stream is
+// back (``streamBack``).
+//
+// Addressing is explicit: the chips (or the @ picker) choose the recipients, the Send button and
+// the placeholder name them, and text never routes by itself (FEATURES §1, §22). A typed "@Name" of
+// a room agent who is not addressed stops the send once with a warning that offers to add them.
 
 import { postJson } from "./api.js";
 import { codePoints, excerpt, h, newCommandId, tintFor } from "./dom.js";
@@ -29,7 +35,7 @@ export function sendOnEnter(form, input, submit) {
 
 export class Composer {
   /**
-   * @param el {form, input, send, chips, counter, hint, context, error}
+   * @param el {form, input, send, chips, counter, hint, context, error, mentionWarning?, toSummary?}
    * @param ctx {onSent(reply, payload)}
    */
   constructor(el, ctx) {
@@ -40,7 +46,8 @@ export class Composer {
     this.picked = new Set();
     this.reference = null; // {kind: "reply" | "forward", envelope}
     this.sending = false;
-    this.failed = null; // {id, key} of the last failed payload
+    this.failed = null; // {id, key, code} of the last failed payload
+    this.mentionsAccepted = null; // the payload key sent anyway despite a warning about mentions
     this.input.value = load(DRAFT_KEY) || "";
     const stored = load(RECIPIENTS_KEY);
     if (stored && stored !== "@all") {
@@ -57,6 +64,20 @@ export class Composer {
     window.addEventListener("pagehide", () => save(DRAFT_KEY, this.input.value || null));
     this.context.querySelector(".context-clear").addEventListener("click", () => this.clearReference());
     this.error.querySelector(".retry").addEventListener("click", () => this.submit());
+    if (this.toSummary) {
+      // On a phone the chips fold behind "To: …"; a press unfolds them (room.css shows both on wide screens).
+      this.toSummary.addEventListener("click", () => {
+        const open = this.toSummary.getAttribute("aria-expanded") !== "true";
+        this.toSummary.setAttribute("aria-expanded", String(open));
+        this.chips.classList.toggle("is-open", open);
+      });
+    }
+    if (this.mentionWarning) {
+      this.mentionWarning.querySelector(".mention-send-anyway").addEventListener("click", () => {
+        this.mentionsAccepted = JSON.stringify(this.payload());
+        this.submit();
+      });
+    }
     this.refresh();
   }
 
@@ -79,7 +100,17 @@ export class Composer {
       return button;
     };
     this.allChip = chip("@all", () => this.toggleAll());
-    this.agentChips = new Map(this.agents.map((a) => [a.actorId, chip(`@${a.displayName}`, () => this.toggle(a.actorId), a.actorId)]));
+    this.agentChips = new Map(this.agents.map((a) => [a.actorId,
+      chip(`@${a.displayName}`, (event) => this.choose(a.actorId, event.shiftKey || event.ctrlKey || event.metaKey), a.actorId)]));
+    for (const [actorId, button] of this.agentChips) {
+      // Shift+Enter / Shift+Space on a chip is the keyboard's Shift-click: add or remove.
+      button.addEventListener("keydown", (event) => {
+        if ((event.key === "Enter" || event.key === " ") && (event.shiftKey || event.ctrlKey)) {
+          event.preventDefault();
+          this.choose(actorId, true);
+        }
+      });
+    }
     this.chips.replaceChildren(this.allChip, ...this.agentChips.values());
     this.paintChips();
   }
@@ -97,9 +128,13 @@ export class Composer {
     this.recipientsChanged();
   }
 
-  toggle(actorId) {
-    if (this.all) {
-      // From "everyone", a click on one agent means "everyone but this one".
+  /** A chip pressed. From "everyone", a plain press means that agent alone (as the @ picker does);
+   * otherwise, and with Shift or Ctrl from anywhere, the press adds or removes that one agent. */
+  choose(actorId, addOrRemove) {
+    if (this.all && !addOrRemove) {
+      this.all = false;
+      this.picked = new Set([actorId]);
+    } else if (this.all) {
       this.all = false;
       this.picked = new Set(this.agents.map((a) => a.actorId).filter((id) => id !== actorId));
     } else if (this.picked.has(actorId)) this.picked.delete(actorId);
@@ -121,6 +156,7 @@ export class Composer {
   }
 
   recipientsChanged() {
+    this.hideMentionWarning();
     save(RECIPIENTS_KEY, this.all ? "@all" : [...this.picked].join(","));
     this.paintChips();
     this.refresh();
@@ -153,6 +189,14 @@ export class Composer {
     return body;
   }
 
+  /** "Kimi", "Kimi and Grok", "all 5", or null when nobody is addressed. */
+  recipientNames() {
+    if (this.all) return this.agents.length === 1 ? this.agents[0].displayName : `all ${this.agents.length}`;
+    const names = this.agents.filter((a) => this.picked.has(a.actorId)).map((a) => a.displayName);
+    if (!names.length) return null;
+    return names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  }
+
   refresh() {
     const length = codePoints(this.input.value);
     this.counter.textContent = `${length.toLocaleString("en-US")} / ${MAX_CHARACTERS.toLocaleString("en-US")}`;
@@ -162,9 +206,35 @@ export class Composer {
     if (!to.length) hint = "Pick at least one recipient";
     else if (length > MAX_CHARACTERS) hint = "The message is too long";
     this.hint.textContent = hint;
-    const names = this.all ? "everyone" : this.agents.filter((a) => this.picked.has(a.actorId)).map((a) => a.displayName).join(", ");
-    this.input.placeholder = to.length ? `Message ${names}…` : "Pick a recipient first…";
+    const names = this.recipientNames();
+    this.input.placeholder = names ? `Message ${names}…` : "Pick a recipient first…";
+    this.send.textContent = names ? `Send to ${names}` : "Send";
+    if (this.toSummary) this.toSummary.textContent = names ? `To: ${names}` : "To: nobody";
     this.send.disabled = this.sending || !to.length || !this.input.value.trim() || length > MAX_CHARACTERS;
+  }
+
+  /** Room agents named as "@Name" in the text who are not among the recipients. */
+  unaddressedMentions() {
+    if (this.all) return [];
+    const text = this.input.value.toLowerCase();
+    return this.agents.filter((a) => !this.picked.has(a.actorId) && mentions(text, a.displayName));
+  }
+
+  warnAboutMentions(agents) {
+    const names = agents.map((a) => `@${a.displayName}`).join(", ");
+    this.mentionWarning.querySelector(".mention-warning-text").textContent =
+      `${names} ${agents.length === 1 ? "is" : "are"} mentioned but not addressed: the message goes only to ${this.recipientNames()}.`;
+    const adds = agents.map((a) => h("button", { type: "button", class: "mention-add", text: `Add ${a.displayName}`,
+      onclick: () => {
+        this.choose(a.actorId, true);
+        this.input.focus();
+      } }));
+    this.mentionWarning.querySelector(".mention-adds").replaceChildren(...adds);
+    this.mentionWarning.hidden = false;
+  }
+
+  hideMentionWarning() {
+    if (this.mentionWarning) this.mentionWarning.hidden = true;
   }
 
   showError(error) {
@@ -179,6 +249,12 @@ export class Composer {
     if (this.send.disabled) return;
     const body = this.payload();
     const key = JSON.stringify(body);
+    const unaddressed = this.mentionWarning ? this.unaddressedMentions() : [];
+    if (unaddressed.length && this.mentionsAccepted !== key) {
+      this.warnAboutMentions(unaddressed);
+      return;
+    }
+    this.hideMentionWarning();
     // The same payload after a failure keeps its id: the server may already have accepted it.
     const id = this.failed && this.failed.key === key ? this.failed.id : newCommandId();
     this.sending = true;
@@ -199,9 +275,29 @@ export class Composer {
       }
       this.ctx.onSent(reply.data, body);
     } else {
-      this.failed = { id, key };
+      this.failed = { id, key, code: reply.error.code };
       this.showError(reply.error);
     }
     this.refresh();
   }
+
+  /** The stream is back: a send that failed on the network goes again under its own id (the
+   * server answers a repeat with the stored receipt, so nothing is posted twice). */
+  streamBack() {
+    if (!this.failed || this.failed.code !== "NETWORK_ERROR" || this.sending) return;
+    if (JSON.stringify(this.payload()) !== this.failed.key) return; // edited since: the user decides
+    this.mentionsAccepted = this.failed.key; // it was already past any warning
+    this.submit();
+  }
+}
+
+/** Whether ``text`` (lower case) names ``displayName`` as "@Name", not as part of a longer word. */
+function mentions(text, displayName) {
+  const needle = `@${displayName.toLowerCase()}`;
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
+    const before = at === 0 ? " " : text[at - 1];
+    const after = text[at + needle.length] || " ";
+    if (!/[\p{L}\p{N}_]/u.test(before) && !/[\p{L}\p{N}_]/u.test(after)) return true;
+  }
+  return false;
 }

@@ -27,7 +27,6 @@ export class MentionPicker {
     input.parentElement.append(this.list);
     input.setAttribute("aria-autocomplete", "list");
     input.setAttribute("aria-controls", this.list.id);
-    input.setAttribute("aria-expanded", "false");
     input.addEventListener("input", () => this.update());
     input.addEventListener("click", () => this.update());
     input.addEventListener("blur", () => this.close());
@@ -87,7 +86,6 @@ export class MentionPicker {
       return item;
     }));
     this.list.hidden = false;
-    this.input.setAttribute("aria-expanded", "true");
     this.paintActive();
   }
 
@@ -103,7 +101,6 @@ export class MentionPicker {
     this.list.hidden = true;
     this.list.replaceChildren();
     this.options = [];
-    this.input.setAttribute("aria-expanded", "false");
     this.input.removeAttribute("aria-activedescendant");
   }
 

@@ -14,10 +14,12 @@ import { Composer } from "./composer.js";
 import { ContextMeter } from "./context_meter.js";
 import { ContextReset } from "./context_reset.js";
 import { newCommandId } from "./dom.js";
+import { SENTENCE_RENDERERS } from "./event_sentences.js";
 import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
+import { wireMoreMenu } from "./more_menu.js";
 import { RENDERERS } from "./operator_dispatch.js";
 import { RoomHealth } from "./room_health.js";
 import { Roving } from "./roving.js";
@@ -63,13 +65,15 @@ const timeline = new Timeline(
     onCancel: cancelTurn,
     onActivity: scheduleActivity,
     onLatest: () => boot(),
-    // event types with a renderer of their own (the assistant's dispatches, failures outside a Turn)
-    renderers: new Map([...RENDERERS, [SYSTEM_ERROR, renderSystemError]]),
+    // Event types with a renderer of their own: sentences for the room's events (event_sentences.js),
+    // then the assistant's dispatches and failures outside a Turn, which win.
+    renderers: new Map([...SENTENCE_RENDERERS, ...RENDERERS, [SYSTEM_ERROR, renderSystemError]]),
   },
 );
 
 // The whole history: older pages on scroll-up, search that jumps to a message, Markdown export.
 const roomHistory = new History({ scroller: $("timeline"), note: $("history-note"), jump: $("jump") }, timeline);
+wireMoreMenu($("more-menu"), $("search-input"));
 new SearchBox({ form: $("search"), input: $("search-input"), results: $("search-results") },
   { onPick: (hit) => roomHistory.reveal(hit) });
 new GoToMenu({ menu: $("goto"), start: $("goto-start"), date: $("goto-date"), go: $("goto-date-go"), note: $("goto-note") },
@@ -104,6 +108,7 @@ const composer = new Composer(
   {
     form: $("composer"), input: $("message-input"), send: $("send"), chips: $("recipient-chips"),
     counter: $("char-count"), hint: $("composer-hint"), context: $("context-bar"), error: $("composer-error"),
+    mentionWarning: $("mention-warning"), toSummary: $("to-toggle"),
   },
   {
     onSent(reply) {
@@ -220,6 +225,7 @@ function setConnection(state) {
   pill.querySelector(".connection-text").textContent = CONNECTION_TEXT[state] || state;
   if (state === "live") { // statuses may have changed while we were away
     pollHealth();
+    composer.streamBack();
     assistantPanel.refreshStatus();
   }
 }
@@ -229,6 +235,7 @@ const onStreamed = (env) => {
   onDurable(env);
   attention.event(env);
 };
+window.addEventListener("online", () => composer.streamBack()); // the network is back, stream or not
 const stream = new RoomStream({ onDurable: onStreamed, onTransient, onReset: () => boot(), onState: setConnection });
 
 // ---- bootstrap ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 
 import { avatarInitials } from "./avatars.js";
 import { h, tintFor } from "./dom.js";
+import { detailsOf } from "./event_sentences.js";
 
 const STATUS_LABEL = {
   ready: "ready",
@@ -28,6 +29,27 @@ const SESSION_STATUS = {
   "session.failed": "failed",
   "session.stopped": "stopped",
 };
+
+// A card shows one state and says what went wrong in words; the code is under "details".
+const ERROR_SENTENCES = {
+  ADAPTER_NOT_FOUND: "Its CLI was not found on this computer.",
+  ADAPTER_START_FAILED: "Its CLI could not be started.",
+  PROTOCOL_HANDSHAKE_TIMEOUT: "Its CLI did not answer when GroupX connected to it.",
+  PROTOCOL_INVALID_MESSAGE: "Its CLI sent something GroupX could not read.",
+  SESSION_NOT_AVAILABLE: "Its CLI session was not available.",
+  NATIVE_RESUME_UNSUPPORTED: "Its CLI could not continue its earlier session.",
+  NATIVE_POLICY_BLOCKED: "Its CLI's own settings blocked the work.",
+  TURN_FIRST_EVENT_TIMEOUT: "Its CLI did not start answering in time.",
+  TURN_IDLE_TIMEOUT: "Its CLI went quiet for too long.",
+  TURN_INTERRUPTED: "Its work was interrupted.",
+};
+const DOWN = ["failed", "degraded", "native_policy_blocked", "stopped"];
+
+/** "Its CLI could not be started." while down; "Working again after a problem." once it is back. */
+function errorSentence(status, error) {
+  const what = ERROR_SENTENCES[error.code] || "Its CLI ran into a problem.";
+  return DOWN.includes(status) ? what : `Working again; earlier: ${what.charAt(0).toLowerCase()}${what.slice(1)}`;
+}
 
 /** The end of a working folder is what tells agents apart; the full path is in the tooltip. */
 function shortPath(path) {
@@ -186,7 +208,7 @@ export class Sidebar {
     el.dataset.busy = activity && activity.busy ? "true" : "false";
     parts.status.replaceChildren(h("span", { class: "dot", "aria-hidden": "true" }),
       STATUS_LABEL[status] || status, card.retry ? ` (${card.retry})` : "");
-    const down = ["failed", "degraded", "native_policy_blocked", "stopped"].includes(status);
+    const down = DOWN.includes(status);
     parts.activity.textContent = activity && activity.busy ? activity.text || "Working" : down ? "Not running" : "Idle";
     parts.activity.title = parts.activity.textContent;
     parts.queued.hidden = !(activity && activity.queued);
@@ -197,9 +219,10 @@ export class Sidebar {
     const problem = Object.values(card.problems || {}).pop();
     const error = card.lastError && !(problem && problem.code === card.lastError.code) ? card.lastError : null;
     parts.error.hidden = !error;
-    if (error) parts.error.replaceChildren(h("code", { text: error.code || "ERROR" }), " ", error.message || "");
+    parts.error.classList.toggle("is-past", Boolean(error) && !down);
+    if (error) parts.error.replaceChildren(errorSentence(status, error), " ", detailsOf(error.code || "ERROR", error.message));
     parts.problem.hidden = !problem;
-    if (problem) parts.problem.replaceChildren(h("code", { text: problem.code || "ERROR" }), " ", problem.message || "");
+    if (problem) parts.problem.replaceChildren(problem.message || "", " ", detailsOf(problem.code || "ERROR", null));
   }
 
   renderCount() {

@@ -122,6 +122,7 @@ export class Timeline {
     else if (TERMINAL.has(type.slice(5)) && type.startsWith("turn.")) this.terminal(env);
     else if (type === "turn.queued" || type === "turn.dispatched") return; // shown by the chips
     else if (type.startsWith("session.")) this.session(env);
+    else if (this.ctx.renderers?.has(type)) this.ctx.renderers.get(type)(this, env); // before memoryLine
     else if (type.startsWith("memory.") && body.record) this.memoryLine(env);
     else if (type.startsWith("supervision.")) this.pairs.apply(env);
     else (this.ctx.renderers?.get(type) || ((timeline, e) => timeline.generic(e)))(this, env);

@@ -234,6 +234,49 @@
     if (firstInvalid) firstInvalid.focus();
   }
 
+  // --- restarting: what `groupx restart` does, from the page -----------------------------------
+
+  const RESTART_WAIT_MS = 120_000;
+
+  /** Ask this runtime to stop and start again with the saved config, then wait until a fresh one
+   * answers ready; the room's open pages reconnect by themselves. */
+  async function restartNow() {
+    const button = $("restart-now");
+    button.disabled = true;
+    showBanner("Restarting GroupX…", "ok");
+    try {
+      const health = await (await fetch("/api/health", { cache: "no-store" })).json();
+      const response = await fetch("/api/runtime/restart", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ runtimeScopeKey: health.runtimeScopeKey }),
+      });
+      if (response.status !== 202) throw new Error(`the restart was refused (${response.status})`);
+      const deadline = Date.now() + RESTART_WAIT_MS;
+      let wentDown = false;
+      while (Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        let state = "down";
+        try {
+          const answer = await fetch("/api/health", { cache: "no-store" });
+          state = answer.ok ? (await answer.json()).readiness : "down";
+        } catch { /* the port is released between the two runtimes */ }
+        if (state !== "ready") wentDown = true;
+        else if (wentDown) {
+          showBanner("GroupX restarted with the saved settings. ", "ok");
+          $("banner").append(Object.assign(document.createElement("a"), { href: "/", textContent: "Back to the room" }));
+          button.hidden = true;
+          await load();
+          return;
+        }
+      }
+      throw new Error("GroupX did not come back within two minutes; look at the terminal that started it");
+    } catch (error) {
+      showBanner(`Restart failed: ${error.message}`, "error");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   // --- saving -------------------------------------------------------------------------------
 
   async function save(event) {
@@ -253,7 +296,9 @@
       if (response.ok) {
         snapshot.revision = body.revision;  // the next save is made from the file just written
         showBanner(`Saved ${body.agentCount} agents (${body.enabledAgentCount} enabled). `
-          + "Run `groupx restart` to start new or changed agents; until then new ones show as pending restart.", "ok");
+          + "Run `groupx restart` (or press Restart GroupX now, below) to start new or changed agents; "
+          + "until then new ones show as pending restart.", "ok");
+        $("restart-now").hidden = false;
       } else if (body.error && body.error.code === "CLIENT_COMMAND_CONFLICT") {
         showBanner(`${body.error.message}. Nothing was saved.`, "error");
       } else {
@@ -286,6 +331,7 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("setup-form").addEventListener("submit", save);
+    $("restart-now").addEventListener("click", restartNow);
     $("add-agent").addEventListener("click", () => {
       const cwd = snapshot ? snapshot.configPath.replace(/[/\\][^/\\]*$/, "") : "";
       const driver = driverNames()[0] || "";

@@ -23,12 +23,12 @@ def test_unknown_event_types_are_shown_generically_and_reserved_ones_never(room,
         ("approval.requested", {"content": "approve me"}),
         ("permission.asked", {"content": "let me in"}),
         ("user_input.requested", {"content": "type here"}),
-        ("routing.loop_stopped", {"message": "hop limit reached"}),
+        ("example.future_event", {"message": "hop limit reached"}),  # known types have sentences
     ])
 
     line = page.locator(".sys--generic")
     expect(line).to_have_count(1, timeout=10_000)
-    expect(line).to_contain_text("routing.loop_stopped — hop limit reached")
+    expect(line).to_contain_text("example.future_event — hop limit reached")
     expect(page.locator("#timeline")).not_to_contain_text("approve me")
     expect(page.locator("#timeline")).not_to_contain_text("let me in")
     expect(page.locator("#timeline")).not_to_contain_text("type here")
