@@ -92,7 +92,6 @@ export class Sidebar {
         activity: h("span", { class: "agent-activity" }),
         queued: h("span", { class: "agent-queued", hidden: true }),
         error: h("p", { class: "agent-error", role: "status", hidden: true }),
-        problem: h("p", { class: "agent-error agent-problem", role: "status", hidden: true }),
       };
       const mcp = card.capabilities && card.capabilities.currentTurnMcp ? "MCP on" : "MCP off";
       const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: "Memory",
@@ -112,7 +111,7 @@ export class Sidebar {
           h("span", { class: "agent-driver-row" },
             h("span", { class: "agent-driver", text: `${card.driver || ""} · ${mcp}` }),
             h("span", { class: "agent-buttons" }, memory, restart))),
-        parts.error, parts.problem), card.actorId);
+        parts.error), card.actorId);
       this.agents.set(card.actorId, { card: { ...card }, el, parts, activity: null, queued: 0 });
       this.list.append(el);
       this.render(card.actorId);
@@ -214,15 +213,17 @@ export class Sidebar {
     parts.queued.hidden = !(activity && activity.queued);
     parts.queued.textContent = activity && activity.queued ? `${activity.queued} queued` : "";
     parts.activity.classList.toggle("is-busy", Boolean(activity && activity.busy));
-    // The active system.error about this agent (D89), in words, until it heals; it says what a
-    // lastError of the same code would, so that one is not shown twice.
+    // One line of what went wrong: the active system.error about this agent (D89), until it heals,
+    // else its last error; a plain sentence, the code and message under "details".
     const problem = Object.values(card.problems || {}).pop();
-    const error = card.lastError && !(problem && problem.code === card.lastError.code) ? card.lastError : null;
+    const error = problem || card.lastError;
     parts.error.hidden = !error;
-    parts.error.classList.toggle("is-past", Boolean(error) && !down);
-    if (error) parts.error.replaceChildren(errorSentence(status, error), " ", detailsOf(error.code || "ERROR", error.message));
-    parts.problem.hidden = !problem;
-    if (problem) parts.problem.replaceChildren(problem.message || "", " ", detailsOf(problem.code || "ERROR", null));
+    parts.error.classList.toggle("agent-problem", Boolean(problem));
+    parts.error.classList.toggle("is-past", Boolean(error) && !problem && !down);
+    if (!error) return;
+    const sentence = problem && !ERROR_SENTENCES[problem.code] ? problem.message
+      : errorSentence(problem ? "failed" : status, error);
+    parts.error.replaceChildren(sentence, " ", detailsOf(error.code || "ERROR", error.message));
   }
 
   renderCount() {
