@@ -17,6 +17,10 @@ from groupx_site.core.postgresql import postgresql_database
 from setup_wizard.config import GroupXConfig, config_path_from_env, load_config, storage_path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout keeps the page's templates/ and static/ at the top of the repository; an installed wheel
+# carries them inside groupx_site (setup.py), where Django finds an app's own templates and static
+# files. Only a checkout's own folders are added: a site-packages/templates of another distribution is not ours.
+CHECKOUT = (BASE_DIR / "pyproject.toml").is_file() and (BASE_DIR / "templates").is_dir()
 
 GROUPX_CONFIG_PATH = config_path_from_env()
 GROUPX_CONFIG = load_config(GROUPX_CONFIG_PATH) if GROUPX_CONFIG_PATH.exists() else GroupXConfig()
@@ -97,7 +101,7 @@ APPEND_SLASH = False
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates"] if CHECKOUT else [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -146,7 +150,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static"] if CHECKOUT else []
 
 # The protocol's HTTP body ceiling (2 MiB): daphne refuses a larger body with 413 before reading it
 # (groupx_site/body_limit.py); Django's own ceiling is the same number.
