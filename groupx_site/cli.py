@@ -141,16 +141,9 @@ def fail(message: str) -> int:
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from groupx_site.identity import product_version
 
-    try:
-        return installed("groupx")
-    except PackageNotFoundError:  # running from a source checkout
-        import tomllib
-
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+    return product_version()
 
 
 def open_url(url: str) -> bool:
