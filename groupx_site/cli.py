@@ -48,6 +48,9 @@ commands:
             interrupted; queued Turns run on the new instance)
   init      like start, then open the Agent Settings page (/setup)
   doctor    check this machine: OS, Python, Django, agent CLIs and the config
+  manage [--config PATH] COMMAND [ARGS]
+            run a management command on this config's room, as manage.py does
+            in a checkout (createsuperuser, replay_events, reset_context, ...)
   version   print the version (also --version, -v)
   help      print this help (also --help, -h)
 
@@ -339,9 +342,34 @@ def cmd_restart(path: Path, open_browser: bool) -> int:
     return 1 if target is None else start_race(target, open_browser=open_browser)
 
 
-def main(argv: list[str] | None = None) -> int:
+def cmd_manage(argv: list[str]) -> int:
+    """``groupx manage [--config PATH] COMMAND ...``: Django's management commands in a tool install,
+    where there is no manage.py; the config chooses the room as it does for ``start``."""
+    config = None
+    if argv and argv[0].startswith("--config"):
+        name, _, inline = argv[0].partition("=")
+        if name != "--config" or not (inline or len(argv) > 1):
+            return fail("usage: groupx manage [--config PATH] COMMAND [ARGS]")
+        config, argv = (inline, argv[1:]) if inline else (argv[1], argv[2:])
+    if not argv:
+        return fail("usage: groupx manage [--config PATH] COMMAND [ARGS] (`groupx manage help` lists them)")
+    os.environ["GROUPX_CONFIG"] = str(config_path_from_env(config))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
+    from django.core.management import execute_from_command_line
+
     try:
-        invocation = parse_args(sys.argv[1:] if argv is None else argv)
+        execute_from_command_line(["groupx manage", *argv])
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "manage":
+        return cmd_manage(argv[1:])
+    try:
+        invocation = parse_args(argv)
     except UsageError as error:
         print(f"groupx: {error}\n\n{USAGE}", file=sys.stderr, end="")
         return 1

@@ -447,3 +447,22 @@ def test_split_mode_refuses_to_start_when_redis_does_not_answer_and_starts_nothi
     assert result.returncode == 1
     assert f"the Redis at redis://127.0.0.1:{redis_port} (channelLayer.redisUrl) does not answer" in result.stderr
     assert port_refuses(port) and not (tmp_path / ".groupx" / "groupx.db").exists()
+
+
+def test_groupx_manage_runs_management_commands_on_the_configs_room_including_the_first_admin(tmp_path):
+    import sqlite3
+
+    config = write_config(tmp_path, free_port())
+    env = cli_env(tmp_path, DJANGO_SUPERUSER_PASSWORD="first-admin-pw")
+    migrated = groupx("manage", "--config", str(config), "migrate", "-v0", workdir=tmp_path, env=env)
+    assert migrated.returncode == 0, migrated.stderr
+    created = groupx("manage", f"--config={config}", "createsuperuser", "--noinput", "--username", "admin",
+                     "--email", "admin@example.com", workdir=tmp_path, env=env)
+    assert created.returncode == 0, created.stderr
+    db = sqlite3.connect(tmp_path / ".groupx" / "groupx.db")
+    try:
+        assert db.execute("SELECT username, is_superuser FROM auth_user").fetchall() == [("admin", 1)]
+    finally:
+        db.close()
+    unknown = groupx("manage", "--config", str(config), "no_such_command", workdir=tmp_path, env=env)
+    assert unknown.returncode == 1 and "Unknown command: 'no_such_command'" in unknown.stderr
