@@ -21,4 +21,6 @@ setup(
         # through the installed package when the room starts.
         "agents.fakes": ["bin/*"],
     },
+    # The sdist carries the fakes' and drivers' own tests; the wheel, what the room runs.
+    exclude_package_data={"agents.fakes": ["tests/*"], "agents.drivers": ["tests/*"]},
 )
