@@ -339,7 +339,11 @@ def cmd_restart(path: Path, open_browser: bool) -> int:
     if code != 0:
         return code
     target = load_target(path)  # the latest file, even if it changed while the old one stopped
-    return 1 if target is None else start_race(target, open_browser=open_browser)
+    if target is None:
+        return 1
+    # Whatever terminal served the room before, it now runs here: say so, so nobody closes this one.
+    say("The room now runs in this terminal: keep it open (Ctrl+C or `groupx stop` stops it).")
+    return start_race(target, open_browser=open_browser)
 
 
 def cmd_manage(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ output, the port and ``/api/health``, never at internals.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -260,6 +261,7 @@ def test_restart_applies_a_changed_roster(tmp_path, foreground):
         return agents == {"agent:kimi": "ready", "agent:hermes": "ready"}
 
     wait_until(both_agents_ready, timeout=60, interval=0.1, message="kimi and hermes ready after the restart")
+    assert "The room now runs in this terminal" in new.output()  # the old terminal's room ended
 
 
 def test_restart_agent_replaces_one_agents_cli_in_the_running_instance(tmp_path, foreground):
@@ -466,3 +468,34 @@ def test_groupx_manage_runs_management_commands_on_the_configs_room_including_th
         db.close()
     unknown = groupx("manage", "--config", str(config), "no_such_command", workdir=tmp_path, env=env)
     assert unknown.returncode == 1 and "Unknown command: 'no_such_command'" in unknown.stderr
+
+
+def test_doctor_names_the_demo_room_and_exits_1_without_an_agent_cli(tmp_path):
+    config = tmp_path / "groupx.json"
+    # The demo room as the starter config writes it when no agent CLI is on PATH.
+    config.write_text(json.dumps({"agents": {
+        f"demo-{driver}": {"driver": driver, "command": f"groupx-demo:{driver}", "cwd": str(tmp_path)}
+        for driver in ("kimi", "codex")}}))
+    env = cli_env(tmp_path, PATH=isolated_path(tmp_path))
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert result.returncode == 1  # FEATURES §2.2: no agent CLI found
+    assert "this is the demo room: its bundled demo agents answer" in result.stdout, result.stdout
+    assert "agent:demo-kimi [kimi, enabled]" in result.stdout and "(ok)" in result.stdout
+    assert "groupx: " in result.stdout  # the release
+
+
+def test_doctor_warns_when_another_distribution_provides_one_of_groupxs_top_level_modules(tmp_path):
+    site = tmp_path / "site"
+    info = site / "memory_tools-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: memory-tools\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("memory\n")
+    config = write_config(tmp_path, free_port())
+    env = cli_env(tmp_path, PYTHONPATH=str(site))
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert "the module `memory` is also provided by memory-tools" in result.stdout, result.stdout
+    assert "isolated tool environment" in result.stdout
