@@ -100,8 +100,9 @@ def test_a_database_with_migrations_this_code_does_not_know_is_refused_at_start_
     env = cli_env(tmp_path)
     started = groupx("start", "--no-open", "--config", str(tmp_path / "groupx.json"), workdir=tmp_path, env=env)
     assert started.returncode == 1
-    refusals = [line for line in started.stderr.splitlines() if "rooms.9001_from_a_newer_release" in line]
-    assert refusals and refusals[-1].startswith("groupx: ") and "newer GroupX" in refusals[-1], started.stderr
+    output = started.stdout + started.stderr
+    refusals = [line for line in output.splitlines() if "rooms.9001_from_a_newer_release" in line]
+    assert len(refusals) == 1 and refusals[0].startswith("groupx: ") and "newer GroupX" in refusals[0], output
     assert "Traceback" not in started.stderr, started.stderr
     assert content_digest(store) == digest
     doctor = groupx("doctor", "--config", str(tmp_path / "groupx.json"), workdir=tmp_path, env=env)
