@@ -7,6 +7,7 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 from tests.server import REPO
@@ -27,7 +28,8 @@ LAUNCHERS = ["claude", "codex", "demo-assistant", "grok", "hermes", "kimi"]
 
 
 def test_the_wheel_carries_what_the_room_runs_and_passes_check_wheel_contents(tmp_path):
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPO)],
+    # As `make dist` builds them: the sdist, then the wheel from the sdist (so the sdist is complete too).
+    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(tmp_path), str(REPO)],
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("groupx-*.whl")
@@ -42,3 +44,8 @@ def test_the_wheel_carries_what_the_room_runs_and_passes_check_wheel_contents(tm
         mode = archive.getinfo(f"agents/fakes/bin/{launcher}").external_attr >> 16
         assert mode & stat.S_IXUSR, launcher
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)
+    (sdist,) = tmp_path.glob("groupx-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        top = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"setup.py", "pyproject.toml", "CHANGELOG.md", "templates/rooms/room.html", "static/rooms/api.js",
+            "agents/fakes/bin/kimi"} <= top
