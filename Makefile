@@ -8,22 +8,46 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps
+.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps
 
-$(VENV)/.installed: pyproject.toml
+# Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
+# [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
+# benches or builds the distribution installs (`make install`; D108).
+$(VENV)/.runtime-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime-installed
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 install: $(VENV)/.installed
 
-# Creates the venv, installs and starts GroupX on the address in groupx.json (default
-# 127.0.0.1:4310), applying migrations itself. With no groupx.json yet it first writes the starter
-# one (agent CLIs found on PATH, else the bundled demo agents) and serves the room at once; the
-# agents change at /setup. A browser opens only where there is one (never blocks without).
-run: install
-	$(PY) -m groupx_site start
+GROUPX_HINT = echo "groupx is $(CURDIR)/$(VENV)/bin/groupx (stop, restart, doctor, manage): call it by that path, add $(CURDIR)/$(VENV)/bin to PATH, or install it as a tool (README, Set-up)."
+
+# Creates the venv with the room's runtime dependencies only, installs and starts GroupX on the
+# address in groupx.json (default 127.0.0.1:4310), applying migrations itself. With no groupx.json
+# yet it first writes the starter one (agent CLIs found on PATH, else the bundled demo agents) and
+# serves the room at once; the agents change at /setup. A browser opens only where there is one
+# (never blocks without). It says where the `groupx` command is, before and after.
+run: $(VENV)/.runtime-installed
+	@$(GROUPX_HINT)
+	@$(PY) -m groupx_site start; status=$$?; $(GROUPX_HINT); exit $$status
+
+# The wheel and the sdist in dist/ (templates/, static/ and the demo agents inside; setup.py, D106),
+# and check-wheel-contents on the wheel (its settings in pyproject.toml).
+dist: install
+	rm -rf dist build
+	$(PY) -m build --sdist --wheel --outdir dist .
+	$(VENV)/bin/check-wheel-contents dist/*.whl
+
+# The wheel installed as a tool would be (tests/install/tier.py, D107): a fresh virtualenv outside
+# the checkout, `groupx start` in an empty folder, the page, its files, /api/docs and the admin
+# answer 200, `@all` gets every demo agent's answer, `groupx stop`. About a minute; `.ci/run` runs it.
+test-install: dist
+	$(PY) -m tests.install.tier dist
 
 # The browser tests drive Debian's Chromium (no browser download): install it when missing.
 browser-deps:

@@ -88,6 +88,7 @@ class HealthReport(Response):
     readiness: Literal["starting", "ready", "closing", "failed"]
     service: str
     protocol: str
+    version: str  # GroupX's release (CHANGELOG.md)
     runtimeKey: str
     runtimeScopeKey: str
     store: dict[str, Any] | None = None

@@ -22,6 +22,7 @@ from groupx_site.core.contract import route
 from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from groupx_site.health import current_agent_states
+from groupx_site.identity import product_version
 from rooms import event_types, history, system_errors
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event
@@ -67,6 +68,7 @@ class Bootstrap(Response):
     """``room.throughSeq`` is the cursor to pass to ``/api/events``; ``previousPage`` pages back."""
 
     schema_: str = Field(alias="schema")
+    version: str  # GroupX's release (CHANGELOG.md)
     room: RoomCursor
     agents: list[AgentCard]
     pendingAgents: list[dict[str, Any]]
@@ -121,6 +123,7 @@ def bootstrap() -> dict[str, Any]:
     through_seq = rows[-1]["seq"] if rows else 0
     snapshot: dict[str, Any] = {
         "schema": "groupx.bootstrap/0.1",
+        "version": product_version(),
         "room": {"roomId": ROOM_ID, "throughSeq": through_seq},
         "agents": agent_cards(problems),
         # Saved through /setup after this process started: shown, counted, not targetable (FEATURES §2.3).

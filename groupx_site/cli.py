@@ -48,6 +48,9 @@ commands:
             interrupted; queued Turns run on the new instance)
   init      like start, then open the Agent Settings page (/setup)
   doctor    check this machine: OS, Python, Django, agent CLIs and the config
+  manage [--config PATH] COMMAND [ARGS]
+            run a management command on this config's room, as manage.py does
+            in a checkout (createsuperuser, replay_events, reset_context, ...)
   version   print the version (also --version, -v)
   help      print this help (also --help, -h)
 
@@ -141,16 +144,9 @@ def fail(message: str) -> int:
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from groupx_site.identity import product_version
 
-    try:
-        return installed("groupx")
-    except PackageNotFoundError:  # running from a source checkout
-        import tomllib
-
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+    return product_version()
 
 
 def open_url(url: str) -> bool:
@@ -345,12 +341,41 @@ def cmd_restart(path: Path, open_browser: bool) -> int:
     if code != 0:
         return code
     target = load_target(path)  # the latest file, even if it changed while the old one stopped
-    return 1 if target is None else start_race(target, open_browser=open_browser)
+    if target is None:
+        return 1
+    # Whatever terminal served the room before, it now runs here: say so, so nobody closes this one.
+    say("The room now runs in this terminal: keep it open (Ctrl+C or `groupx stop` stops it).")
+    return start_race(target, open_browser=open_browser)
+
+
+def cmd_manage(argv: list[str]) -> int:
+    """``groupx manage [--config PATH] COMMAND ...``: Django's management commands in a tool install,
+    where there is no manage.py; the config chooses the room as it does for ``start``."""
+    config = None
+    if argv and argv[0].startswith("--config"):
+        name, _, inline = argv[0].partition("=")
+        if name != "--config" or not (inline or len(argv) > 1):
+            return fail("usage: groupx manage [--config PATH] COMMAND [ARGS]")
+        config, argv = (inline, argv[1:]) if inline else (argv[1], argv[2:])
+    if not argv:
+        return fail("usage: groupx manage [--config PATH] COMMAND [ARGS] (`groupx manage help` lists them)")
+    os.environ["GROUPX_CONFIG"] = str(config_path_from_env(config))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
+    from django.core.management import execute_from_command_line
+
+    try:
+        execute_from_command_line(["groupx manage", *argv])
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "manage":
+        return cmd_manage(argv[1:])
     try:
-        invocation = parse_args(sys.argv[1:] if argv is None else argv)
+        invocation = parse_args(argv)
     except UsageError as error:
         print(f"groupx: {error}\n\n{USAGE}", file=sys.stderr, end="")
         return 1

@@ -19,6 +19,7 @@ def identity_fields() -> dict[str, str]:
     return {
         "service": identity.SERVICE,
         "protocol": identity.PROTOCOL,
+        "version": identity.product_version(),
         "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
         "runtimeScopeKey": identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH),
     }

@@ -7,6 +7,7 @@ was edited. Neither is a secret, and neither is stored.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -14,6 +15,21 @@ from setup_wizard.config import GroupXConfig, canonical_json, dump_config
 
 SERVICE = "groupx"
 PROTOCOL = "groupx.runtime/1"
+
+
+@functools.cache
+def product_version() -> str:
+    """GroupX's release (``groupx --version``, health, bootstrap, the page): the installed
+    distribution's, or in a checkout that was never installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("groupx")
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
 
 
 def canonical_path(path: Path) -> str:

@@ -10,6 +10,7 @@ from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from groupx_site.identity import product_version
 from setup_wizard.roster import configured_agents
 from setup_wizard.starter import is_demo_roster
 
@@ -32,4 +33,5 @@ def room_page(request: HttpRequest) -> HttpResponse:
     # Without an admin user the header's Admin link says how to make one (manage.py createadmin).
     has_admin = get_user_model().objects.filter(is_superuser=True, is_active=True).exists()
     return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents()),
-                                               "room_modules": room_modules(), "has_admin": has_admin})
+                                               "room_modules": room_modules(), "has_admin": has_admin,
+                                               "version": product_version()})

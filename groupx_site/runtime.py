@@ -227,7 +227,8 @@ async def _start() -> None:
             lifecycle.set_readiness("failed")
             _admitted.set()
             if isinstance(error, store_integrity.NewerMigrations | store_integrity.NewerSchema):
-                logger.error("GroupX refused the database: %s", error)  # one line: the reason is the message
+                if not _migrate_first:  # `groupx start` (serve.py) says it itself, in one line
+                    logger.error("GroupX refused the database: %s", error)
             else:
                 logger.exception("GroupX runtime failed to start")
             raise

@@ -19,6 +19,10 @@ from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env,
 from setup_wizard.storage_check import storage_refusal
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout keeps the page's templates/ and static/ at the top of the repository; an installed wheel
+# carries them inside groupx_site (setup.py), where Django finds an app's own templates and static
+# files. Only a checkout's own folders are added: a site-packages/templates of another distribution is not ours.
+CHECKOUT = (BASE_DIR / "pyproject.toml").is_file() and (BASE_DIR / "templates").is_dir()
 
 GROUPX_CONFIG_PATH = config_path_from_env()
 GROUPX_CONFIG = load_config(GROUPX_CONFIG_PATH) if GROUPX_CONFIG_PATH.exists() else GroupXConfig()
@@ -103,7 +107,7 @@ APPEND_SLASH = False
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates"] if CHECKOUT else [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -152,9 +156,11 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
-# Fingerprinted copies of static/, built by the serving process (groupx_site/static_files.py, D120).
-STATIC_ROOT = build_root(BASE_DIR / "static")
+# GroupX's own static files: a checkout's static/, or the copy an installed wheel carries in groupx_site.
+STATIC_SOURCE = BASE_DIR / "static" if CHECKOUT else Path(__file__).resolve().parent / "static"
+STATICFILES_DIRS = [STATIC_SOURCE]
+# Fingerprinted copies of them, built by the serving process (groupx_site/static_files.py, D120).
+STATIC_ROOT = build_root(STATIC_SOURCE)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "groupx_site.static_files.FingerprintedStorage"},

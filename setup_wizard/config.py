@@ -406,11 +406,20 @@ def resolve_agents(config: GroupXConfig, config_path: Path) -> list[ResolvedAgen
     return resolved
 
 
+# The bundled demo agents' launchers, found through the installed package (a checkout or a wheel), and
+# the form the starter config names them in (``groupx-demo:kimi``): resolved here each time the config
+# is read, so a demo room survives a reinstall of GroupX elsewhere.
+FAKES_BIN = Path(__file__).resolve().parent.parent / "agents" / "fakes" / "bin"
+DEMO_COMMAND = "groupx-demo:"
+
+
 def command_argv(driver: str, command: str | CommandSpec | None) -> tuple[str, ...]:
     """The configured command as an argv prefix: the driver's own name when none is given."""
     if command is None:
         return (driver,)
     if isinstance(command, str):
+        if command.startswith(DEMO_COMMAND):
+            return (str(FAKES_BIN / command.removeprefix(DEMO_COMMAND)),)
         return (command,)
     return (command.executable, *command.prefixArgs)
 

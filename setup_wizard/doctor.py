@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from setup_wizard.config import ConfigError, GroupXConfig, load_config, resolve_agents, resolve_executable
 from setup_wizard.detect import demo_shims, detect_drivers
 from setup_wizard.doctor_ssh import ssh_lines
+from setup_wizard.starter import is_demo_roster
 
 
 def package_version(name: str) -> str:
@@ -101,6 +102,15 @@ def config_lines(path: Path) -> tuple[list[str], list[str]]:
     return lines + remote_lines + layer_lines, problems
 
 
+def demo_room(path: Path) -> bool:
+    """The config runs only the bundled demo agents, as the starter file writes them."""
+    try:
+        config = load_config(path) if path.exists() else None
+    except ConfigError:
+        return False
+    return config is not None and is_demo_roster(resolve_agents(config, path))
+
+
 def interpreter_core() -> str:
     """Where this interpreter's core lives: a shared libpython build (pyenv's default) runs a
     GroupX Turn with ~15 % more CPU than one linked into its executable (Debian's python3), which
@@ -135,6 +145,10 @@ def run(config_path: Path, out=None) -> int:
     more, problems = config_lines(config_path)
     lines += more
     found = sum(d.found for d in drivers)
+    if not found and demo_room(config_path):
+        # The exit code stays FEATURES §2.2's (1 without an agent CLI); the line says why the room works.
+        lines.append(f"this is the demo room: its bundled demo agents answer, but none of the {len(drivers)} "
+                     "agent CLIs is installed; install one, then change the agents at /setup")
     lines.append(f"result: {found} of {len(drivers)} agent CLIs found" + ("" if found else " (need at least one)")
                  + "".join(f"; {problem}" for problem in problems))
     out.write("\n".join(lines) + "\n")

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.drivers.table import DEMO_DRIVERS
-from setup_wizard.config import DISPLAY_NAMES, DRIVERS, write_config
+from setup_wizard.config import DEMO_COMMAND, DISPLAY_NAMES, DRIVERS, FAKES_BIN, write_config
 
-FAKES_BIN = Path(__file__).resolve().parent.parent / "agents" / "fakes" / "bin"
 DEFAULT_PORT = 4310
 
 
@@ -33,7 +32,7 @@ def demo_agents(workdir: Path) -> dict[str, Any]:
             "driver": driver,
             "name": f"Demo {DISPLAY_NAMES[driver]}",
             "identity": f"A scripted demo agent speaking the real {DISPLAY_NAMES[driver]} wire protocol.",
-            "command": str(shim),
+            "command": f"{DEMO_COMMAND}{driver}",  # resolved at run time (setup_wizard/config.py)
             "cwd": str(workdir),
         }
     return agents
@@ -45,8 +44,8 @@ def demo_assistant(workdir: Path) -> dict[str, Any] | None:
     shim = FAKES_BIN / "demo-assistant"
     if not shim.is_file():
         return None
-    return {"enabled": True, "name": "Demo assistant", "brain": {"driver": "claude", "command": str(shim),
-                                                                 "cwd": str(workdir)}}
+    brain = {"driver": "claude", "command": f"{DEMO_COMMAND}demo-assistant", "cwd": str(workdir)}
+    return {"enabled": True, "name": "Demo assistant", "brain": brain}
 
 
 def starter_config(config_path: Path, *, port: int = DEFAULT_PORT) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import sqlite3
 import uuid
 from datetime import UTC, datetime
 
-from tests.server import hanging_agent
+from tests.server import REPO, hanging_agent
 from tests.sse import SseClient
 
 
@@ -96,3 +96,13 @@ def test_the_scope_key_survives_a_roster_change_and_the_runtime_key_does_not(mak
     assert after["runtimeScopeKey"] == before["runtimeScopeKey"]
     assert after["runtimeKey"] != before["runtimeKey"]
     assert [a["actorId"] for a in after["agents"]] == ["agent:sleeper", "agent:other"]  # config order
+
+
+def test_the_release_is_in_health_bootstrap_and_the_page(make_server):
+    import tomllib
+
+    release = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    server = make_server()
+    assert server.get("/api/health").json()["version"] == release
+    assert server.get("/api/bootstrap").json()["version"] == release
+    assert f'<span id="groupx-version" title="GroupX release">v{release}</span>' in server.get("/").text

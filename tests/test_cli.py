@@ -6,6 +6,7 @@ output, the port and ``/api/health``, never at internals.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -260,6 +261,7 @@ def test_restart_applies_a_changed_roster(tmp_path, foreground):
         return agents == {"agent:kimi": "ready", "agent:hermes": "ready"}
 
     wait_until(both_agents_ready, timeout=60, interval=0.1, message="kimi and hermes ready after the restart")
+    assert "The room now runs in this terminal" in new.output()  # the old terminal's room ended
 
 
 def test_restart_agent_replaces_one_agents_cli_in_the_running_instance(tmp_path, foreground):
@@ -447,3 +449,53 @@ def test_split_mode_refuses_to_start_when_redis_does_not_answer_and_starts_nothi
     assert result.returncode == 1
     assert f"the Redis at redis://127.0.0.1:{redis_port} (channelLayer.redisUrl) does not answer" in result.stderr
     assert port_refuses(port) and not (tmp_path / ".groupx" / "groupx.db").exists()
+
+
+def test_groupx_manage_runs_management_commands_on_the_configs_room_including_the_first_admin(tmp_path):
+    import sqlite3
+
+    config = write_config(tmp_path, free_port())
+    env = cli_env(tmp_path, DJANGO_SUPERUSER_PASSWORD="first-admin-pw")
+    migrated = groupx("manage", "--config", str(config), "migrate", "-v0", workdir=tmp_path, env=env)
+    assert migrated.returncode == 0, migrated.stderr
+    created = groupx("manage", f"--config={config}", "createsuperuser", "--noinput", "--username", "admin",
+                     "--email", "admin@example.com", workdir=tmp_path, env=env)
+    assert created.returncode == 0, created.stderr
+    db = sqlite3.connect(tmp_path / ".groupx" / "groupx.db")
+    try:
+        assert db.execute("SELECT username, is_superuser FROM auth_user").fetchall() == [("admin", 1)]
+    finally:
+        db.close()
+    unknown = groupx("manage", "--config", str(config), "no_such_command", workdir=tmp_path, env=env)
+    assert unknown.returncode == 1 and "Unknown command: 'no_such_command'" in unknown.stderr
+
+
+def test_doctor_names_the_demo_room_and_exits_1_without_an_agent_cli(tmp_path):
+    config = tmp_path / "groupx.json"
+    # The demo room as the starter config writes it when no agent CLI is on PATH.
+    config.write_text(json.dumps({"agents": {
+        f"demo-{driver}": {"driver": driver, "command": f"groupx-demo:{driver}", "cwd": str(tmp_path)}
+        for driver in ("kimi", "codex")}}))
+    env = cli_env(tmp_path, PATH=isolated_path(tmp_path))
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert result.returncode == 1  # FEATURES §2.2: no agent CLI found
+    assert "this is the demo room: its bundled demo agents answer" in result.stdout, result.stdout
+    assert "agent:demo-kimi [kimi, enabled]" in result.stdout and "(ok)" in result.stdout
+    assert "groupx: " in result.stdout  # the release
+
+
+def test_doctor_warns_when_another_distribution_provides_one_of_groupxs_top_level_modules(tmp_path):
+    site = tmp_path / "site"
+    info = site / "memory_tools-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: memory-tools\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("memory\n")
+    config = write_config(tmp_path, free_port())
+    env = cli_env(tmp_path, PYTHONPATH=str(site))
+
+    result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
+
+    assert "the module `memory` is also provided by memory-tools" in result.stdout, result.stdout
+    assert "isolated tool environment" in result.stdout

@@ -54,8 +54,11 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
 
     written = json.loads(config.read_text())
     assert written["server"] == {"host": "127.0.0.1", "port": port}
-    assert {a["command"] for a in written["agents"].values()} == {str(FAKES_BIN / d) for d in
+    # Named in a form resolved at run time (the installed package's launchers), never by a path of
+    # this install: a demo room survives a reinstall of GroupX elsewhere.
+    assert {a["command"] for a in written["agents"].values()} == {f"groupx-demo:{d}" for d in
                                                                   ("kimi", "hermes", "grok", "codex", "claude")}
+    assert all((FAKES_BIN / d).is_file() for d in ("kimi", "hermes", "grok", "codex", "claude", "demo-assistant"))
     agent_ids = [a["actorId"] for a in ready["agents"]]
     assert sorted(agent_ids) == sorted(f"agent:{agent_id}" for agent_id in written["agents"])
     assert f"wrote a starter {config}" in room.output()
