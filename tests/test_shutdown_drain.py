@@ -98,7 +98,7 @@ def test_while_a_stop_drains_health_says_closing_and_a_write_gets_503_store_unav
 
     assert health.json() == {"status": "closing", "readiness": "closing", "service": "groupx",
                              "protocol": "groupx.runtime/1", "runtimeKey": identity["runtimeKey"],
-                             "runtimeScopeKey": identity["runtimeScopeKey"]}
+                             "runtimeScopeKey": identity["runtimeScopeKey"], "version": identity["version"]}
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
     assert server.proc.wait(timeout=60) == 0
