@@ -50,7 +50,7 @@ commands:
   doctor    check this machine: OS, Python, Django, agent CLIs and the config
   manage [--config PATH] COMMAND [ARGS]
             run a management command on this config's room, as manage.py does
-            in a checkout (createsuperuser, replay_events, reset_context, ...)
+            in a checkout (createadmin, replay_events, reset_context, ...)
   version   print the version (also --version, -v)
   help      print this help (also --help, -h)
 
