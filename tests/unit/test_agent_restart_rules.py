@@ -29,7 +29,7 @@ def test_a_restart_interrupts_only_that_agents_running_turn_and_leaves_its_queue
 
     counts = lifecycle.recover_agent_turns("agent:alpha", reason="restart")
 
-    assert counts == {"requeued": 0, "cancelled": 0, "interrupted": 1}
+    assert counts == {"requeued": 0, "cancelled": 0, "interrupted": 1, "failed": 0}
     turn = Turn.objects.get(turn_id=mine)
     assert (turn.status, turn.error_code, turn.partial_text) == ("interrupted", "TURN_INTERRUPTED", "so far")
     terminal = event_types(event_type="turn.interrupted", body__turnId=mine, body__reason="restart")
