@@ -13,13 +13,14 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 
+from agents.drivers.base import Timeouts
 from assistant import setup_access
 from groupx_site.core.contract import route
 from rooms.validation import reject_sender_fields, reject_unknown_keys
-from setup_wizard import actions
+from setup_wizard import actions, cli_test
 from setup_wizard.actions import validate_draft
 from setup_wizard.config import load_config
-from setup_wizard.schemas import SetupSaveBody, SetupSaved, SetupSnapshot
+from setup_wizard.schemas import CliTestResult, SetupSaveBody, SetupSaved, SetupSnapshot, TestCliBody
 
 router = Router(tags=["setup"])
 
@@ -39,6 +40,15 @@ async def post_setup(request: HttpRequest, body: SetupSaveBody):
     saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked,
                                                                             revision=body.revision)
     return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})
+
+
+@router.post("/setup/test-cli", summary="Run one agent CLI's --version and native handshake, then close it",
+             **route({200: CliTestResult}, errors={404: ["UNKNOWN_ACTOR"]}, write=True, body=True))
+async def post_test_cli(request: HttpRequest, body: TestCliBody):
+    t = settings.GROUPX_CONFIG.timeouts
+    timeouts = Timeouts(handshake_ms=t.handshakeMs, request_ms=t.requestMs, cancel_ms=t.cancelMs, close_ms=t.closeMs)
+    result = await cli_test.probe_cli(settings.GROUPX_CONFIG_PATH, body._checked, timeouts)
+    return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
 
 
 # ---- the room assistant's setup_read / setup_save (FEATURES §13): the same draft and the same save --

@@ -9,8 +9,10 @@ from typing import Annotated, Any
 from django.conf import settings
 from pydantic import ConfigDict, Field
 
+from agents.drivers.table import DRIVER_NAMES
 from groupx_site.core.contract import Checked
 from rooms.schemas import Response
+from setup_wizard import cli_test
 from setup_wizard.actions import REVISION_PATTERN, Draft, validate_draft
 
 
@@ -49,3 +51,29 @@ class SetupSaved(Response):
     enabledAgentCount: int
     restartRequired: bool
     revision: str
+
+
+class TestCliBody(Checked):
+    """Which CLI to test: a configured agent's command, or a native driver's CLI found on PATH.
+    Never a command or path of the request's own."""
+
+    model_config = ConfigDict(title="TestCliBody", json_schema_extra={
+        "examples": [{"driver": "kimi"}, {"agentId": "reviewer"}],
+        "oneOf": [{"required": ["agentId"]}, {"required": ["driver"]}]})
+    check = cli_test.check_body
+
+    agentId: Annotated[str, Field(min_length=1, max_length=64)] = None  # type: ignore[assignment]
+    driver: Annotated[str, Field(json_schema_extra={"enum": list(DRIVER_NAMES)})] = None  # type: ignore[assignment]
+
+
+class CliHandshake(Response):
+    ok: bool
+    code: str | None = None
+    message: str | None = None
+
+
+class CliTestResult(Response):
+    driver: str
+    found: bool
+    version: str | None
+    handshake: CliHandshake

@@ -55,4 +55,5 @@ def test_the_setup_snapshot_hands_the_wizard_the_driver_list(room):
     snapshot = room.get("/api/setup").json()
 
     assert snapshot["driverChoices"] == [
-        {"name": name, "displayName": spec.display_name, "protocol": spec.protocol} for name, spec in DRIVERS.items()]
+        {"name": name, "displayName": spec.display_name, "protocol": spec.protocol, "installHint": spec.install_hint}
+        for name, spec in DRIVERS.items()]

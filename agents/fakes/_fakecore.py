@@ -198,6 +198,15 @@ def write_stderr(log: WireLog, text: str) -> None:
     log.record("stderr", text=text)
 
 
+def answer_version(argv: list[str], name: str) -> None:
+    """``<cli> --version`` prints one line and exits 0, as the real CLIs do (what /setup's Test and
+    ``groupx doctor`` probe), without opening a wire log: it is not a session."""
+    if argv == ["--version"]:
+        sys.stdout.write(f"{name} 0.0.0 (GroupX fake)\n")
+        sys.stdout.flush()
+        raise SystemExit(0)
+
+
 def exit_now(log: WireLog, code: int, why: str, **fields: Any) -> NoReturn:
     """Log ``exit`` and leave at once. ``os._exit`` skips atexit and thread joins, which is what a
     crashing CLI looks like, and the log line is already on disk."""

@@ -476,6 +476,7 @@ def _kimi_stderr_noise(log: core.WireLog) -> None:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """``prog`` is the shim's name: a ``hermes`` shim launched with kimi's argv is invalid too."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    core.answer_version(argv, prog or "acp")
     flavor = ARGV_FLAVORS.get(tuple(argv))
     if flavor is None or (prog is not None and flavor not in (prog, "generic")):
         log = core.WireLog(prog or "acp")

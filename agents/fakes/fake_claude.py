@@ -418,6 +418,7 @@ class ClaudeCli:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    core.answer_version(argv, "claude")
     log = core.WireLog("claude")
     args, why = parse_argv(argv)
     if args is None:

@@ -461,6 +461,7 @@ def _groupx_descriptor(config: Any) -> tuple[fmcp.McpDescriptor | None, str | No
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    core.answer_version(argv, "codex")
     log = core.WireLog("codex")
     if tuple(argv) != ARGV:
         core.log_start(log, None, argv=argv)

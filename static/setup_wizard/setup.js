@@ -37,11 +37,51 @@
 
   // --- rendering ------------------------------------------------------------------------------
 
+  function installHint(driver) {
+    const choice = ((snapshot && snapshot.driverChoices) || []).find((d) => d.name === driver);
+    return (choice && choice.installHint) || `see the vendor's documentation for ${driver}`;
+  }
+
+  // Test: the CLI's --version and its native handshake, run by the server (POST /api/setup/test-cli)
+  // on the CLI it found on PATH; the button names only the driver, never a command.
+  async function testCli(driver, button, result) {
+    button.disabled = true;
+    result.className = "cli-result";
+    result.textContent = `Testing ${driver}…`;
+    try {
+      const response = await fetch("/api/setup/test-cli", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ driver }),
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error((body.error && body.error.message) || `HTTP ${response.status}`);
+      const version = body.version ? `version ${body.version}` : "no --version output";
+      const shake = body.handshake.ok ? "handshake ok"
+        : `handshake failed: ${body.handshake.code}: ${body.handshake.message}`;
+      result.textContent = body.found ? `${version}; ${shake}` : `not found on PATH; install: ${body.installHint}`;
+      result.classList.add(body.found && body.handshake.ok ? "ok" : "failed");
+    } catch (error) {
+      result.textContent = `The test could not run: ${error.message}`;
+      result.classList.add("failed");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   function renderDrivers(drivers) {
     const item = (d) => {
-      const detail = d.found ? `${d.command}${d.version ? ` (${d.version})` : ""}` : "not found on PATH";
-      return el("li", { className: d.found ? "found" : "missing" }, [
-        el("strong", { textContent: d.driver }), ` ${detail}`,
+      if (!d.found) {
+        return el("li", { className: "missing" }, [
+          el("strong", { textContent: d.driver }), " not found on PATH. ",
+          el("span", { className: "install-hint", textContent: `Install: ${installHint(d.driver)}` }),
+        ]);
+      }
+      const result = el("span", { className: "cli-result", role: "status" });
+      const button = el("button", { type: "button", className: "test-cli", textContent: "Test" });
+      button.setAttribute("aria-label", `Test ${d.driver}`);
+      button.addEventListener("click", () => testCli(d.driver, button, result));
+      return el("li", { className: "found" }, [
+        el("strong", { textContent: d.driver }), ` ${d.command}${d.version ? ` (${d.version})` : ""} `,
+        button, " ", result,
       ]);
     };
     const found = drivers.filter((d) => d.found);
