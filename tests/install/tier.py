@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import httpx
+
+from tests.server import wait_until
 
 DEADLINE = 120.0
 
@@ -35,16 +36,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(predicate, what: str, timeout: float = DEADLINE):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise SystemExit(f"[install tier] timed out waiting for {what}")
 
 
 def clean_env(path: str) -> dict[str, str]:
@@ -90,7 +81,7 @@ def all_answer(origin: str, agents: list[str]) -> None:
         done = {e["body"].get("turnId") for e in found if e["type"] == "turn.completed"}
         return set(turns) <= done
 
-    wait_for(completed, "every demo agent's answer to @all")
+    wait_until(completed, timeout=DEADLINE, interval=0.1, message="every demo agent's answer to @all")
     step(f"@all answered by {', '.join(sorted(turns.values()))}")
 
 
@@ -133,7 +124,7 @@ def main(dist: Path) -> int:
                 except (httpx.HTTPError, ValueError):
                     return False
 
-            wait_for(ready, "the room to be ready")
+            wait_until(ready, timeout=DEADLINE, interval=0.1, message="the room to be ready")
             config = json.loads((room / "groupx.json").read_text())
             agents = [f"agent:{agent_id}" for agent_id in config["agents"]]
             assert agents and all(a.startswith("agent:demo-") for a in agents), config["agents"]
