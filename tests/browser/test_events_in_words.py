@@ -10,7 +10,7 @@ import uuid
 from playwright.sync_api import expect
 
 from tests.agents import fake_agents
-from tests.browser.room_page import append_raw_events, user_message
+from tests.browser.room_page import append_raw_events, bubbles, expect_final, user_message
 from tests.server import GroupXServer
 
 
@@ -24,6 +24,8 @@ def test_a_context_reset_reads_as_a_sentence_and_a_run_of_notes_folds_into_one_l
     page = open_page(room)
     room.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:kimi"], "content": "before"})
     expect(user_message(page, "before")).to_have_count(1)
+    # Kimi's reply is a line of its own: it must land before the notes, or it would split their run.
+    expect_final(bubbles(page, "agent:kimi"))
     reset = room.post("/api/context/reset", {"clientCommandId": str(uuid.uuid4())})
     assert reset.json()["reset"] is True, reset.text
     expect(page.locator('#durable .sys[data-type="context.reset"]')).to_contain_text("You reset the room's context")
