@@ -63,6 +63,7 @@ browser-deps:
 # with Chromium's rendering in it the suite needed more than its 10 minutes of 2 cores (D57).
 test: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser
 
@@ -152,4 +153,4 @@ bench-floor: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/ruff format --check . || true
+	$(VENV)/bin/ruff format --check .

@@ -5,8 +5,10 @@ templates and static files (``groupx_site`` is the first app in ``INSTALLED_APPS
 
 from setuptools import find_packages, setup
 
-PACKAGES = find_packages(include=["groupx_site*", "rooms*", "turns*", "agents*", "memory*", "setup_wizard*",
-                                  "assistant*"], exclude=["*.tests", "*.tests.*"])
+PACKAGES = find_packages(
+    include=["groupx_site*", "rooms*", "turns*", "agents*", "memory*", "setup_wizard*", "assistant*"],
+    exclude=["*.tests", "*.tests.*"],
+)
 # The two folders mapped into groupx_site, each with its subfolders as packages of data files.
 MAPPED = {"templates": "groupx_site.templates", "static": "groupx_site.static"}
 

@@ -33,8 +33,9 @@ class ActorAdmin(ReadOnlyAdmin):
             except GroupXError as error:
                 self.message_user(request, f"{actor_id}: {error.code} {error.message}", messages.ERROR)
         if restarted:
-            self.message_user(request, f"Restarting {', '.join(restarted)}; the room shows the new instances.",
-                              messages.SUCCESS)
+            self.message_user(
+                request, f"Restarting {', '.join(restarted)}; the room shows the new instances.", messages.SUCCESS
+            )
 
 
 @admin.register(AgentInstance)

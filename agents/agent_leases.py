@@ -57,7 +57,8 @@ def acquire(worker_id: str, host: str, wanted: Iterable[str], now: datetime) -> 
         if holder is not None and not is_gone(holder, now, host):
             continue
         if not AgentLease.objects.filter(actor_id=row.actor_id, worker_id=row.worker_id).update(
-                worker_id=worker_id, acquired_at=now):
+            worker_id=worker_id, acquired_at=now
+        ):
             continue  # another worker took it first
         taken.append(row.actor_id)
         if holder is not None and holder.role != RuntimeWorker.STOPPED:
@@ -70,7 +71,8 @@ def claim_all(worker_id: str, actor_ids: Iterable[str], now: datetime) -> None:
     actor_ids = list(actor_ids)
     AgentLease.objects.bulk_create([AgentLease(actor_id=actor_id) for actor_id in actor_ids], ignore_conflicts=True)
     AgentLease.objects.filter(actor_id__in=actor_ids).exclude(worker_id=worker_id).update(
-        worker_id=worker_id, acquired_at=now)
+        worker_id=worker_id, acquired_at=now
+    )
 
 
 def held_by(worker_id: str) -> frozenset[str]:
@@ -85,5 +87,7 @@ def release(worker_id: str) -> None:
 def holders(live_worker_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Each agent held by a live worker (of ``live_worker_ids``): actorId -> {workerId, since}."""
     live = set(live_worker_ids)
-    return {row.actor_id: {"workerId": row.worker_id, "since": row.acquired_at}
-            for row in AgentLease.objects.filter(worker_id__in=live)}
+    return {
+        row.actor_id: {"workerId": row.worker_id, "since": row.acquired_at}
+        for row in AgentLease.objects.filter(worker_id__in=live)
+    }

@@ -18,9 +18,15 @@ router = Router(tags=["agents"])
 
 # The actorId is looked up after the body (the protocol's order): an id that is no agent is
 # UNKNOWN_ACTOR, an agent this room does not run (disabled, not started) UNKNOWN_TARGET.
-@router.post("/agents/{actor_id}/restart",
-             summary="Restart one agent's CLI now: a new instance; its running Turn is interrupted, queued ones wait",
-             **route({202: RestartAccepted}, write=True, body=True,
-                     errors={404: ("UNKNOWN_ACTOR", "UNKNOWN_TARGET"), 409: ("CLIENT_COMMAND_CONFLICT",)}))
+@router.post(
+    "/agents/{actor_id}/restart",
+    summary="Restart one agent's CLI now: a new instance; its running Turn is interrupted, queued ones wait",
+    **route(
+        {202: RestartAccepted},
+        write=True,
+        body=True,
+        errors={404: ("UNKNOWN_ACTOR", "UNKNOWN_TARGET"), 409: ("CLIENT_COMMAND_CONFLICT",)},
+    ),
+)
 async def post_restart(request: HttpRequest, actor_id: str, body: RestartBody):
     return json_response(await db.write(accept_restart)(WEB_BINDING_ID, actor_id, body.checked), 202)

@@ -35,8 +35,15 @@ class ReadyTurn:
     needs_compaction: bool = False  # the packet would leave messages out: compact first (async)
 
 
-def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *, binding_id: str,
-                     instance_id: str, packet: ContextPacket | None = None) -> ReadyTurn:
+def claim_for_prompt(
+    agent: ResolvedAgent,
+    turn_id: str,
+    source_event_id: str,
+    *,
+    binding_id: str,
+    instance_id: str,
+    packet: ContextPacket | None = None,
+) -> ReadyTurn:
     """Claim ``turn_id`` with ``packet`` (built here when not given) and commit ``prompt_invoked``.
 
     A ``packet`` built before this call (``prepare_packet``, which awaits a compaction) is rebuilt
@@ -49,9 +56,13 @@ def claim_for_prompt(agent: ResolvedAgent, turn_id: str, source_event_id: str, *
         packet = packet_if_it_fits(agent, source_event_id)
         if packet is None:
             return ReadyTurn(needs_compaction=True)
-    claim = lifecycle.claim(turn_id, binding_id=binding_id, instance_id=instance_id,
-                            context_through_seq=packet.through_seq,
-                            summary_through_seq=packet.summary_through_seq)
+    claim = lifecycle.claim(
+        turn_id,
+        binding_id=binding_id,
+        instance_id=instance_id,
+        context_through_seq=packet.through_seq,
+        summary_through_seq=packet.summary_through_seq,
+    )
     if claim is None:
         return ReadyTurn()
     fault_points.reached_on_writer(fault_points.BEFORE_WRITE_AHEAD, turn_id)  # test-only, inert (D36)
@@ -71,8 +82,9 @@ def lane_head(actor_id: str) -> LaneHead:
     return LaneHead(lifecycle.next_queued_turn(actor_id), native_reset.mark())
 
 
-def claim_head(agent: ResolvedAgent, claiming: Any, *, session_reset_mark: int, binding_id: str,
-               instance_id: str) -> LaneHead:
+def claim_head(
+    agent: ResolvedAgent, claiming: Any, *, session_reset_mark: int, binding_id: str, instance_id: str
+) -> LaneHead:
     """``lane_head`` and, when the lane's usable session is not older than the native-reset mark,
     ``claim_for_prompt`` of that head in the same call. ``claiming`` is the lane's ``ActiveTurn``:
     its ``turn_id`` is set here before the claim, so a cancel from then on finds the lane's Turn
@@ -83,8 +95,9 @@ def claim_head(agent: ResolvedAgent, claiming: Any, *, session_reset_mark: int, 
     if turn is None or head.native_reset_mark > session_reset_mark:
         return head
     claiming.turn_id = turn.turn_id
-    head.ready = claim_for_prompt(agent, turn.turn_id, turn.source_event_id, binding_id=binding_id,
-                                  instance_id=instance_id)
+    head.ready = claim_for_prompt(
+        agent, turn.turn_id, turn.source_event_id, binding_id=binding_id, instance_id=instance_id
+    )
     return head
 
 
@@ -98,12 +111,23 @@ def finish_then_head(claim: Claim | None, turn_id: str, outcome: TurnOutcome, ac
         return None
 
 
-def finish_then_claim(claim: Claim | None, turn_id: str, outcome: TurnOutcome, actor, agent: ResolvedAgent,
-                      claiming: Any, *, session_reset_mark: int, binding_id: str, instance_id: str) -> LaneHead:
+def finish_then_claim(
+    claim: Claim | None,
+    turn_id: str,
+    outcome: TurnOutcome,
+    actor,
+    agent: ResolvedAgent,
+    claiming: Any,
+    *,
+    session_reset_mark: int,
+    binding_id: str,
+    instance_id: str,
+) -> LaneHead:
     """``lifecycle.finish``, then ``claim_head`` in the same call (D81): the lane's next Turn is
     claimed in the finish's transaction when the calls share a commit, and one hand-off and one
     head read fewer either way. What the claim raises reaches the caller after the finish may
     have been written; the lane settles it (``Lane._finish_then_claim``)."""
     lifecycle.finish(claim, turn_id, outcome, actor)
-    return claim_head(agent, claiming, session_reset_mark=session_reset_mark, binding_id=binding_id,
-                      instance_id=instance_id)
+    return claim_head(
+        agent, claiming, session_reset_mark=session_reset_mark, binding_id=binding_id, instance_id=instance_id
+    )

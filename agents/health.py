@@ -79,8 +79,11 @@ def session_failed(actor_id: str, *, code: str, message: str) -> int:
     """Count one more session failure in a row (a start, or a session lost under a Turn) and keep
     its error; returns the count."""
     count = _count_failure(actor_id)
-    update(actor_id, consecutiveFailures=count,
-           lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()})
+    update(
+        actor_id,
+        consecutiveFailures=count,
+        lastError={"code": code, "message": message[:ERROR_MESSAGE_CHARACTERS], "at": _now()},
+    )
     return count
 
 

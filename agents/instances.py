@@ -22,12 +22,22 @@ def create_launch(actor_id: str, driver: str, cwd: str) -> tuple[str, str]:
     binding_id = f"bind_{secrets.token_urlsafe(24)}"
     with transaction.atomic():
         instance = AgentInstance.objects.create(
-            instance_id=instance_id, actor_id=actor_id, adapter_id=driver, driver=driver, transport="structured",
-            status="starting", process_started_at=timezone.now(),
+            instance_id=instance_id,
+            actor_id=actor_id,
+            adapter_id=driver,
+            driver=driver,
+            transport="structured",
+            status="starting",
+            process_started_at=timezone.now(),
         )
         SessionBinding.objects.create(
-            binding_id=binding_id, instance=instance, actor_id=actor_id, transport="structured",
-            protocol=protocol_label(driver), status="active", cwd=cwd,
+            binding_id=binding_id,
+            instance=instance,
+            actor_id=actor_id,
+            transport="structured",
+            protocol=protocol_label(driver),
+            status="active",
+            cwd=cwd,
         )
     return instance_id, binding_id
 
@@ -36,7 +46,8 @@ def mark_ready(instance_id: str, binding_id: str, *, native_session_id: str, mcp
     with transaction.atomic():
         AgentInstance.objects.filter(instance_id=instance_id).update(status="ready")
         SessionBinding.objects.filter(binding_id=binding_id).update(
-            native_session_id=native_session_id, last_ready_at=timezone.now(),
+            native_session_id=native_session_id,
+            last_ready_at=timezone.now(),
             capabilities={"mcp": "verified" if mcp_verified else "unavailable", "resumed": resumed},
         )
 
@@ -78,8 +89,12 @@ def resume_candidate(actor_id: str, driver: str, cwd: str) -> tuple[str | None, 
 
 def current_instance_id(actor_id: str) -> str | None:
     """The instance of the agent's open binding (running or starting), if it has one."""
-    return (SessionBinding.objects.filter(actor_id=actor_id, status="active", transport="structured")
-            .order_by("-created_at").values_list("instance_id", flat=True).first())
+    return (
+        SessionBinding.objects.filter(actor_id=actor_id, status="active", transport="structured")
+        .order_by("-created_at")
+        .values_list("instance_id", flat=True)
+        .first()
+    )
 
 
 def close_stale_launches(only: Collection[str] | None = None, besides: Collection[str] = ()) -> int:

@@ -97,8 +97,11 @@ class _LaneHooks(TurnHooks):
     async def content(self, text: str) -> None:
         active, claim = self.active, self.active.claim
         events.publish_transient(
-            event_type=event_types.TURN_CONTENT_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
-            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            event_type=event_types.TURN_CONTENT_DELTA,
+            actor=self.sessions.actor,
+            correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id,
+            to=[claim.target_actor_id],
             body={"turnId": claim.turn_id, "chunkIndex": active.chunk_index, "text": text},
         )
         active.chunk_index += 1
@@ -112,16 +115,22 @@ class _LaneHooks(TurnHooks):
     async def reasoning(self, text: str) -> None:
         claim = self.active.claim
         events.publish_transient(
-            event_type=event_types.TURN_REASONING_DELTA, actor=self.sessions.actor, correlation_id=claim.correlation_id,
-            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            event_type=event_types.TURN_REASONING_DELTA,
+            actor=self.sessions.actor,
+            correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id,
+            to=[claim.target_actor_id],
             body={"turnId": claim.turn_id, "chunkIndex": len(self.active.said.reasoning) - 1, "text": text},
         )
 
     async def tool(self, record: dict) -> None:
         claim = self.active.claim
         events.publish_transient(
-            event_type=event_types.TOOL_PROGRESS, actor=self.sessions.actor, correlation_id=claim.correlation_id,
-            root_correlation_id=claim.root_correlation_id, to=[claim.target_actor_id],
+            event_type=event_types.TOOL_PROGRESS,
+            actor=self.sessions.actor,
+            correlation_id=claim.correlation_id,
+            root_correlation_id=claim.root_correlation_id,
+            to=[claim.target_actor_id],
             body={"turnId": claim.turn_id, **record},
         )
 
@@ -154,7 +163,8 @@ class Lane:
         before it says ready, D42); the lane's queue runs once ``start`` is called."""
         if self.first_start is None:
             self.first_start = asyncio.get_running_loop().create_task(
-                self._start_session(), name=f"session-start:{self.agent.actor_id}")
+                self._start_session(), name=f"session-start:{self.agent.actor_id}"
+            )
         return self.first_start
 
     async def _start_session(self) -> None:
@@ -233,8 +243,12 @@ class Lane:
         active = self.active = ActiveTurn(claim=None, turn_id="")
         try:
             head = await _db_claiming(dispatch.claim_head)(
-                self.agent, active, session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
-                instance_id=sessions.instance_id)
+                self.agent,
+                active,
+                session_reset_mark=sessions.reset_mark,
+                binding_id=sessions.binding_id,
+                instance_id=sessions.instance_id,
+            )
         except asyncio.CancelledError:
             raise
         except StoreUnavailable:
@@ -260,8 +274,9 @@ class Lane:
     def _may_claim_with_head(self) -> bool:
         # The fault tier stops a lane before its claim, or the writer between the claim and its
         # write-ahead; either wants the claim in a call of its own (D36).
-        return self.sessions.usable() and not (fault_points.armed_at(fault_points.QUEUED)
-                                               or fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD))
+        return self.sessions.usable() and not (
+            fault_points.armed_at(fault_points.QUEUED) or fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD)
+        )
 
     async def _end_after_store_fault(self) -> None:
         """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
@@ -275,7 +290,9 @@ class Lane:
         if active.claim is None:  # the claim may have committed without its write-ahead
             await store_probe.until_available(
                 lambda: _db(lifecycle.requeue_if_never_sent)(active.turn_id),
-                what=f"{self.agent.actor_id}: requeueing {active.turn_id}", logger=logger)
+                what=f"{self.agent.actor_id}: requeueing {active.turn_id}",
+                logger=logger,
+            )
             return
         if self.sessions.session is not None:
             self.sessions.session.needs_rebuild = True
@@ -309,8 +326,9 @@ class Lane:
                 # claim rebuilds the packet if another lane's compaction moved the checkpoint
                 # meanwhile, and asks for this again if the rebuilt one leaves messages out.
                 packet = await prepare_packet(self.agent, source_event_id)
-                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id,
-                                                                      packet=packet, **ids)
+                ready = await _db_claiming(dispatch.claim_for_prompt)(
+                    self.agent, turn_id, source_event_id, packet=packet, **ids
+                )
         except ContextBudgetExceeded as error:
             # The mandatory context alone is over the budget, or the compaction that would make
             # room failed (FEATURES §7, §14): nothing was claimed, nothing is sent.
@@ -329,8 +347,12 @@ class Lane:
         repaired = session.text_repaired - repaired_before
         if repaired:
             # The CLI sent text no UTF-8 writer accepts; the decoder put U+FFFD in its place.
-            logger.warning("%s: turn %s: %s lone surrogate(s) from the CLI replaced with U+FFFD",
-                           self.agent.actor_id, turn_id, repaired)
+            logger.warning(
+                "%s: turn %s: %s lone surrogate(s) from the CLI replaced with U+FFFD",
+                self.agent.actor_id,
+                turn_id,
+                repaired,
+            )
             outcome.terminal_facts["textRepaired"] = repaired
         if outcome.status == COMPLETED and self.sessions.usable():
             # Before the terminal is published: whoever sees the Turn completed sees health agree.
@@ -359,8 +381,14 @@ class Lane:
         timeouts = settings.GROUPX_CONFIG.timeouts
         hooks = _LaneHooks(self, active)
         ending = await turn_collector.collect(
-            active.native, active.said, hooks, first_event_s=timeouts.firstEventMs / 1000,
-            idle_s=timeouts.idleMs / 1000, logger=logger, label=f"{self.agent.actor_id}: turn {active.turn_id}")
+            active.native,
+            active.said,
+            hooks,
+            first_event_s=timeouts.firstEventMs / 1000,
+            idle_s=timeouts.idleMs / 1000,
+            logger=logger,
+            label=f"{self.agent.actor_id}: turn {active.turn_id}",
+        )
         if ending.kind == turn_collector.TIMED_OUT:
             if hooks.interrupted:
                 return self._outcome(active, INTERRUPTED, "TURN_INTERRUPTED")
@@ -371,16 +399,26 @@ class Lane:
         if ending.kind == turn_collector.OVER_CAP:
             return self._over_cap(active, ending.what, content=ending.content, rebuild=ending.out_of_step)
         if ending.kind == turn_collector.COMPLETED:
-            return TurnOutcome(status=COMPLETED, content=ending.content, reasoning="".join(active.said.reasoning),
-                               tool_records=active.said.tools)
+            return TurnOutcome(
+                status=COMPLETED,
+                content=ending.content,
+                reasoning="".join(active.said.reasoning),
+                tool_records=active.said.tools,
+            )
         if ending.kind == turn_collector.CANCELLED:
             return self._outcome(active, CANCELLED, None)
         return self._outcome(active, FAILED, ending.code, ending.message)
 
-    def _over_cap(self, active: ActiveTurn, what: str, *, content: str | None = None,
-                  rebuild: bool = True) -> TurnOutcome:
-        logger.warning("%s: turn %s: the CLI's %s passed its cap; the turn fails with %s",
-                       self.agent.actor_id, active.turn_id, what, OVER_CAP_CODE)
+    def _over_cap(
+        self, active: ActiveTurn, what: str, *, content: str | None = None, rebuild: bool = True
+    ) -> TurnOutcome:
+        logger.warning(
+            "%s: turn %s: the CLI's %s passed its cap; the turn fails with %s",
+            self.agent.actor_id,
+            active.turn_id,
+            what,
+            OVER_CAP_CODE,
+        )
         if rebuild:
             # The CLI is still producing this turn, out of step with us: its session is replaced
             # (the close sends the native cancel, bounded) and never takes the next turn.
@@ -393,8 +431,14 @@ class Lane:
     @staticmethod
     def _outcome(active: ActiveTurn, status: str, code: str | None, message: str = "") -> TurnOutcome:
         said = active.said
-        return TurnOutcome(status=status, content="".join(said.content), error_code=code, message=message,
-                           reasoning="".join(said.reasoning), tool_records=said.tools)
+        return TurnOutcome(
+            status=status,
+            content="".join(said.content),
+            error_code=code,
+            message=message,
+            reasoning="".join(said.reasoning),
+            tool_records=said.tools,
+        )
 
     async def _finish(self, active: ActiveTurn | None, outcome: TurnOutcome, *, claim_next: bool = False) -> None:
         if active is None:
@@ -411,8 +455,11 @@ class Lane:
         # The call reads the lane's next head too (``_run_queue`` takes it: one hand-off fewer, D60).
         self._next_head = await store_probe.until_available(
             lambda: _db_sharing_a_commit(dispatch.finish_then_head)(
-                active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id),
-            what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}", logger=logger)
+                active.claim, active.turn_id, outcome, self.sessions.actor, self.agent.actor_id
+            ),
+            what=f"{self.agent.actor_id}: recording the outcome of {active.turn_id}",
+            logger=logger,
+        )
 
     async def _finish_then_claim(self, active: ActiveTurn, outcome: TurnOutcome) -> bool:
         """Record the outcome and claim the lane's next Turn for its prompt in one writer call
@@ -426,20 +473,30 @@ class Lane:
         claiming = self._claiming = ActiveTurn(claim=None, turn_id="")
         try:
             head = await _db_sharing_a_commit(dispatch.finish_then_claim)(
-                active.claim, active.turn_id, outcome, sessions.actor, self.agent, claiming,
-                session_reset_mark=sessions.reset_mark, binding_id=sessions.binding_id,
-                instance_id=sessions.instance_id)
+                active.claim,
+                active.turn_id,
+                outcome,
+                sessions.actor,
+                self.agent,
+                claiming,
+                session_reset_mark=sessions.reset_mark,
+                binding_id=sessions.binding_id,
+                instance_id=sessions.instance_id,
+            )
         except asyncio.CancelledError:
             raise  # restart recovery ends what the call wrote (``restart``)
         except Exception as error:
             self._claiming = None
             if not isinstance(error, StoreUnavailable | ContextBudgetExceeded):  # those _read_head meets again
-                logger.error("%s: claiming the Turn after %s failed", self.agent.actor_id, active.turn_id,
-                             exc_info=error)
+                logger.error(
+                    "%s: claiming the Turn after %s failed", self.agent.actor_id, active.turn_id, exc_info=error
+                )
             if claiming.turn_id:
                 await store_probe.until_available(
                     lambda: _db(lifecycle.requeue_if_never_sent)(claiming.turn_id),
-                    what=f"{self.agent.actor_id}: requeueing {claiming.turn_id}", logger=logger)
+                    what=f"{self.agent.actor_id}: requeueing {claiming.turn_id}",
+                    logger=logger,
+                )
             return False
         if head.ready is None or not (head.ready.claim or head.ready.needs_compaction):
             self._claiming = None  # nothing claimed: no Turn of this lane's is on its way
@@ -485,7 +542,9 @@ class Lane:
             await self.sessions.retire(reason)
             await store_probe.until_available(
                 lambda: _db(lifecycle.recover_agent_turns)(self.agent.actor_id, reason=reason),
-                what=f"{self.agent.actor_id}: ending the Turn cut off by the {reason}", logger=logger)
+                what=f"{self.agent.actor_id}: ending the Turn cut off by the {reason}",
+                logger=logger,
+            )
             self.active = self._claiming = None
             self.first_start = None  # the old instance's start is done: the new lane starts its own at once
             self.start()

@@ -69,10 +69,20 @@ class Me:
 def _upsert(me: Me, now: datetime, *, role: str, **fields: Any) -> None:
     expires = now + timedelta(seconds=expiry_seconds())
     updated = RuntimeWorker.objects.filter(worker_id=me.worker_id).update(
-        role=role, heartbeat_at=now, expires_at=expires, **fields)
+        role=role, heartbeat_at=now, expires_at=expires, **fields
+    )
     if not updated:
-        RuntimeWorker.objects.create(worker_id=me.worker_id, mode=me.mode, host=me.host, pid=me.pid, role=role,
-                                     started_at=now, heartbeat_at=now, expires_at=expires, **fields)
+        RuntimeWorker.objects.create(
+            worker_id=me.worker_id,
+            mode=me.mode,
+            host=me.host,
+            pid=me.pid,
+            role=role,
+            started_at=now,
+            heartbeat_at=now,
+            expires_at=expires,
+            **fields,
+        )
 
 
 def _sweep(now: datetime) -> None:
@@ -128,8 +138,9 @@ def beat(me: Me, wanted: list[str], agents_health: dict[str, Any] | None = None)
         if agents_health is not None:
             RuntimeWorker.objects.filter(worker_id=me.worker_id).update(agents_health=agents_health)
         _sweep(now)
-        return Holdings(alive=True, room=replaced is not None, agents=agent_leases.held_by(me.worker_id),
-                        replaced=replaced)
+        return Holdings(
+            alive=True, room=replaced is not None, agents=agent_leases.held_by(me.worker_id), replaced=replaced
+        )
 
 
 def claim(me: Me, actor_ids: list[str]) -> None:
@@ -139,7 +150,8 @@ def claim(me: Me, actor_ids: list[str]) -> None:
     now = timezone.now()
     with transaction.atomic():
         RuntimeWorker.objects.filter(role=RuntimeWorker.OWNER).exclude(worker_id=me.worker_id).update(
-            role=RuntimeWorker.STOPPED)
+            role=RuntimeWorker.STOPPED
+        )
         _upsert(me, now, role=RuntimeWorker.OWNER, acquired_at=now)
         agent_leases.claim_all(me.worker_id, actor_ids, now)
         _sweep(now)
@@ -155,7 +167,9 @@ def heartbeat(me: Me, agents_health: dict[str, Any] | None = None) -> bool:
         fields["agents_health"] = agents_health
     # Not stopped: an owner stays one until another process stops it (a worker's row may be a
     # standby that runs agents, D58); a stopped row means our leases were taken.
-    return bool(RuntimeWorker.objects.filter(worker_id=me.worker_id).exclude(role=RuntimeWorker.STOPPED).update(**fields))
+    return bool(
+        RuntimeWorker.objects.filter(worker_id=me.worker_id).exclude(role=RuntimeWorker.STOPPED).update(**fields)
+    )
 
 
 def release(me: Me) -> None:
@@ -167,9 +181,15 @@ def release(me: Me) -> None:
 
 
 def _public(row: RuntimeWorker) -> dict[str, Any]:
-    return {"workerId": row.worker_id, "mode": row.mode, "host": row.host, "pid": row.pid,
-            "since": _iso(row.acquired_at or row.started_at), "heartbeatAt": _iso(row.heartbeat_at),
-            "expiresAt": _iso(row.expires_at)}
+    return {
+        "workerId": row.worker_id,
+        "mode": row.mode,
+        "host": row.host,
+        "pid": row.pid,
+        "since": _iso(row.acquired_at or row.started_at),
+        "heartbeatAt": _iso(row.heartbeat_at),
+        "expiresAt": _iso(row.expires_at),
+    }
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -185,8 +205,11 @@ def describe() -> dict[str, Any]:
     other entries (the room assistant's status, D55)."""
     now = timezone.now()
     host = socket.gethostname()
-    rows = [row for row in RuntimeWorker.objects.exclude(role=RuntimeWorker.STOPPED).filter(expires_at__gt=now)
-            if not is_gone(row, now, host)]
+    rows = [
+        row
+        for row in RuntimeWorker.objects.exclude(role=RuntimeWorker.STOPPED).filter(expires_at__gt=now)
+        if not is_gone(row, now, host)
+    ]
     by_id = {row.worker_id: row for row in rows}
     owner = next((row for row in rows if row.role == RuntimeWorker.OWNER), None)
     holders = agent_leases.holders(by_id)

@@ -34,8 +34,13 @@ class LeaseKeeper:
     also takes the room's lease whenever no owner is live (D58). ``on_change`` is told of every
     change in what a worker holds (an agent taken, or lost while the worker lives on)."""
 
-    def __init__(self, mode: str, on_lost: Callable[[], Awaitable[None]], wanted: list[str] | None = None,
-                 on_change: Callable[[lease.Holdings], Awaitable[None]] | None = None):
+    def __init__(
+        self,
+        mode: str,
+        on_lost: Callable[[], Awaitable[None]],
+        wanted: list[str] | None = None,
+        on_change: Callable[[lease.Holdings], Awaitable[None]] | None = None,
+    ):
         self.me = lease.Me.here(mode)
         self.on_lost = on_lost
         self.wanted = list(wanted or [])
@@ -54,8 +59,10 @@ class LeaseKeeper:
         self._changes.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self._applied = None  # the next beat hands it on again
-            logger.error("starting or stopping what the lease changed failed; trying again at the next beat",
-                         exc_info=task.exception())
+            logger.error(
+                "starting or stopping what the lease changed failed; trying again at the next beat",
+                exc_info=task.exception(),
+            )
 
     async def claim(self) -> None:
         await db.write(lease.claim)(self.me, self.wanted)
@@ -86,11 +93,15 @@ class LeaseKeeper:
         before, self.holdings = self.holdings, holdings
         if holdings.room and not before.room:
             replaced = holdings.replaced
-            logger.info("this worker owns the room's agents (%s)%s", self.me.worker_id,
-                        f"; it replaced {replaced['workerId']}" if replaced else "")
+            logger.info(
+                "this worker owns the room's agents (%s)%s",
+                self.me.worker_id,
+                f"; it replaced {replaced['workerId']}" if replaced else "",
+            )
         if holdings.agents - before.agents:
-            logger.info("this worker runs agents %s (%s)", ", ".join(sorted(holdings.agents - before.agents)),
-                        self.me.worker_id)
+            logger.info(
+                "this worker runs agents %s (%s)", ", ".join(sorted(holdings.agents - before.agents)), self.me.worker_id
+            )
 
     def keep(self) -> None:
         """Renew the lease in the background from now on, and publish health changes."""

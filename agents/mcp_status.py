@@ -38,5 +38,7 @@ async def keep_binding_in_step(sessions) -> None:
     sessions.mcp_recorded = verified
     health.update(sessions.agent.actor_id, mcpVerified=verified)
     if not verified:
-        logger.warning("%s: the CLI reports the GroupX MCP server failed; its tool calls get MCP_UNAVAILABLE",
-                       sessions.agent.actor_id)
+        logger.warning(
+            "%s: the CLI reports the GroupX MCP server failed; its tool calls get MCP_UNAVAILABLE",
+            sessions.agent.actor_id,
+        )

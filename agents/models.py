@@ -40,7 +40,9 @@ class AgentInstance(models.Model):
 
 class SessionBinding(models.Model):
     binding_id = models.CharField(max_length=128, primary_key=True)
-    instance = models.ForeignKey(AgentInstance, on_delete=models.PROTECT, null=True, blank=True, related_name="bindings")
+    instance = models.ForeignKey(
+        AgentInstance, on_delete=models.PROTECT, null=True, blank=True, related_name="bindings"
+    )
     actor = models.ForeignKey(Actor, on_delete=models.PROTECT, related_name="bindings")
     transport = models.CharField(max_length=16, null=True, blank=True)  # NULL for web and operator
     native_session_id = models.CharField(max_length=256, null=True, blank=True)
@@ -92,8 +94,9 @@ class RuntimeWorker(models.Model):
     agents_health = models.JSONField(default=dict)  # actorId -> agents/health.py's entry (the owner's)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["role"], condition=models.Q(role="owner"),
-                                               name="one_owner_of_the_agents")]
+        constraints = [
+            models.UniqueConstraint(fields=["role"], condition=models.Q(role="owner"), name="one_owner_of_the_agents")
+        ]
 
     def __str__(self) -> str:
         return f"{self.worker_id} ({self.role})"

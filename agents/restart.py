@@ -36,11 +36,15 @@ def _require_live(actor_id: str) -> None:
     if roster.live_agent(actor_id) is not None:
         return
     known = Actor.objects.filter(actor_id=actor_id, kind="agent").exists() or any(
-        agent.actor_id == actor_id for agent in roster.configured_agents())
+        agent.actor_id == actor_id for agent in roster.configured_agents()
+    )
     if not known:
         raise GroupXError("UNKNOWN_ACTOR", f"no agent {actor_id}", details={"unknownTargets": [actor_id]})
-    raise GroupXError("UNKNOWN_TARGET", f"{actor_id} is not running in this room (disabled or not started)",
-                      details={"unknownTargets": [actor_id]})
+    raise GroupXError(
+        "UNKNOWN_TARGET",
+        f"{actor_id} is not running in this room (disabled or not started)",
+        details={"unknownTargets": [actor_id]},
+    )
 
 
 def restart_agent(binding_id: str, actor_id: str, payload: Any) -> dict[str, Any]:
@@ -60,5 +64,10 @@ def accept_restart(binding_id: str, actor_id: str, client_command_id: str) -> di
         layer.wake_agents_on_commit({"type": "agents.restart", "actorId": actor_id})  # agents/worker.py
         return result
 
-    return commands.run_once(binding_id=binding_id, client_command_id=client_command_id,
-                             command_type=COMMAND_TYPE, canonical={"actorId": actor_id}, run=run)
+    return commands.run_once(
+        binding_id=binding_id,
+        client_command_id=client_command_id,
+        command_type=COMMAND_TYPE,
+        canonical={"actorId": actor_id},
+        run=run,
+    )

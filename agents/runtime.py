@@ -159,7 +159,9 @@ async def start(actor_ids: set[str] | None = ALL, *, room_jobs: bool = True) -> 
         lane = Lane(AgentSessions(agent))
         _lanes[agent.actor_id] = lane
         lane.start_session()
-    starts = [lane.first_start for lane in _lanes.values() if lane.first_start is not None and not lane.first_start.done()]
+    starts = [
+        lane.first_start for lane in _lanes.values() if lane.first_start is not None and not lane.first_start.done()
+    ]
     if starts:
         # Each start is bounded by its own attempts and handshake timeout; past the wait, an agent
         # still starting keeps its own "starting" and the room opens without it.

@@ -81,13 +81,18 @@ def launch_place(agent: ResolvedAgent) -> tuple[tuple[str, ...], remote.SshTarge
     port per launch. Raises DriverError(ADAPTER_NOT_FOUND) for a local command that is not there;
     a remote one is looked up by the remote shell (``groupx doctor`` checks it beforehand)."""
     if agent.ssh:
-        target = remote.SshTarget(destination=agent.ssh, local_port=listen.bound_address()[1],
-                                  remote_port=remote.pick_remote_port(), config_file=ssh_config_file())
+        target = remote.SshTarget(
+            destination=agent.ssh,
+            local_port=listen.bound_address()[1],
+            remote_port=remote.pick_remote_port(),
+            config_file=ssh_config_file(),
+        )
         return agent.command, target
     command = resolve_executable(agent.command)
     if command is None:
-        raise DriverError("ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found or is not "
-                                               "executable", retryable=False)
+        raise DriverError(
+            "ADAPTER_NOT_FOUND", f"the command {agent.command[0]!r} was not found or is not executable", retryable=False
+        )
     return command, None
 
 
@@ -114,10 +119,15 @@ def _public_condition(event_type: str, actor: ActorRef, body: dict) -> None:
     (PROTOCOL §14, docs/DECISIONS.md D89); a retry that fails again writes nothing more."""
     condition = f"session:{actor.actor_id}"
     if event_type == event_types.SESSION_FAILED:
-        system_errors.report(condition, body["errorCode"], (
-            f"{actor.display_name}'s CLI could not start after {body['attempts']} attempt(s): "
-            f"{body['message']}. Its Turns wait; the next one tries again, or restart the agent."),
-            actor_id=actor.actor_id)
+        system_errors.report(
+            condition,
+            body["errorCode"],
+            (
+                f"{actor.display_name}'s CLI could not start after {body['attempts']} attempt(s): "
+                f"{body['message']}. Its Turns wait; the next one tries again, or restart the agent."
+            ),
+            actor_id=actor.actor_id,
+        )
     elif event_type in (event_types.SESSION_READY, event_types.SESSION_RESUMED):
         system_errors.resolve(condition, f"{actor.display_name}'s CLI started again.")
 
@@ -154,8 +164,11 @@ class AgentSessions:
         agent = self.agent
         health.update(agent.actor_id, status="starting", nativeSessionAvailable=False)
         resume_id, self.reset_mark = await _db(instances.resume_candidate)(agent.actor_id, agent.driver, agent.cwd)
-        await _db(_session_event)(event_types.SESSION_STARTING, ActorRef(agent.actor_id, "agent", agent.display_name),
-                                  {"driver": agent.driver, "resume": resume_id is not None})
+        await _db(_session_event)(
+            event_types.SESSION_STARTING,
+            ActorRef(agent.actor_id, "agent", agent.display_name),
+            {"driver": agent.driver, "resume": resume_id is not None},
+        )
         continuity = "resumed" if resume_id else "new_session"
         last_error: DriverError | None = None
         resume_error: str | None = None  # the code of a resume that failed over to a fresh session
@@ -170,8 +183,13 @@ class AgentSessions:
                     # The native session could not be resumed: start a fresh one for future turns.
                     # Not a failure of the agent (no lastError, so the card never shows "ready"
                     # beside one): the room is told why, now and in the session event that follows.
-                    logger.warning("%s: resume of %s failed (%s: %s); starting a fresh session",
-                                   agent.actor_id, resume_id, error.code, error.message)
+                    logger.warning(
+                        "%s: resume of %s failed (%s: %s); starting a fresh session",
+                        agent.actor_id,
+                        resume_id,
+                        error.code,
+                        error.message,
+                    )
                     resume_id, continuity, resume_error = None, "new_session_after_resume_failure", error.code
                     self._publish_retrying(attempt, 0, error.code, reason=resume_failed_reason(error.code))
                     attempt -= 1  # the fallback happens once and does not use up a start attempt
@@ -188,30 +206,49 @@ class AgentSessions:
             # A last error stays until a Turn completes (agents/health.py): a rebuilt session
             # after a crash is ready, and the crash is still worth showing.
             health.session_started(agent.actor_id, instanceId=self.instance_id, mcpVerified=session.mcp_verified)
-            body = {"driver": agent.driver, "continuity": "resumed" if session.resumed else continuity,
-                    "mcp": "verified" if session.mcp_verified else "unavailable"}
+            body = {
+                "driver": agent.driver,
+                "continuity": "resumed" if session.resumed else continuity,
+                "mcp": "verified" if session.mcp_verified else "unavailable",
+            }
             if resume_error is not None and not session.resumed:
                 body.update(resumeErrorCode=resume_error, reason=resume_failed_reason(resume_error))
             await _db(_session_event)(kind, self.actor, body)
             return session
         assert last_error is not None
         health.session_gave_up(agent.actor_id, code=last_error.code, retryable=last_error.retryable)
-        await _db(_session_event)(event_types.SESSION_FAILED, self.actor, {
-            "driver": agent.driver, "errorCode": last_error.code, "message": last_error.message[:500],
-            "attempts": attempt, "agentStatus": health.snapshot(agent.actor_id)["status"],
-        })
+        await _db(_session_event)(
+            event_types.SESSION_FAILED,
+            self.actor,
+            {
+                "driver": agent.driver,
+                "errorCode": last_error.code,
+                "message": last_error.message[:500],
+                "attempts": attempt,
+                "agentStatus": health.snapshot(agent.actor_id)["status"],
+            },
+        )
         self.instance_id = self.binding_id = None  # closed as failed: nothing left to stop
         raise last_error
 
     def _publish_retrying(self, attempt: int, delay: float, code: str, *, reason: str | None = None) -> None:
         """Transient ``session.retrying``: the bounded projection PROTOCOL §2.2 allows (attempt,
         backoff, stable code and, for a resume given up, a fixed sentence), never raw stderr."""
-        body = {"actorId": self.agent.actor_id, "attempt": attempt, "maxAttempts": START_ATTEMPTS,
-                "nextDelayMs": int(delay * 1000), "errorCode": code}
+        body = {
+            "actorId": self.agent.actor_id,
+            "attempt": attempt,
+            "maxAttempts": START_ATTEMPTS,
+            "nextDelayMs": int(delay * 1000),
+            "errorCode": code,
+        }
         if reason is not None:
             body["reason"] = reason
-        events.publish_transient(event_type=event_types.SESSION_RETRYING, actor=self.actor,
-                                 correlation_id=f"session:{self.agent.actor_id}", body=body)
+        events.publish_transient(
+            event_type=event_types.SESSION_RETRYING,
+            actor=self.actor,
+            correlation_id=f"session:{self.agent.actor_id}",
+            body=body,
+        )
 
     async def _launch(self, resume_id: str | None) -> NativeSession:
         agent = self.agent
@@ -220,12 +257,22 @@ class AgentSessions:
         self.instance_id, self.binding_id = await _db(instances.create_launch)(agent.actor_id, agent.driver, agent.cwd)
         timeouts = settings.GROUPX_CONFIG.timeouts
         profile = LaunchProfile(
-            agent_id=agent.agent_id, actor_id=agent.actor_id, driver=agent.driver, command=command, cwd=agent.cwd,
-            instance_id=self.instance_id, binding_id=self.binding_id,
+            agent_id=agent.agent_id,
+            actor_id=agent.actor_id,
+            driver=agent.driver,
+            command=command,
+            cwd=agent.cwd,
+            instance_id=self.instance_id,
+            binding_id=self.binding_id,
             mcp=McpAttachment(url=f"{ssh.mcp_origin if ssh else listen.origin()}/mcp", binding_id=self.binding_id),
-            timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
-                              cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
-            private_dir=secret_file.private_directory(private_dir_path()), ssh=ssh,
+            timeouts=Timeouts(
+                handshake_ms=timeouts.handshakeMs,
+                request_ms=timeouts.requestMs,
+                cancel_ms=timeouts.cancelMs,
+                close_ms=timeouts.closeMs,
+            ),
+            private_dir=secret_file.private_directory(private_dir_path()),
+            ssh=ssh,
         )
         try:
             async with launch_slot():
@@ -237,13 +284,18 @@ class AgentSessions:
         # MCP fails at initialize), and Codex and Claude take it by their launch contract; their own
         # "server ready" report arrives only during the first turn (docs/DECISIONS.md D11).
         # (Unless the CLI already reported the GroupX server failed: agents/mcp_status.py, D98.)
-        session.mcp_verified = session.mcp_verified or (profile.mcp is not None
-                                                        and not mcp_status.reported_failed(session))
+        session.mcp_verified = session.mcp_verified or (
+            profile.mcp is not None and not mcp_status.reported_failed(session)
+        )
         self.mcp_recorded = session.mcp_verified
         try:
-            await _db(instances.mark_ready)(self.instance_id, self.binding_id,
-                                            native_session_id=session.native_session_id,
-                                            mcp_verified=session.mcp_verified, resumed=session.resumed)
+            await _db(instances.mark_ready)(
+                self.instance_id,
+                self.binding_id,
+                native_session_id=session.native_session_id,
+                mcp_verified=session.mcp_verified,
+                resumed=session.resumed,
+            )
         except BaseException:  # a store fault or a restart (a cancel): never leave the CLI running
             await session.close()
             raise

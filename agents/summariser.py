@@ -49,18 +49,34 @@ class CliSummariser:
         timeouts = settings.GROUPX_CONFIG.timeouts
         tag = secrets.token_hex(6)
         profile = LaunchProfile(
-            agent_id=agent.agent_id, actor_id=agent.actor_id, driver=agent.driver, command=command, cwd=agent.cwd,
-            instance_id=f"{agent.agent_id}/{request.purpose}@{tag}", binding_id="", mcp=None,
-            timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
-                              cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
+            agent_id=agent.agent_id,
+            actor_id=agent.actor_id,
+            driver=agent.driver,
+            command=command,
+            cwd=agent.cwd,
+            instance_id=f"{agent.agent_id}/{request.purpose}@{tag}",
+            binding_id="",
+            mcp=None,
+            timeouts=Timeouts(
+                handshake_ms=timeouts.handshakeMs,
+                request_ms=timeouts.requestMs,
+                cancel_ms=timeouts.cancelMs,
+                close_ms=timeouts.closeMs,
+            ),
             ssh=ssh,
         )
         session = await get_driver(agent.driver).start(profile)
         try:
             turn = await session.start_turn(f"{request.purpose}_{tag}", request.prompt)
             ending = await turn_collector.collect(
-                turn, Collected(), _OneShotHooks(turn), first_event_s=request.first_event_ms / 1000,
-                idle_s=request.idle_ms / 1000, logger=logger, label=f"{agent.actor_id}: {request.purpose}")
+                turn,
+                Collected(),
+                _OneShotHooks(turn),
+                first_event_s=request.first_event_ms / 1000,
+                idle_s=request.idle_ms / 1000,
+                logger=logger,
+                label=f"{agent.actor_id}: {request.purpose}",
+            )
         finally:
             await session.close()
         if ending.kind == turn_collector.COMPLETED:

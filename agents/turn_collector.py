@@ -104,11 +104,20 @@ def _within(text: str, room: int) -> tuple[str, bool]:
     """``text`` cut to ``room`` characters, and whether it had to be cut."""
     if len(text) <= room:
         return text, False
-    return text[:max(0, room)], True
+    return text[: max(0, room)], True
 
 
-async def collect(native: NativeTurn, collected: Collected, hooks: TurnHooks, *, first_event_s: float,
-                  idle_s: float, caps: Caps = Caps(), logger: logging.Logger, label: str) -> Ending:
+async def collect(
+    native: NativeTurn,
+    collected: Collected,
+    hooks: TurnHooks,
+    *,
+    first_event_s: float,
+    idle_s: float,
+    caps: Caps = Caps(),
+    logger: logging.Logger,
+    label: str,
+) -> Ending:
     """Read ``native``'s events into ``collected`` until the turn ends; never raises for the CLI's
     doing (``label`` names the turn in the log)."""
     loop = asyncio.get_running_loop()
@@ -190,8 +199,7 @@ async def _take(event, collected: Collected, hooks: TurnHooks, caps: Caps) -> En
         content = event.content if event.content is not None else "".join(collected.content)
         if len(content) > caps.reply:
             # The CLI's own final text is over the cap; it has finished, so its session stays.
-            return Ending(OVER_CAP, OVER_CAP_CODE, content=content[:caps.reply], what="final reply",
-                          out_of_step=False)
+            return Ending(OVER_CAP, OVER_CAP_CODE, content=content[: caps.reply], what="final reply", out_of_step=False)
         return Ending(COMPLETED, content=content, out_of_step=False)
     elif isinstance(event, TurnCancelled):
         return Ending(CANCELLED, out_of_step=False)

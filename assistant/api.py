@@ -22,29 +22,40 @@ from groupx_site.core.json_response import json_response
 router = Router(tags=["assistant"])
 
 
-@router.get("/assistant", summary="The room assistant: enabled, name and status",
-            **route({200: AssistantState}))
+@router.get("/assistant", summary="The room assistant: enabled, name and status", **route({200: AssistantState}))
 async def get_assistant(request: HttpRequest):
     return json_response(await side_chat.assistant_state())
 
 
-@router.get("/assistant/messages", summary="The side chat with the assistant: the 200 most recent rows",
-            **route({200: SideMessages}))
+@router.get(
+    "/assistant/messages",
+    summary="The side chat with the assistant: the 200 most recent rows",
+    **route({200: SideMessages}),
+)
 async def get_side_messages(request: HttpRequest):
     return json_response(await db.read(conversation.recent_messages)())
 
 
-@router.post("/assistant/messages", summary="Say something to the assistant and get its answer",
-             description="The same clientCommandId joins the run in flight or replays the stored reply; a brain "
-                         "failure is a short reply. Never a room message or a Turn.",
-             **route({200: SideMessageAnswer}, write=True, body=True,
-                     errors={409: ("CLIENT_COMMAND_CONFLICT",), 413: ("MESSAGE_TOO_LARGE",),
-                             503: ("SESSION_NOT_AVAILABLE",)}))
+@router.post(
+    "/assistant/messages",
+    summary="Say something to the assistant and get its answer",
+    description="The same clientCommandId joins the run in flight or replays the stored reply; a brain "
+    "failure is a short reply. Never a room message or a Turn.",
+    **route(
+        {200: SideMessageAnswer},
+        write=True,
+        body=True,
+        errors={409: ("CLIENT_COMMAND_CONFLICT",), 413: ("MESSAGE_TOO_LARGE",), 503: ("SESSION_NOT_AVAILABLE",)},
+    ),
+)
 async def post_side_message(request: HttpRequest, body: SideMessageBody):
     return json_response(await side_chat.post_message(body.checked))
 
 
-@router.post("/assistant/cancel", summary="Cancel the assistant's answer to one side-chat message",
-             **route({200: SideCancelAnswer}, write=True, body=True))
+@router.post(
+    "/assistant/cancel",
+    summary="Cancel the assistant's answer to one side-chat message",
+    **route({200: SideCancelAnswer}, write=True, body=True),
+)
 async def post_side_cancel(request: HttpRequest, body: SideCancelBody):
     return json_response(await side_chat.cancel(body.checked))

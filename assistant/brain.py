@@ -125,25 +125,43 @@ class Brain:
                     await asyncio.sleep(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
             assert last is not None
             # Public once until a start works (PROTOCOL §14, docs/DECISIONS.md D89).
-            await _public(system_errors.report, BRAIN_CONDITION, last.code, (
-                f"The room assistant's CLI could not start: {last.message}. The side chat answers once it "
-                "starts; check its command on Agent settings."))
+            await _public(
+                system_errors.report,
+                BRAIN_CONDITION,
+                last.code,
+                (
+                    f"The room assistant's CLI could not start: {last.message}. The side chat answers once it "
+                    "starts; check its command on Agent settings."
+                ),
+            )
             raise last
 
     async def _launch(self) -> NativeSession:
         spec = self.spec
         command = resolve_executable(spec.command)
         if command is None:
-            raise DriverError("ADAPTER_NOT_FOUND", f"the command {spec.command[0]!r} was not found or is not "
-                                                   "executable", retryable=False)
+            raise DriverError(
+                "ADAPTER_NOT_FOUND",
+                f"the command {spec.command[0]!r} was not found or is not executable",
+                retryable=False,
+            )
         self.instance_id, self.token = await db.write(operator_binding.create_launch)(spec.driver, spec.cwd)
         timeouts = settings.GROUPX_CONFIG.timeouts
         profile = LaunchProfile(
-            agent_id="assistant", actor_id=operator_binding.ASSISTANT_ACTOR_ID, driver=spec.driver, command=command,
-            cwd=spec.cwd, instance_id=self.instance_id, binding_id=self.token,
+            agent_id="assistant",
+            actor_id=operator_binding.ASSISTANT_ACTOR_ID,
+            driver=spec.driver,
+            command=command,
+            cwd=spec.cwd,
+            instance_id=self.instance_id,
+            binding_id=self.token,
             mcp=McpAttachment(url=f"{listen.origin()}{OPERATOR_PATH}", binding_id=self.token),
-            timeouts=Timeouts(handshake_ms=timeouts.handshakeMs, request_ms=timeouts.requestMs,
-                              cancel_ms=timeouts.cancelMs, close_ms=timeouts.closeMs),
+            timeouts=Timeouts(
+                handshake_ms=timeouts.handshakeMs,
+                request_ms=timeouts.requestMs,
+                cancel_ms=timeouts.cancelMs,
+                close_ms=timeouts.closeMs,
+            ),
             private_dir=secret_file.private_directory(private_dir_path()),
         )
         try:
@@ -152,8 +170,13 @@ class Brain:
             await self._close_rows("failed")
             raise
         try:
-            await db.write(instances.mark_ready)(self.instance_id, self.token, native_session_id=session.native_session_id,
-                                                 mcp_verified=True, resumed=False)
+            await db.write(instances.mark_ready)(
+                self.instance_id,
+                self.token,
+                native_session_id=session.native_session_id,
+                mcp_verified=True,
+                resumed=False,
+            )
         except BaseException:
             await session.close()
             await self._close_rows("failed")
@@ -188,8 +211,9 @@ class Brain:
         web process of split mode starts it without waiting (``assistant/brain_link.py``)."""
         task = self._runs.get(user_message_id)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._answer(user_message_id),
-                                                          name=f"assistant:{user_message_id}")
+            task = asyncio.get_running_loop().create_task(
+                self._answer(user_message_id), name=f"assistant:{user_message_id}"
+            )
             self._runs[user_message_id] = task
             task.add_done_callback(lambda _t: self._runs.pop(user_message_id, None))
         return task
@@ -212,8 +236,9 @@ class Brain:
                 logger.exception("assistant brain: the run for %s failed", user_message_id)
                 status.set_status("ready" if self._usable() else "failed", f"the last answer failed: {error}")
                 with contextlib.suppress(Exception):
-                    await self._store(user_message_id, failure_text("INTERNAL_ERROR", "internal error"), "failed",
-                                      "INTERNAL_ERROR")
+                    await self._store(
+                        user_message_id, failure_text("INTERNAL_ERROR", "internal error"), "failed", "INTERNAL_ERROR"
+                    )
             finally:
                 self._cancelled.discard(user_message_id)
                 self._current, self.cancel_deadline = None, None
@@ -239,14 +264,21 @@ class Brain:
     async def _run_turn(self, session: NativeSession, user_message_id: str, content: str) -> turn_collector.Ending:
         timeouts = settings.GROUPX_CONFIG.timeouts
         try:
-            turn = await session.start_turn(f"assistant_{secrets.token_hex(8)}",
-                                            brain_prompt(content, self.spec.extra_instructions))
+            turn = await session.start_turn(
+                f"assistant_{secrets.token_hex(8)}", brain_prompt(content, self.spec.extra_instructions)
+            )
         except DriverError as error:
             return turn_collector.Ending(turn_collector.FAILED, error.code, error.message)
         self._current = (user_message_id, turn)
         return await turn_collector.collect(
-            turn, turn_collector.Collected(), _RunHooks(self, turn), first_event_s=timeouts.firstEventMs / 1000,
-            idle_s=timeouts.idleMs / 1000, logger=logger, label="assistant brain")
+            turn,
+            turn_collector.Collected(),
+            _RunHooks(self, turn),
+            first_event_s=timeouts.firstEventMs / 1000,
+            idle_s=timeouts.idleMs / 1000,
+            logger=logger,
+            label="assistant brain",
+        )
 
     async def _finish(self, user_message_id: str, ending: turn_collector.Ending) -> None:
         cancelled = user_message_id in self._cancelled

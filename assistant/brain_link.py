@@ -42,8 +42,9 @@ REPLY_POLL_SECONDS = 1.0  # the backstop read of the reply row, should a wake-up
 ASK_AGAIN_SECONDS = 5.0  # a request the layer lost (or a worker that died with it) is sent again
 CANCEL_ANSWER_SECONDS = 5.0
 RECONNECT_SECONDS = 5.0  # the longest pause before an inbox listens again on an unreachable layer
-NO_WORKER_DETAIL = ("no worker owns the room: the assistant's brain starts with the agents in "
-                    "`manage.py runworker groupx-agents`")
+NO_WORKER_DETAIL = (
+    "no worker owns the room: the assistant's brain starts with the agents in `manage.py runworker groupx-agents`"
+)
 
 
 class Inbox:
@@ -107,6 +108,7 @@ async def _send(channel: str, message: dict[str, Any]) -> None:
 
 # ---- the brain's side (the worker that holds the lease) ----------------------------------------
 
+
 def serve(brain: Brain) -> Inbox:
     """Answer the web processes' requests with ``brain`` (started; stop it with the brain)."""
 
@@ -119,12 +121,23 @@ def serve(brain: Brain) -> Inbox:
             if reply_to:
                 # The brain's status rides along: the copy published beside the lease is written
                 # by the next beat, which may come after the web process has read the reply row.
-                task.add_done_callback(lambda _t: asyncio.ensure_future(
-                    _send(reply_to, {"type": "assistant.replied", "userMessageId": user_message_id,
-                                     "state": status.snapshot()})))
+                task.add_done_callback(
+                    lambda _t: asyncio.ensure_future(
+                        _send(
+                            reply_to,
+                            {"type": "assistant.replied", "userMessageId": user_message_id, "state": status.snapshot()},
+                        )
+                    )
+                )
         elif message.get("type") == "assistant.cancel" and reply_to:
-            await _send(reply_to, {"type": "assistant.cancel_answer", "token": message.get("token"),
-                                   "accepted": brain.cancel(user_message_id)})
+            await _send(
+                reply_to,
+                {
+                    "type": "assistant.cancel_answer",
+                    "token": message.get("token"),
+                    "accepted": brain.cancel(user_message_id),
+                },
+            )
 
     inbox = Inbox("assistant-brain-link", handle, group=ASSISTANT_GROUP)
     inbox.start()
@@ -132,6 +145,7 @@ def serve(brain: Brain) -> Inbox:
 
 
 # ---- a web process's side -----------------------------------------------------------------------
+
 
 class RemoteBrain:
     """The side chat's hook in a web process of split mode: the brain is in the worker."""

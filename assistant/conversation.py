@@ -39,8 +39,7 @@ def check_side_message(payload: Any) -> SideMessage:
     payload = validation.reject_sender_fields(payload)
     routed = [field for field in ROOM_ONLY_FIELDS if field in payload]
     if routed:
-        raise invalid(f"the side chat talks to the assistant only; remove {', '.join(routed)}",
-                      unknownFields=routed)
+        raise invalid(f"the side chat talks to the assistant only; remove {', '.join(routed)}", unknownFields=routed)
     validation.reject_unknown_keys(payload, {"clientCommandId", "content"})
     return SideMessage(validation.client_command_id(payload), validation.content(payload))
 
@@ -52,8 +51,12 @@ def check_side_cancel(payload: Any) -> str:
 
 
 def as_json(message: AssistantMessage) -> dict[str, Any]:
-    body: dict[str, Any] = {"messageId": message.message_id, "role": message.role, "content": message.content,
-                            "createdAt": message.created_at.isoformat(timespec="milliseconds")}
+    body: dict[str, Any] = {
+        "messageId": message.message_id,
+        "role": message.role,
+        "content": message.content,
+        "createdAt": message.created_at.isoformat(timespec="milliseconds"),
+    }
     if message.client_command_id:
         body["clientCommandId"] = message.client_command_id
     if message.outcome and message.outcome != "answered":
@@ -65,12 +68,18 @@ def record_user_message(binding_id: str, message: SideMessage) -> dict[str, Any]
     """The user row of this clientCommandId, written by the first call only: ``{userMessage}``."""
 
     def run() -> dict[str, Any]:
-        row = AssistantMessage.objects.create(message_id=new_id("amsg"), role="user", content=message.content,
-                                              client_command_id=message.client_command_id)
+        row = AssistantMessage.objects.create(
+            message_id=new_id("amsg"), role="user", content=message.content, client_command_id=message.client_command_id
+        )
         return {"userMessage": as_json(row)}
 
-    return commands.run_once(binding_id=binding_id, client_command_id=message.client_command_id,
-                             command_type=COMMAND_TYPE, canonical={"content": message.content}, run=run)
+    return commands.run_once(
+        binding_id=binding_id,
+        client_command_id=message.client_command_id,
+        command_type=COMMAND_TYPE,
+        canonical={"content": message.content},
+        run=run,
+    )
 
 
 def reply_to(user_message_id: str) -> dict[str, Any] | None:
@@ -79,8 +88,11 @@ def reply_to(user_message_id: str) -> dict[str, Any] | None:
 
 
 def user_message_of(client_command_id: str) -> str | None:
-    return (AssistantMessage.objects.filter(role="user", client_command_id=client_command_id)
-            .values_list("message_id", flat=True).first())
+    return (
+        AssistantMessage.objects.filter(role="user", client_command_id=client_command_id)
+        .values_list("message_id", flat=True)
+        .first()
+    )
 
 
 def store_reply(user_message_id: str, content: str, outcome: str = "answered", error_code: str = "") -> dict[str, Any]:
@@ -91,8 +103,14 @@ def store_reply(user_message_id: str, content: str, outcome: str = "answered", e
             return as_json(existing)
         if outcome != "answered":
             content = content[:FAILURE_CHARACTERS]
-        row = AssistantMessage.objects.create(message_id=new_id("amsg"), role="assistant", content=content,
-                                              reply_to_id=user_message_id, outcome=outcome, error_code=error_code)
+        row = AssistantMessage.objects.create(
+            message_id=new_id("amsg"),
+            role="assistant",
+            content=content,
+            reply_to_id=user_message_id,
+            outcome=outcome,
+            error_code=error_code,
+        )
         return as_json(row)
 
 

@@ -31,11 +31,23 @@ def create_launch(driver: str, cwd: str) -> tuple[str, str]:
     token = f"bind_op_{secrets.token_urlsafe(24)}"
     with transaction.atomic():
         instance = AgentInstance.objects.create(
-            instance_id=instance_id, actor_id=ASSISTANT_ACTOR_ID, adapter_id=ADAPTER_ID, driver=driver,
-            transport="structured", status="starting", process_started_at=timezone.now())
+            instance_id=instance_id,
+            actor_id=ASSISTANT_ACTOR_ID,
+            adapter_id=ADAPTER_ID,
+            driver=driver,
+            transport="structured",
+            status="starting",
+            process_started_at=timezone.now(),
+        )
         SessionBinding.objects.create(
-            binding_id=token, instance=instance, actor_id=ASSISTANT_ACTOR_ID, transport="structured",
-            protocol=ADAPTER_ID, status="active", cwd=cwd)
+            binding_id=token,
+            instance=instance,
+            actor_id=ASSISTANT_ACTOR_ID,
+            transport="structured",
+            protocol=ADAPTER_ID,
+            status="active",
+            cwd=cwd,
+        )
     return instance_id, token
 
 
@@ -43,7 +55,8 @@ def match_operator_token(presented: bytes) -> bool:
     """True when ``presented`` is the token of an open brain session. Every open token is compared
     with ``hmac.compare_digest``, without stopping at a match (D39)."""
     tokens = SessionBinding.objects.filter(
-        status="active", transport="structured", actor_id=ASSISTANT_ACTOR_ID).values_list("binding_id", flat=True)
+        status="active", transport="structured", actor_id=ASSISTANT_ACTOR_ID
+    ).values_list("binding_id", flat=True)
     found = False
     for token in tokens:
         found = hmac.compare_digest(token.encode(), presented) or found

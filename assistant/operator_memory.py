@@ -43,8 +43,10 @@ def memory_search(payload: Any) -> dict[str, Any]:
 def memory_remember(payload: Any) -> dict[str, Any]:
     command = inputs.check_memory_write(payload)
     if command.scope_type == "agent":
-        raise invalid("memory_remember writes public memory (room or correlation scope); an agent's core "
-                      "memory is agent_core_remember")
+        raise invalid(
+            "memory_remember writes public memory (room or correlation scope); an agent's core "
+            "memory is agent_core_remember"
+        )
     return remember_memory(writer(), command)
 
 

@@ -37,11 +37,20 @@ READ_DEFAULT_LIMIT, READ_MAX_LIMIT = 20, 100
 READ_CONTENT_CHARACTERS = 2_000
 # What the operator's read shows: the room's public meaning, never reasoning or tool records.
 READ_TYPES = (
-    event_types.MESSAGE_CREATED, event_types.OPERATOR_DISPATCH,
+    event_types.MESSAGE_CREATED,
+    event_types.OPERATOR_DISPATCH,
     *(name for name in event_types.REGISTRY if name.startswith("supervision.")),
-    "turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted",
-    "context.reset", "context.compaction.completed", "session.ready", "session.failed", "session.stopped",
-    "routing.loop_stopped", "system.error",
+    "turn.completed",
+    "turn.failed",
+    "turn.cancelled",
+    "turn.interrupted",
+    "context.reset",
+    "context.compaction.completed",
+    "session.ready",
+    "session.failed",
+    "session.stopped",
+    "routing.loop_stopped",
+    "system.error",
 )
 DISPATCH_FIELDS = frozenset({"to", "content", "clientCommandId", "supervision"})
 
@@ -52,8 +61,13 @@ def assistant_actor() -> ActorRef:
 
 
 def _run(command_type: str, client_command_id: str, canonical: dict[str, Any], run) -> dict[str, Any]:
-    return commands.run_once(binding_id=OPERATOR_BINDING_ID, client_command_id=client_command_id,
-                             command_type=command_type, canonical=canonical, run=run)
+    return commands.run_once(
+        binding_id=OPERATOR_BINDING_ID,
+        client_command_id=client_command_id,
+        command_type=command_type,
+        canonical=canonical,
+        run=run,
+    )
 
 
 def _turns_json(queued) -> list[dict[str, Any]]:
@@ -83,14 +97,27 @@ def operator_send(payload: Any) -> dict[str, Any]:
         check_references_exist(command.reply_to_event_id)
         active = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
         correlation = new_correlation_id()
-        message = events.message_created(actor=assistant_actor(), content=command.content,
-                                         to=[a.actor_id for a in agents], correlation_id=correlation,
-                                         source_kind=SOURCE_KIND, reply_to_event_id=command.reply_to_event_id)
-        queued = do_enqueue_turns(source_event=message, agents=agents, command_type="operator.send",
-                                  active_counts=active)
-        return {"messageEventId": message.event_id, "correlationId": correlation, "turns": _turns_json(queued),
-                **(pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active)
-                   if observers else {})}
+        message = events.message_created(
+            actor=assistant_actor(),
+            content=command.content,
+            to=[a.actor_id for a in agents],
+            correlation_id=correlation,
+            source_kind=SOURCE_KIND,
+            reply_to_event_id=command.reply_to_event_id,
+        )
+        queued = do_enqueue_turns(
+            source_event=message, agents=agents, command_type="operator.send", active_counts=active
+        )
+        return {
+            "messageEventId": message.event_id,
+            "correlationId": correlation,
+            "turns": _turns_json(queued),
+            **(
+                pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active)
+                if observers
+                else {}
+            ),
+        }
 
     return _run("operator.send", command.client_command_id, command.canonical(), run)
 
@@ -112,16 +139,32 @@ def dispatch(command: PostMessage, operation: str) -> dict[str, Any]:
         correlation = new_correlation_id()
         actor = assistant_actor()
         source = events.append_event(
-            event_type=event_types.OPERATOR_DISPATCH, actor=actor, to=targets, correlation_id=correlation,
-            body={"content": command.content, "operation": operation, "promptLength": len(command.content),
-                  "targets": targets},
-            provenance={"sourceKind": SOURCE_KIND, "authorActorId": actor.actor_id})
-        queued = do_enqueue_turns(source_event=source, agents=agents, command_type="operator.dispatch",
-                                  active_counts=active)
-        return {"dispatchEventId": source.event_id, "messageEventId": source.event_id, "correlationId": correlation,
-                "turns": _turns_json(queued),
-                **(pairing.do_pair(source=source, workers=queued, observers=observers, active_counts=active)
-                   if observers else {})}
+            event_type=event_types.OPERATOR_DISPATCH,
+            actor=actor,
+            to=targets,
+            correlation_id=correlation,
+            body={
+                "content": command.content,
+                "operation": operation,
+                "promptLength": len(command.content),
+                "targets": targets,
+            },
+            provenance={"sourceKind": SOURCE_KIND, "authorActorId": actor.actor_id},
+        )
+        queued = do_enqueue_turns(
+            source_event=source, agents=agents, command_type="operator.dispatch", active_counts=active
+        )
+        return {
+            "dispatchEventId": source.event_id,
+            "messageEventId": source.event_id,
+            "correlationId": correlation,
+            "turns": _turns_json(queued),
+            **(
+                pairing.do_pair(source=source, workers=queued, observers=observers, active_counts=active)
+                if observers
+                else {}
+            ),
+        }
 
     return _run(f"operator.{operation}", command.client_command_id, command.canonical(), run)
 
@@ -141,20 +184,29 @@ def check_dispatch_event(payload: Any) -> Reroute:
     if source_event_id is None:
         raise invalid("sourceEventId is required")
     routed = {k: payload[k] for k in ("to", "clientCommandId", "supervision") if k in payload}
-    return Reroute(validation.client_command_id(payload), source_event_id,
-                   check_post_message({**routed, "content": "-"}, {"to", "content", "clientCommandId", "supervision"}))
+    return Reroute(
+        validation.client_command_id(payload),
+        source_event_id,
+        check_post_message({**routed, "content": "-"}, {"to", "content", "clientCommandId", "supervision"}),
+    )
 
 
 def _duplicate(source: Event, woken: list[str]) -> GroupXError:
-    return GroupXError("DUPLICATE_DISPATCH", f"{source.event_id} already woke {', '.join(woken)}",
-                       details={"sourceEventId": source.event_id, "targets": woken})
+    return GroupXError(
+        "DUPLICATE_DISPATCH",
+        f"{source.event_id} already woke {', '.join(woken)}",
+        details={"sourceEventId": source.event_id, "targets": woken},
+    )
 
 
 def check_not_woken_yet(source: Event, agents: list) -> None:
     """A message wakes an agent once: ``UNIQUE(source_event_id, target_actor_id)`` on the Turns is
     the dispatch key (FEATURES §18), answered 409 ``DUPLICATE_DISPATCH`` before any write."""
-    woken = sorted(Turn.objects.filter(source_event_id=source.event_id, target_actor_id__in=[a.actor_id for a in agents])
-                   .values_list("target_actor_id", flat=True))
+    woken = sorted(
+        Turn.objects.filter(
+            source_event_id=source.event_id, target_actor_id__in=[a.actor_id for a in agents]
+        ).values_list("target_actor_id", flat=True)
+    )
     if woken:
         raise _duplicate(source, woken)
 
@@ -165,8 +217,9 @@ def enqueue_once(source: Event, agents: list, active: dict[str, int]) -> list:
     the same 409, and the savepoint leaves nothing of this command."""
     try:
         with transaction.atomic():
-            return do_enqueue_turns(source_event=source, agents=agents, command_type="operator.dispatch_event",
-                                    active_counts=active)
+            return do_enqueue_turns(
+                source_event=source, agents=agents, command_type="operator.dispatch_event", active_counts=active
+            )
     except IntegrityError as error:
         raise _duplicate(source, sorted(a.actor_id for a in agents)) from error
 
@@ -179,20 +232,30 @@ def dispatch_event(reroute: Reroute) -> dict[str, Any]:
         if source is None:
             raise invalid(f"no such event: {reroute.source_event_id}", unknownEvents=[reroute.source_event_id])
         if source.event_type != event_types.MESSAGE_CREATED or (source.body or {}).get("kind") == WATCH_BRIEF_KIND:
-            raise invalid("only a room message.created can be dispatched again (not a watch brief or an "
-                          "operator.dispatch)")
+            raise invalid(
+                "only a room message.created can be dispatched again (not a watch brief or an operator.dispatch)"
+            )
         agents = resolve_targets(command.to)
         check_not_woken_yet(source, agents)
         observers = pairing.check_pair(command.supervision, agents) if command.supervision else []
         active = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
         queued = enqueue_once(source, agents, active)
-        return {"sourceEventId": source.event_id, "correlationId": source.correlation_id,
-                "turns": _turns_json(queued),
-                **(pairing.do_pair(source=source, workers=queued, observers=observers, active_counts=active)
-                   if observers else {})}
+        return {
+            "sourceEventId": source.event_id,
+            "correlationId": source.correlation_id,
+            "turns": _turns_json(queued),
+            **(
+                pairing.do_pair(source=source, workers=queued, observers=observers, active_counts=active)
+                if observers
+                else {}
+            ),
+        }
 
-    canonical = {"sourceEventId": reroute.source_event_id, "to": command.to,
-                 **({"supervision": command.supervision.canonical()} if command.supervision else {})}
+    canonical = {
+        "sourceEventId": reroute.source_event_id,
+        "to": command.to,
+        **({"supervision": command.supervision.canonical()} if command.supervision else {}),
+    }
     return _run("operator.dispatch_event", reroute.client_command_id, canonical, run)
 
 
@@ -223,26 +286,60 @@ def operator_read(payload: Any) -> dict[str, Any]:
     else:
         found = list(reversed(rows.order_by("-seq").values(*ENVELOPE_FIELDS)[:limit]))
     head = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
-    return {"events": [_projected(row) for row in found], "throughSeq": head,
-            "nextAfterSeq": found[-1]["seq"] if found else (after or head)}
+    return {
+        "events": [_projected(row) for row in found],
+        "throughSeq": head,
+        "nextAfterSeq": found[-1]["seq"] if found else (after or head),
+    }
 
 
 # ---- roster ----------------------------------------------------------------------------------------
 def roster() -> dict[str, Any]:
-    agents = [{"actorId": a.actor_id, "name": a.display_name, "driver": a.driver, "enabled": a.enabled,
-               "cwd": a.cwd, "health": health.snapshot(a.actor_id) if a.enabled else None}
-              for a in live_roster.configured_agents()]
+    agents = [
+        {
+            "actorId": a.actor_id,
+            "name": a.display_name,
+            "driver": a.driver,
+            "enabled": a.enabled,
+            "cwd": a.cwd,
+            "health": health.snapshot(a.actor_id) if a.enabled else None,
+        }
+        for a in live_roster.configured_agents()
+    ]
     active = Turn.objects.exclude(status__in=TERMINAL_STATUSES).order_by("enqueue_seq")
-    turns = [{"turnId": t.turn_id, "target": t.target_actor_id, "status": t.status,
-              "sourceEventId": t.source_event_id, "correlationId": t.root_correlation_id} for t in active[:200]]
+    turns = [
+        {
+            "turnId": t.turn_id,
+            "target": t.target_actor_id,
+            "status": t.status,
+            "sourceEventId": t.source_event_id,
+            "correlationId": t.root_correlation_id,
+        }
+        for t in active[:200]
+    ]
     pairs = []
     for pair in SupervisionPair.objects.order_by("-created_at")[:20]:
         members = list(pair.turns.values("turn_id", "role", "actor_id"))
-        counts = dict(SupervisionSteerCount.objects.filter(subject_turn_id__in=[m["turn_id"] for m in members])
-                      .values_list("subject_turn_id", "steer_count"))
-        pairs.append({"pairId": pair.pair_id, "correlationId": pair.correlation_id,
-                      "turns": [{"turnId": m["turn_id"], "role": m["role"], "actorId": m["actor_id"],
-                                 "steerCount": counts.get(m["turn_id"], 0)} for m in members]})
+        counts = dict(
+            SupervisionSteerCount.objects.filter(subject_turn_id__in=[m["turn_id"] for m in members]).values_list(
+                "subject_turn_id", "steer_count"
+            )
+        )
+        pairs.append(
+            {
+                "pairId": pair.pair_id,
+                "correlationId": pair.correlation_id,
+                "turns": [
+                    {
+                        "turnId": m["turn_id"],
+                        "role": m["role"],
+                        "actorId": m["actor_id"],
+                        "steerCount": counts.get(m["turn_id"], 0),
+                    }
+                    for m in members
+                ],
+            }
+        )
     return {"agents": agents, "activeTurns": turns, "pairs": pairs}
 
 
@@ -292,21 +389,42 @@ def supervision_status(payload: Any) -> dict[str, Any]:
     correlation = validation.optional_reference(payload, "correlationId")
     if (pair_id is None) == (correlation is None):
         raise invalid("give exactly one of pairId or correlationId")
-    pairs = SupervisionPair.objects.filter(pair_id=pair_id) if pair_id else SupervisionPair.objects.filter(
-        correlation_id=correlation)
+    pairs = (
+        SupervisionPair.objects.filter(pair_id=pair_id)
+        if pair_id
+        else SupervisionPair.objects.filter(correlation_id=correlation)
+    )
     found = []
     for pair in pairs.order_by("created_at"):
         members = list(pair.turns.values("turn_id", "role", "actor_id"))
-        statuses = dict(Turn.objects.filter(turn_id__in=[m["turn_id"] for m in members])
-                        .values_list("turn_id", "status"))
-        counts = dict(SupervisionSteerCount.objects.filter(subject_turn_id__in=statuses)
-                      .values_list("subject_turn_id", "steer_count"))
-        found.append({"pairId": pair.pair_id, "correlationId": pair.correlation_id, "mode": pair.mode,
-                      "sourceEventId": pair.source_event_id,
-                      "turns": [{"turnId": m["turn_id"], "role": m["role"], "actorId": m["actor_id"],
-                                 "status": statuses.get(m["turn_id"]), "steerCount": counts.get(m["turn_id"], 0)}
-                                for m in members]})
+        statuses = dict(
+            Turn.objects.filter(turn_id__in=[m["turn_id"] for m in members]).values_list("turn_id", "status")
+        )
+        counts = dict(
+            SupervisionSteerCount.objects.filter(subject_turn_id__in=statuses).values_list(
+                "subject_turn_id", "steer_count"
+            )
+        )
+        found.append(
+            {
+                "pairId": pair.pair_id,
+                "correlationId": pair.correlation_id,
+                "mode": pair.mode,
+                "sourceEventId": pair.source_event_id,
+                "turns": [
+                    {
+                        "turnId": m["turn_id"],
+                        "role": m["role"],
+                        "actorId": m["actor_id"],
+                        "status": statuses.get(m["turn_id"]),
+                        "steerCount": counts.get(m["turn_id"], 0),
+                    }
+                    for m in members
+                ],
+            }
+        )
     if not found:
-        raise GroupXError("UNKNOWN_TARGET", "no supervision pair matches", details={"unknownTargets": [
-            pair_id or correlation]})
+        raise GroupXError(
+            "UNKNOWN_TARGET", "no supervision pair matches", details={"unknownTargets": [pair_id or correlation]}
+        )
     return {"pairs": found}

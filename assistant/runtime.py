@@ -39,8 +39,12 @@ def configured_spec() -> BrainSpec | None:
         return None
     brain = config.brain
     cwd = str((Path(settings.GROUPX_CONFIG_PATH).parent / brain.cwd).resolve())
-    return BrainSpec(driver=brain.driver, command=command_argv(brain.driver, brain.command), cwd=cwd,
-                     extra_instructions=config.extraInstructions)
+    return BrainSpec(
+        driver=brain.driver,
+        command=command_argv(brain.driver, brain.command),
+        cwd=cwd,
+        extra_instructions=config.extraInstructions,
+    )
 
 
 def display_name() -> str:

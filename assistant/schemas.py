@@ -41,8 +41,12 @@ class SideMessageBody(Checked):
     """A message to the assistant. Only ``clientCommandId`` and ``content``: the sender's fields are
     SENDER_FIELD_FORBIDDEN, ``to`` and ``supervision`` INVALID_ENVELOPE."""
 
-    model_config = ConfigDict(title="SideMessageBody", json_schema_extra={"examples": [
-        {"clientCommandId": "side-1", "content": "Ask every agent for a status and summarise."}]})
+    model_config = ConfigDict(
+        title="SideMessageBody",
+        json_schema_extra={
+            "examples": [{"clientCommandId": "side-1", "content": "Ask every agent for a status and summarise."}]
+        },
+    )
     check = conversation.check_side_message
 
     clientCommandId: ClientCommandId

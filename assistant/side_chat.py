@@ -31,8 +31,9 @@ async def post_message(message: SideMessage) -> dict[str, Any]:
     if state["status"] in NOT_READY or not brain_hook.available():
         # Nothing is written: a disabled assistant saved as enabled reads restart_required, and
         # still has no brain to answer until GroupX restarts.
-        raise GroupXError("SESSION_NOT_AVAILABLE", f"the room assistant is {state['status']}",
-                          details={"status": state["status"]})
+        raise GroupXError(
+            "SESSION_NOT_AVAILABLE", f"the room assistant is {state['status']}", details={"status": state["status"]}
+        )
     recorded = await db.write(conversation.record_user_message)(WEB_BINDING_ID, message)
     user = recorded["userMessage"]
     reply = await db.read(conversation.reply_to)(user["messageId"])

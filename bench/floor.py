@@ -59,25 +59,36 @@ def run_ceiling(args) -> tuple[list[dict], str | None]:
     rounds: dict[str, list[dict]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="groupx-bench-floor-") as scratch:
         for number in range(args.rounds):
-            for kind in kinds[number % len(kinds):] + kinds[:number % len(kinds)]:
+            for kind in kinds[number % len(kinds) :] + kinds[: number % len(kinds)]:
                 try:
-                    row = floor_ceiling.measure(kind, Path(scratch) / f"{number}-{kind}", reference,
-                                                args.throughput_k, args.latency_n)
+                    row = floor_ceiling.measure(
+                        kind, Path(scratch) / f"{number}-{kind}", reference, args.throughput_k, args.latency_n
+                    )
                 except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as exc:
                     log(f"ceiling: round {number + 1}, {kind}: the run failed ({exc}); it is left out")
                     continue
-                log(f"ceiling: round {number + 1}, {kind}: {row['turns_per_s']} turns/s; CPU per Turn: server "
-                    f"{row['server_ms']} ms, harness {row['harness_ms']} ms, fake agents {row['agents_ms']} ms")
+                log(
+                    f"ceiling: round {number + 1}, {kind}: {row['turns_per_s']} turns/s; CPU per Turn: server "
+                    f"{row['server_ms']} ms, harness {row['harness_ms']} ms, fake agents {row['agents_ms']} ms"
+                )
                 rounds[kind].append(row)
     return [floor_ceiling.median_row(rows) for rows in rounds.values() if rows], reference[2] if reference else None
 
 
 def run_sqlite(args) -> dict:
-    done = subprocess.run([sys.executable, "-m", "bench.floor_sqlite", "--turns", str(args.sqlite_turns)],
-                          cwd=REPO, capture_output=True, text=True, check=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.floor_sqlite", "--turns", str(args.sqlite_turns)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    )
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    log(f"sqlite: {found['statements_per_turn']} statements in {found['transactions_per_turn']} transactions per "
-        f"Turn: {found['sqlite_ms']} ms of CPU replayed with sqlite3 alone, {found['django_ms']} ms through Django")
+    log(
+        f"sqlite: {found['statements_per_turn']} statements in {found['transactions_per_turn']} transactions per "
+        f"Turn: {found['sqlite_ms']} ms of CPU replayed with sqlite3 alone, {found['django_ms']} ms through Django"
+    )
     return found
 
 
@@ -88,15 +99,25 @@ def run_pipes(args) -> dict:
 
 
 def describe(args, parts: list[str], reference_commit: str | None, started: str, load_start: list) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip() or "?"
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "?")
+    commit = (
+        subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        or "?"
+    )
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     load_end = [round(x, 1) for x in os.getloadavg()]
     reference = f", reference {reference_commit[:10]}" if reference_commit else ""
-    return (f"Run {started} by `make bench-floor` (`python -m bench.floor --parts {','.join(parts)}`): GroupX "
-            f"{commit}{reference}; {os.cpu_count()} CPUs ({model}), load average {load_start} before, {load_end} "
-            f"after. CPU is utime + stime from /proc (10 ms ticks) unless said otherwise.")
+    return (
+        f"Run {started} by `make bench-floor` (`python -m bench.floor --parts {','.join(parts)}`): GroupX "
+        f"{commit}{reference}; {os.cpu_count()} CPUs ({model}), load average {load_start} before, {load_end} "
+        f"after. CPU is utime + stime from /proc (10 ms ticks) unless said otherwise."
+    )
 
 
 def render(args, results: dict, header: str) -> str:
@@ -106,48 +127,63 @@ def render(args, results: dict, header: str) -> str:
     blocks, derived = [header], {}
     if ceiling_rows:
         table, derived = floor_table.ceiling_section(ceiling_rows, cores)
-        blocks.append(f"**1. The throughput ceiling set by the processes that are not the server** (the kit's "
-                      f"throughput workload, `--throughput-k {args.throughput_k}`, after a {args.latency_n}-message "
-                      "latency run that warms the server up and gives the reply p50/p95 below; each figure the "
-                      f"median of {args.rounds} interleaved rounds, each server fresh; the server's cores in use are "
-                      "its CPU per Turn × turns/s):\n\n" + table)
+        blocks.append(
+            f"**1. The throughput ceiling set by the processes that are not the server** (the kit's "
+            f"throughput workload, `--throughput-k {args.throughput_k}`, after a {args.latency_n}-message "
+            "latency run that warms the server up and gives the reply p50/p95 below; each figure the "
+            f"median of {args.rounds} interleaved rounds, each server fresh; the server's cores in use are "
+            "its CPU per Turn × turns/s):\n\n" + table
+        )
     if http_rows:
-        blocks.append(f"**2. The HTTP floor**: server CPU per request of the harness's `POST /api/messages` (its "
-                      f"headers, a {len(floor_http.message_body())}-byte JSON body), "
-                      f"{args.requests} requests over {args.connections} keep-alive connections after "
-                      f"{args.warmup_requests} for warm-up, each server a fresh process answering 201:\n\n"
-                      + floor_table.http_section(http_rows))
+        blocks.append(
+            f"**2. The HTTP floor**: server CPU per request of the harness's `POST /api/messages` (its "
+            f"headers, a {len(floor_http.message_body())}-byte JSON body), "
+            f"{args.requests} requests over {args.connections} keep-alive connections after "
+            f"{args.warmup_requests} for warm-up, each server a fresh process answering 201:\n\n"
+            + floor_table.http_section(http_rows)
+        )
         profiled = [row for row in http_rows if row.get("profile")]
         if profiled:
-            blocks.append(f"Where each Python server's CPU goes (py-spy at 500 Hz over a further {args.requests} "
-                          "requests; each sample counted for the package of its innermost Python frame, C code for "
-                          "its caller; waiting threads dropped; raw profiles under bench/results/floor/):\n\n"
-                          + "\n".join(f"- {row['label']}: {floor_profile.summary(row['profile'])}" for row in profiled))
+            blocks.append(
+                f"Where each Python server's CPU goes (py-spy at 500 Hz over a further {args.requests} "
+                "requests; each sample counted for the package of its innermost Python frame, C code for "
+                "its caller; waiting threads dropped; raw profiles under bench/results/floor/):\n\n"
+                + "\n".join(f"- {row['label']}: {floor_profile.summary(row['profile'])}" for row in profiled)
+            )
     if sse_rows:
-        blocks.append(f"**2b. The SSE floor**: server CPU per event-stream frame ({len(floor_apps.FRAME)} bytes, a "
-                      f"Turn event's size), {args.frames} frames on one connection, one per turn of the server's "
-                      "event loop:\n\n" + floor_table.sse_section(sse_rows))
+        blocks.append(
+            f"**2b. The SSE floor**: server CPU per event-stream frame ({len(floor_apps.FRAME)} bytes, a "
+            f"Turn event's size), {args.frames} frames on one connection, one per turn of the server's "
+            "event loop:\n\n" + floor_table.sse_section(sse_rows)
+        )
     if sqlite:
-        blocks.append(f"**3. The SQLite floor**: {sqlite['turns_timed']} of `bench.turn_cost`'s Turns (one "
-                      f"message to one agent each), {sqlite['statements_per_turn']} statements in "
-                      f"{sqlite['transactions_per_turn']} transactions per Turn, replayed with `sqlite3` alone on "
-                      f"a copy of the database in WAL with GroupX's pragmas: **{sqlite['sqlite_ms']:.2f} ms** of "
-                      f"CPU per Turn; the same Turns through Django and GroupX's functions: "
-                      f"{sqlite['django_ms']:.2f} ms (process time, in-process, no HTTP).")
+        blocks.append(
+            f"**3. The SQLite floor**: {sqlite['turns_timed']} of `bench.turn_cost`'s Turns (one "
+            f"message to one agent each), {sqlite['statements_per_turn']} statements in "
+            f"{sqlite['transactions_per_turn']} transactions per Turn, replayed with `sqlite3` alone on "
+            f"a copy of the database in WAL with GroupX's pragmas: **{sqlite['sqlite_ms']:.2f} ms** of "
+            f"CPU per Turn; the same Turns through Django and GroupX's functions: "
+            f"{sqlite['django_ms']:.2f} ms (process time, in-process, no HTTP)."
+        )
     if pipes:
-        blocks.append(f"**4. The pipe floor**: {pipes['turns']} ACP prompt round trips (a {pipes['prompt_chars']}-"
-                      f"character prompt, {pipes['updates_per_turn']:.0f} `session/update` notifications, the "
-                      f"result) to the instant fake agent over asyncio pipes: **{pipes['pipe_ms']:.3f} ms** of this "
-                      f"side's CPU per Turn, {pipes['round_trip_ms']:.3f} ms of wall time.")
+        blocks.append(
+            f"**4. The pipe floor**: {pipes['turns']} ACP prompt round trips (a {pipes['prompt_chars']}-"
+            f"character prompt, {pipes['updates_per_turn']:.0f} `session/update` notifications, the "
+            f"result) to the instant fake agent over asyncio pipes: **{pipes['pipe_ms']:.3f} ms** of this "
+            f"side's CPU per Turn, {pipes['round_trip_ms']:.3f} ms of wall time."
+        )
     groupx = {row["kind"]: row for row in ceiling_rows}.get("start", {})
     posts_per_turn = args.throughput_k / groupx["turns"] if groupx else 1 / 3
-    components = floor_table.floor_rows(http_rows, sse_rows, sqlite, pipes, posts_per_turn,
-                                        groupx.get("sse_frames_per_turn"))
+    components = floor_table.floor_rows(
+        http_rows, sse_rows, sqlite, pipes, posts_per_turn, groupx.get("sse_frames_per_turn")
+    )
     if components:
         table, total = floor_table.summary_section(components, ceiling_rows)
-        blocks.append("**The floor of a Turn** (server CPU per Turn; what the sum leaves out is GroupX's own "
-                      "work: the Python of its commands around their statements, the Context Packet's text, the "
-                      "events' JSON, the hand-offs between its event loop and its threads):\n\n" + table)
+        blocks.append(
+            "**The floor of a Turn** (server CPU per Turn; what the sum leaves out is GroupX's own "
+            "work: the Python of its commands around their statements, the Context Packet's text, the "
+            "events' JSON, the hand-offs between its event loop and its threads):\n\n" + table
+        )
         prose = floor_table.targets_prose(ceiling_rows, derived, http_rows, sqlite, pipes, total)
         if prose:
             blocks.append("Per target of issue 22, from this run:\n\n" + prose)
@@ -189,8 +225,14 @@ def main(argv: list[str] | None = None) -> int:
                 profiles.mkdir(parents=True, exist_ok=True)
             else:
                 log("http: not profiled: py-spy is not installed (the test extra pins it)")
-        results["http"] = floor_http.run(floor_http.node_binary(compare.cache_dir()), args.requests,
-                                         args.connections, args.warmup_requests, log, profiles)
+        results["http"] = floor_http.run(
+            floor_http.node_binary(compare.cache_dir()),
+            args.requests,
+            args.connections,
+            args.warmup_requests,
+            log,
+            profiles,
+        )
     if "sse" in parts:
         results["sse"] = floor_sse.run(floor_http.node_binary(compare.cache_dir()), args.frames, log)
     if "sqlite" in parts:

@@ -32,8 +32,11 @@ if "daphne.server" in sys.modules:
 ANSWER = b'{"messageEventId":"evt_floor","turns":[]}'
 HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(ANSWER)).encode())]
 # One SSE frame of the size of a Turn's event envelope (bench/floor_node_server.js sends the same).
-FRAME = (b"id: 1234\nevent: turn.content.delta\ndata: {\"type\":\"turn.content.delta\",\"body\":{\"text\":\""
-         + b"x" * 300 + b"\"}}\n\n")
+FRAME = (
+    b'id: 1234\nevent: turn.content.delta\ndata: {"type":"turn.content.delta","body":{"text":"'
+    + b"x" * 300
+    + b'"}}\n\n'
+)
 
 
 async def bare(scope, receive, send) -> None:

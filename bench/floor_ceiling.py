@@ -32,11 +32,14 @@ def run_harness(server: Server, workloads: str, out: Path, throughput_k: int, la
 def measure(kind: str, workdir: Path, reference: tuple | None, throughput_k: int, latency_n: int = 30) -> dict:
     """One server's throughput run split by process: ms of CPU per Turn of the server, the harness
     and the fake agents, and the turns/s the harness measured."""
-    server = Server(kind, workdir, reference_dir=reference[0] if reference else None,
-                    node=reference[1] if reference else None)
+    server = Server(
+        kind, workdir, reference_dir=reference[0] if reference else None, node=reference[1] if reference else None
+    )
     try:
         server.start()
-        warmup = compare_table.figures(run_harness(server, "latency", workdir / "latency.json", throughput_k, latency_n))
+        warmup = compare_table.figures(
+            run_harness(server, "latency", workdir / "latency.json", throughput_k, latency_n)
+        )
         agents = tree(server.pid)[1:]
         agents_before = {pid: cpu_seconds(pid) for pid in agents}
         document = run_harness(server, "throughput", workdir / "throughput.json", throughput_k, latency_n)
@@ -69,8 +72,10 @@ def measure(kind: str, workdir: Path, reference: tuple | None, throughput_k: int
 
 def median_row(rows: list[dict]) -> dict:
     """The median of each figure over the rounds; ``rounds`` keeps each round's turns/s and server ms."""
-    out = {"kind": rows[0]["kind"], "rounds": [{"turns_per_s": r["turns_per_s"], "server_ms": r["server_ms"]}
-                                               for r in rows]}
+    out = {
+        "kind": rows[0]["kind"],
+        "rounds": [{"turns_per_s": r["turns_per_s"], "server_ms": r["server_ms"]} for r in rows],
+    }
     for key in rows[0]:
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         if key != "kind" and values:

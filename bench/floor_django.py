@@ -35,8 +35,10 @@ class PostMessageBody(Schema):
     """The constraints of rooms.schemas.PostMessageBody, without its GroupX check."""
 
     clientCommandId: Annotated[str, Field(min_length=1, max_length=MAX_CLIENT_COMMAND_ID, pattern=NON_BLANK)]
-    to: Annotated[list[Annotated[str, Field(pattern=rf"{AGENT_ACTOR_RE.pattern}|^@all$")]],
-                  Field(min_length=1, max_length=MAX_TARGETS)]
+    to: Annotated[
+        list[Annotated[str, Field(pattern=rf"{AGENT_ACTOR_RE.pattern}|^@all$")]],
+        Field(min_length=1, max_length=MAX_TARGETS),
+    ]
     content: Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARACTERS, pattern=NON_BLANK)]
     replyToEventId: str | None = None
     forwardedEventId: str | None = None

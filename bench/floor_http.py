@@ -31,8 +31,22 @@ from bench.server import wait_until
 
 NODE_SERVER = REPO / "bench" / "floor_node_server.js"
 DAPHNE = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-v", "0"]
-UVICORN = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--http", "httptools", "--loop", "uvloop",
-           "--lifespan", "off", "--no-access-log", "--log-level", "warning"]
+UVICORN = [
+    sys.executable,
+    "-m",
+    "uvicorn",
+    "--host",
+    "127.0.0.1",
+    "--http",
+    "httptools",
+    "--loop",
+    "uvloop",
+    "--lifespan",
+    "off",
+    "--no-access-log",
+    "--log-level",
+    "warning",
+]
 # (key, label): the rows, in the order they run and print.
 LAYERS = (
     ("daphne_bare", "daphne (twisted; GroupX's request class) + a bare ASGI callable"),
@@ -47,17 +61,25 @@ def message_body(client_command_id: str | None = None) -> bytes:
     """The harness's message body (bench/anchor/groupx_bench.py ``_post_message``), as httpx encodes it."""
     head = "bench 1a2b3c4d throughput #1: "
     filler = "the quick brown fox jumps over the lazy dog " * 4
-    return json.dumps({"clientCommandId": client_command_id or f"bench-1a2b3c4d-{uuid.uuid4().hex}",
-                       "to": ["agent:kimi", "agent:grok", "agent:hermes"], "content": (head + filler)[:120]},
-                      ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "clientCommandId": client_command_id or f"bench-1a2b3c4d-{uuid.uuid4().hex}",
+            "to": ["agent:kimi", "agent:grok", "agent:hermes"],
+            "content": (head + filler)[:120],
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode()
 
 
 def request_bytes(port: int, body: bytes | None = None) -> bytes:
     """The harness's message post (``body``: the harness's message by default), its headers as httpx writes them."""
     body = body or message_body()
-    headers = (f"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n"
-               "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\nUser-Agent: python-httpx/0.28.1\r\n"
-               f"Content-Length: {len(body)}\r\nContent-Type: application/json\r\n\r\n")
+    headers = (
+        f"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n"
+        "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\nUser-Agent: python-httpx/0.28.1\r\n"
+        f"Content-Length: {len(body)}\r\nContent-Type: application/json\r\n\r\n"
+    )
     return headers.encode() + body
 
 
@@ -69,8 +91,9 @@ async def _connection(port: int, count: int, request: bytes, statuses: dict[int,
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             status = int(lines[0].split()[1])
-            length = next((int(line.split(":", 1)[1]) for line in lines[1:]
-                           if line.lower().startswith("content-length:")), None)
+            length = next(
+                (int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:")), None
+            )
             if length is not None:
                 await reader.readexactly(length)
             else:  # daphne sends Django's answer chunked
@@ -128,13 +151,20 @@ def serving(layer: str, node: Path | None):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}
         env["GROUPX_CONFIG"] = str(Path(scratch) / "groupx.json")  # absent: the defaults, a throwaway store path
         with open(Path(scratch) / "server.log", "wb") as log:
-            proc = subprocess.Popen(command(layer, port, node), cwd=REPO, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                command(layer, port, node),
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         try:
             wait_until(lambda: proc.poll() is not None or _answers(port), 60, f"the {layer} server to answer")
             if proc.poll() is not None:
-                raise RuntimeError(f"{layer} exited with {proc.returncode}: "
-                                   f"{(Path(scratch) / 'server.log').read_text()[-500:]}")
+                raise RuntimeError(
+                    f"{layer} exited with {proc.returncode}: {(Path(scratch) / 'server.log').read_text()[-500:]}"
+                )
             yield proc, port
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -145,8 +175,9 @@ def serving(layer: str, node: Path | None):
                 proc.wait()
 
 
-def measure(layer: str, node: Path | None, requests: int, connections: int, warmup: int,
-            profile: Path | None = None) -> dict:
+def measure(
+    layer: str, node: Path | None, requests: int, connections: int, warmup: int, profile: Path | None = None
+) -> dict:
     """``profile``: a path for py-spy's raw output, sampled over a further ``requests`` after the measured ones."""
     with serving(layer, node) as (proc, port):
         asyncio.run(load(port, warmup, connections))
@@ -161,15 +192,21 @@ def measure(layer: str, node: Path | None, requests: int, connections: int, warm
             found = {"profile": floor_profile.shares(profile)}
     if statuses.get(201) != requests:
         raise RuntimeError(f"{layer}: answers {statuses}, expected {requests} × 201")
-    return {"layer": layer, "requests": requests, "connections": connections,
-            "us_per_request": round(cpu * 1e6 / requests, 1), "requests_per_s": round(requests / elapsed),
-            "rss_mb": rss, **found}
+    return {
+        "layer": layer,
+        "requests": requests,
+        "connections": connections,
+        "us_per_request": round(cpu * 1e6 / requests, 1),
+        "requests_per_s": round(requests / elapsed),
+        "rss_mb": rss,
+        **found,
+    }
 
 
 def unavailable(layer: str, node: Path | None) -> str | None:
     """Why ``layer`` cannot run here, or None."""
     if layer == "node" and node is None:
-        return ("the reference's Node 24 is not in GROUPX_REFERENCE_CACHE (make bench-compare builds it there)")
+        return "the reference's Node 24 is not in GROUPX_REFERENCE_CACHE (make bench-compare builds it there)"
     if layer.startswith("uvicorn") and shutil.which("uvicorn", path=str(Path(sys.executable).parent)) is None:
         return "uvicorn is not installed (the test extra pins it)"
     return None

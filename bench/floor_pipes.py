@@ -42,13 +42,19 @@ class Pipe:
 
 
 async def _run(turns: int, warmup: int, prompt_chars: int) -> dict:
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(FAKE_AGENT), "acp", stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE, limit=1 << 22)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(FAKE_AGENT),
+        "acp",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=1 << 22,
+    )
     pipe = Pipe(proc)
     try:
         await pipe.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         session = (await pipe.call("session/new", {"cwd": "/", "mcpServers": []}))["sessionId"]
-        text = ("[current_message]\n" + "the quick brown fox jumps over the lazy dog " * (prompt_chars // 44 + 1))
+        text = "[current_message]\n" + "the quick brown fox jumps over the lazy dog " * (prompt_chars // 44 + 1)
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": text[:prompt_chars]}]}
         for _ in range(warmup):
             await pipe.call("session/prompt", prompt)
@@ -64,8 +70,13 @@ async def _run(turns: int, warmup: int, prompt_chars: int) -> dict:
         except TimeoutError:
             proc.kill()
             await proc.wait()
-    return {"turns": turns, "prompt_chars": prompt_chars, "updates_per_turn": (pipe.updates - updates_before) / turns,
-            "pipe_ms": round(cpu * 1000 / turns, 3), "round_trip_ms": round(wall * 1000 / turns, 3)}
+    return {
+        "turns": turns,
+        "prompt_chars": prompt_chars,
+        "updates_per_turn": (pipe.updates - updates_before) / turns,
+        "pipe_ms": round(cpu * 1000 / turns, 3),
+        "round_trip_ms": round(wall * 1000 / turns, 3),
+    }
 
 
 def measure(turns: int = 2000, warmup: int = 200, prompt_chars: int = 1000) -> dict:

@@ -30,8 +30,11 @@ def py_spy() -> str | None:
 
 @contextlib.contextmanager
 def sampled(pid: int, raw: Path, rate: int = 500):
-    spy = subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
-                            "--output", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    spy = subprocess.Popen(
+        [py_spy(), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(raw)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.0)  # py-spy attaches before the first sampled request (it prints nothing to wait on)
     try:
         yield
@@ -72,8 +75,10 @@ def shares(raw: Path) -> dict:
     total = sum(packages.values())
     if not total:
         return {"packages": [], "frames": []}
-    return {"packages": [(name, n / total) for name, n in packages.most_common()],
-            "frames": [(name, n / total) for name, n in frames.most_common(5)]}
+    return {
+        "packages": [(name, n / total) for name, n in packages.most_common()],
+        "frames": [(name, n / total) for name, n in frames.most_common(5)],
+    }
 
 
 def summary(found: dict, top: int = 7) -> str:

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from bench.turn_cost import Turns, _configure
 
-PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON",
-           "PRAGMA temp_store=MEMORY")
+PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY")
 
 
 class Recorder:
@@ -102,7 +101,7 @@ def measure(turns: int, warmup: int) -> dict:
         django_ms = (time.process_time() - cpu) * 1000 / turns
         connection.close()
         half = turns // 2
-        warm, timed = recorder.statements[:boundaries[half - 1]], recorder.statements[boundaries[half - 1]:]
+        warm, timed = recorder.statements[: boundaries[half - 1]], recorder.statements[boundaries[half - 1] :]
         db = open_like_groupx(copy)
         try:
             replay(db, warm)
@@ -112,11 +111,14 @@ def measure(turns: int, warmup: int) -> dict:
         finally:
             db.close()
     statements = recorder.statements
-    return {"turns_recorded": turns, "turns_timed": turns - half,
-            "statements_per_turn": round(len(statements) / turns, 1),
-            "transactions_per_turn": round(sum(1 for sql, *_ in statements if sql.upper().startswith("BEGIN"))
-                                           / turns, 1),
-            "sqlite_ms": round(replay_ms, 3), "django_ms": round(django_ms, 3)}
+    return {
+        "turns_recorded": turns,
+        "turns_timed": turns - half,
+        "statements_per_turn": round(len(statements) / turns, 1),
+        "transactions_per_turn": round(sum(1 for sql, *_ in statements if sql.upper().startswith("BEGIN")) / turns, 1),
+        "sqlite_ms": round(replay_ms, 3),
+        "django_ms": round(django_ms, 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,8 +32,10 @@ def read_stream(port: int, frames: int) -> int:
     """Bytes of the body (with its chunk framing) of one ``GET /?n=frames``, read to the end."""
     total = 0
     with socket.create_connection(("127.0.0.1", port), timeout=60) as client:
-        client.sendall(f"GET /?n={frames} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-                       "Connection: close\r\n\r\n".encode())
+        client.sendall(
+            f"GET /?n={frames} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
         while chunk := client.recv(1 << 16):
             total += len(chunk)
     if total < frames * len(FRAME):
@@ -47,11 +49,20 @@ def measure(layer: str, node: Path | None, frames: int) -> dict:
         before, started = cpu_seconds(proc.pid), time.perf_counter()
         read_stream(port, frames)
         elapsed, cpu = time.perf_counter() - started, cpu_seconds(proc.pid) - before
-    return {"layer": layer, "frames": frames, "us_per_frame": round(cpu * 1e6 / frames, 2),
-            "frames_per_s": round(frames / elapsed)}
+    return {
+        "layer": layer,
+        "frames": frames,
+        "us_per_frame": round(cpu * 1e6 / frames, 2),
+        "frames_per_s": round(frames / elapsed),
+    }
 
 
 def run(node: Path | None, frames: int, log) -> list[dict]:
-    return run_layers("sse", LAYERS, node, lambda layer: measure(layer, node, frames),
-                      lambda row: f"{row['us_per_frame']} µs of server CPU per frame ({row['frames_per_s']} frames/s)",
-                      log)
+    return run_layers(
+        "sse",
+        LAYERS,
+        node,
+        lambda layer: measure(layer, node, frames),
+        lambda row: f"{row['us_per_frame']} µs of server CPU per frame ({row['frames_per_s']} frames/s)",
+        log,
+    )

@@ -41,11 +41,24 @@ def seed(db_path: Path, total: int) -> None:
             if i == 10:
                 text += f" ({RARE})"
             at = str((start + timedelta(seconds=i)).replace(tzinfo=None))
-            rows.append((f"evt_hist{i}", "room:main", "message.created", *actor, "[]", f"corr_h{i}", f"corr_h{i}", at,
-                         json.dumps({"content": text})))
+            rows.append(
+                (
+                    f"evt_hist{i}",
+                    "room:main",
+                    "message.created",
+                    *actor,
+                    "[]",
+                    f"corr_h{i}",
+                    f"corr_h{i}",
+                    at,
+                    json.dumps({"content": text}),
+                )
+            )
         db.executemany(
             "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
-            " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+            " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
         db.commit()
     finally:
         db.close()
@@ -95,11 +108,16 @@ def insert_cost_ms(content: str, rows: int) -> dict:
         db.execute(sql)
     by_trigger = per_row()
     db.execute(f"DROP TRIGGER {search_index.FTS_TABLE}_ai")
-    batched = per_row(f"INSERT INTO {search_index.FTS_TABLE}(rowid, content) SELECT seq, content "
-                      f"FROM {search_index.VIEW} WHERE seq > ?")
+    batched = per_row(
+        f"INSERT INTO {search_index.FTS_TABLE}(rowid, content) SELECT seq, content "
+        f"FROM {search_index.VIEW} WHERE seq > ?"
+    )
     db.close()
-    return {"withoutIndexMs": round(without, 3), "withIndexMs": round(by_trigger, 3),
-            "batchedIndexMs": round(batched, 3)}
+    return {
+        "withoutIndexMs": round(without, 3),
+        "withIndexMs": round(by_trigger, 3),
+        "batchedIndexMs": round(batched, 3),
+    }
 
 
 def timed(client: httpx.Client, path: str, params: dict, requests: int) -> dict:
@@ -111,8 +129,11 @@ def timed(client: httpx.Client, path: str, params: dict, requests: int) -> dict:
         response.raise_for_status()
         if index >= 3:  # warm-up
             times.append(elapsed)
-    return {"medianMs": round(statistics.median(times), 2), "p95Ms": round(percentile(times, 95), 2),
-            "bytes": len(response.content)}
+    return {
+        "medianMs": round(statistics.median(times), 2),
+        "p95Ms": round(percentile(times, 95), 2),
+        "bytes": len(response.content),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,14 +142,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=30)
     args = parser.parse_args(argv)
     prose = "the build passes on both machines and the review of the migration is done; shipping next. "
-    results_insert = {"insertShortMessage": insert_cost_ms(prose, 2_000),
-                      "insertLargestMessage": insert_cost_ms((prose * 1_500)[:131_072], 30)}
+    results_insert = {
+        "insertShortMessage": insert_cost_ms(prose, 2_000),
+        "insertLargestMessage": insert_cost_ms((prose * 1_500)[:131_072], 30),
+    }
     server = BenchServer(Path(tempfile.mkdtemp(prefix="groupx-bench-history-")))
     server.migrate()
     started = time.perf_counter()
     seed(server.db_path, args.events)
-    results: dict = {"events": args.events, "seedSeconds": round(time.perf_counter() - started, 2),
-                     "ftsRebuildSeconds": rebuild_seconds(server.db_path), **results_insert}
+    results: dict = {
+        "events": args.events,
+        "seedSeconds": round(time.perf_counter() - started, 2),
+        "ftsRebuildSeconds": rebuild_seconds(server.db_path),
+        **results_insert,
+    }
     server.start()
     try:
         head = httpx.get(f"{server.base_url}/api/bootstrap").json()["room"]["throughSeq"]
@@ -144,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
             # A term too short for the trigram index that matches nothing reads every message (LIKE).
             results["searchShortTermNoMatch"] = timed(client, "/api/search", {"q": "zq"}, n)
             results["searchNoMatch"] = timed(client, "/api/search", {"q": "zebra"}, n)
-            results["exportOneHour"] = timed(client, "/api/export.md",
-                                             {"from": "2026-01-01T10:00:00Z", "to": "2026-01-01T11:00:00Z"}, 3)
+            results["exportOneHour"] = timed(
+                client, "/api/export.md", {"from": "2026-01-01T10:00:00Z", "to": "2026-01-01T11:00:00Z"}, 3
+            )
             results["exportWholeRoom"] = timed(client, "/api/export.md", {}, 3)
     finally:
         server.stop()

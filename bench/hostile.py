@@ -60,24 +60,33 @@ def upload(port: int, total: int, *, chunked: bool) -> dict:
         code = json.loads(body)["error"]["code"]
     except (ValueError, KeyError, TypeError):
         code = None
-    return {"status": status_line, "code": code, "bytesSentMB": round(sent / MB, 1),
-            "seconds": round(time.monotonic() - started, 2)}
+    return {
+        "status": status_line,
+        "code": code,
+        "bytesSentMB": round(sent / MB, 1),
+        "seconds": round(time.monotonic() - started, 2),
+    }
 
 
 def flood(base_url: str) -> dict:
     """Ask the fake kimi for a 12.5 Mi-character reply and report how its Turn ended."""
     started = time.monotonic()
-    accepted = httpx.post(f"{base_url}/api/messages", timeout=10, json={
-        "clientCommandId": "bench-flood", "to": ["agent:kimi"],
-        "content": "[[fake: flood chunk=65536 n=200]]"}).json()
+    accepted = httpx.post(
+        f"{base_url}/api/messages",
+        timeout=10,
+        json={"clientCommandId": "bench-flood", "to": ["agent:kimi"], "content": "[[fake: flood chunk=65536 n=200]]"},
+    ).json()
     turn_id = accepted["turns"][0]["turnId"]
     terminal = None
     while terminal is None and time.monotonic() - started < 300:
         events = httpx.get(f"{base_url}/api/bootstrap", timeout=10).json()["recentEvents"]
         terminal = next((e for e in events if e["type"] in TERMINALS and e["body"].get("turnId") == turn_id), None)
         time.sleep(0.1)  # a bench polling a server it does not control, not a test's synchronisation
-    return {"terminal": terminal and terminal["type"], "code": terminal and terminal["body"].get("errorCode"),
-            "seconds": round(time.monotonic() - started, 2)}
+    return {
+        "terminal": terminal and terminal["type"],
+        "code": terminal and terminal["body"].get("errorCode"),
+        "seconds": round(time.monotonic() - started, 2),
+    }
 
 
 def run_case(name: str, workdir: Path, size: int) -> dict:

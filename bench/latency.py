@@ -18,8 +18,9 @@ from bench.stats import summary_ms
 STEPS = ("turn.queued", "turn.dispatched", "turn.started", "turn.completed")
 
 
-async def run(base_url: str, *, messages: int = 50, warmup: int = 3, target: str = "agent:kimi",
-              content: str = "") -> dict:
+async def run(
+    base_url: str, *, messages: int = 50, warmup: int = 3, target: str = "agent:kimi", content: str = ""
+) -> dict:
     """``content``: a prefix of each message (a fake agent's directive, e.g. to stream deltas)."""
     async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
         head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
@@ -41,7 +42,12 @@ async def run(base_url: str, *, messages: int = 50, warmup: int = 3, target: str
                     for step in STEPS:
                         if (turn_id, step) in room.turn_steps:
                             steps[step].append(room.turn_steps[turn_id, step] - started)
-    return {"messages": messages, "warmup": warmup, "target": target,
-            "postToAcceptedMs": summary_ms(accepted), "postToReplyMs": summary_ms(replied),
-            # where the round trip goes: POST → each durable step of the turn, as seen on SSE
-            "postToStepMs": {step: summary_ms(times)["p50"] if times else None for step, times in steps.items()}}
+    return {
+        "messages": messages,
+        "warmup": warmup,
+        "target": target,
+        "postToAcceptedMs": summary_ms(accepted),
+        "postToReplyMs": summary_ms(replied),
+        # where the round trip goes: POST → each durable step of the turn, as seen on SSE
+        "postToStepMs": {step: summary_ms(times)["p50"] if times else None for step, times in steps.items()},
+    }

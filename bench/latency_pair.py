@@ -71,8 +71,13 @@ class Side:
         await asyncio.wait_for(done, 10)
         seen = self.seen.pop(turn_id)
         if keep:
-            self.figures.append({"accepted": accepted - sent, "delta": seen["turn.content.delta"] - sent,
-                                 "reply": seen["message.created"] - sent})
+            self.figures.append(
+                {
+                    "accepted": accepted - sent,
+                    "delta": seen["turn.content.delta"] - sent,
+                    "reply": seen["message.created"] - sent,
+                }
+            )
         return {"sent": sent, "accepted": accepted, **seen}
 
     async def close(self) -> None:
@@ -88,7 +93,7 @@ async def _run(urls: dict[str, str], turns: int, warmup: int) -> list[Side]:
         await side.open()
     try:
         for index in range(warmup + turns):
-            for side in (sides if index % 2 == 0 else sides[::-1]):
+            for side in sides if index % 2 == 0 else sides[::-1]:
                 await side.turn(keep=index >= warmup)
     finally:
         for side in sides:
@@ -114,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, checkout in (("base", args.base), ("other", args.other)):
                 compare_servers.REPO = checkout.resolve()  # the server runs that checkout's code
                 servers[name] = compare_servers.Server("start", Path(tmp) / name).start()
-            sides = asyncio.run(_run({name: server.base_url for name, server in servers.items()},
-                                     args.turns, args.warmup))
+            sides = asyncio.run(
+                _run({name: server.base_url for name, server in servers.items()}, args.turns, args.warmup)
+            )
         finally:
             for server in servers.values():
                 server.stop()
@@ -123,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.turns} Turns per side, alternated; ms: median (p25-p75); other - base: median of the pairs")
     for label, key in FIGURES:
         pairs = [o[key] - b[key] for b, o in zip(base.figures, other.figures, strict=True)]
-        print(f"{label:20} base {_ms([f[key] for f in base.figures])}   other {_ms([f[key] for f in other.figures])}"
-              f"   other - base {statistics.median(pairs) * 1000:+.3f}")
+        print(
+            f"{label:20} base {_ms([f[key] for f in base.figures])}   other {_ms([f[key] for f in other.figures])}"
+            f"   other - base {statistics.median(pairs) * 1000:+.3f}"
+        )
     return 0
 
 

@@ -105,8 +105,13 @@ def _install() -> None:
     _wrap(tcp.Connection, "_dataReceived", before=lambda self, data: note(f"sock.recv {data[:16]!r}"))
     _wrap(tcp.Connection, "write", before=lambda self, data: note(f"tcp.write {_what(data)}"))
     _wrap(tcp.Connection, "writeSomeData", before=lambda self, data: note(f"sock.send {_what(data)}"))
-    _wrap(asyncio.unix_events._UnixWritePipeTransport, "write", before=lambda self, data: note(
-        "pipe.write " + ("prompt" if b"session/prompt" in data else repr(bytes(data[:20])))))
+    _wrap(
+        asyncio.unix_events._UnixWritePipeTransport,
+        "write",
+        before=lambda self, data: note(
+            "pipe.write " + ("prompt" if b"session/prompt" in data else repr(bytes(data[:20])))
+        ),
+    )
 
     def received(self, fd, data):
         if fd == 1:
@@ -133,11 +138,18 @@ def _install() -> None:
         note(f"writer.put {name}")
 
     _wrap(db._WriterThread, "_put", before=put)
-    _wrap(db, "_run_then_post", before=lambda loop, future, context, fn, *a: note(f"writer.run {names.get(id(future))}"),
-          after=lambda loop, future, context, fn, *a: note(f"writer.done {names.get(id(future))}"))
-    _wrap(group_commit, "run_together",
-          before=lambda calls, *a: note("writer.group " + "+".join(str(names.get(id(c[1]))) for c in calls)),
-          after=lambda calls, *a: note("writer.group done"))
+    _wrap(
+        db,
+        "_run_then_post",
+        before=lambda loop, future, context, fn, *a: note(f"writer.run {names.get(id(future))}"),
+        after=lambda loop, future, context, fn, *a: note(f"writer.done {names.get(id(future))}"),
+    )
+    _wrap(
+        group_commit,
+        "run_together",
+        before=lambda calls, *a: note("writer.group " + "+".join(str(names.get(id(c[1]))) for c in calls)),
+        after=lambda calls, *a: note("writer.group done"),
+    )
     _wrap(db, "_deliver", before=lambda loop, future, *a: note(f"loop.deliver {names.get(id(future))}"))
     _wrap(lanes.Lane, "poke", before=lambda self: note(f"lane.poke {self.agent.actor_id}"))
     _wrap_async(lanes.Lane, "_read_head", "lane.read_head")
@@ -181,7 +193,7 @@ def _serve() -> None:
     _install()
     from groupx_site.cli import main
 
-    sys.exit(main(sys.argv[sys.argv.index("--serve") + 1:]))
+    sys.exit(main(sys.argv[sys.argv.index("--serve") + 1 :]))
 
 
 # ---- the client side ----------------------------------------------------------------------------
@@ -197,8 +209,12 @@ async def _workload(base_url: str, turns: int, warmup: int) -> list[dict]:
         for index in range(warmup + turns):
             seen = await side.turn(keep=False)
             if index >= warmup:
-                marks.append({("client.202" if key == "accepted" else f"client.{key}"): int(at * 1e9)
-                              for key, at in seen.items()})
+                marks.append(
+                    {
+                        ("client.202" if key == "accepted" else f"client.{key}"): int(at * 1e9)
+                        for key, at in seen.items()
+                    }
+                )
     finally:
         await side.close()
     return marks
@@ -245,7 +261,11 @@ def summary(turns: list[list[tuple[float, str]]]) -> list[tuple[str, float, floa
 SEGMENTS = (
     ("POST sent -> 202 read", "client.sent", "client.202"),
     ("POST sent -> the post's writer call queued", "client.sent", "writer.put accept_message"),
-    ("the post's writer call, queued -> result on the loop", "writer.put accept_message", "loop.deliver accept_message"),
+    (
+        "the post's writer call, queued -> result on the loop",
+        "writer.put accept_message",
+        "loop.deliver accept_message",
+    ),
     ("the post's result -> the lane's claim queued", "loop.deliver accept_message", "writer.put claim_head"),
     ("the claim, queued -> result on the loop", "writer.put claim_head", "loop.deliver claim_head"),
     ("  the claim: queued -> running on the writer thread", "writer.put claim_head", "writer.run claim_head"),
@@ -281,6 +301,7 @@ def segments(turns: list[list[tuple[float, str]]]) -> list[tuple[str, float, flo
 def thirds(turns: list[list[tuple[float, str]]]) -> list[tuple[str, float, float]]:
     """(segment, median over the fastest third of the Turns, over the slowest third), the Turns
     ranked by POST -> reply: which segment a slow Turn loses its time in (D83)."""
+
     def reply(turn):
         return next((ms for ms, label in turn if label == "client.message.created"), float("inf"))
 
@@ -301,8 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw", type=int, default=None, help="also print the K-th Turn's every note")
     parser.add_argument("--loop", action="store_true", help="note every event-loop callback (slows the loop)")
     parser.add_argument("--json", type=Path, default=None, help="write the per-Turn notes there")
-    parser.add_argument("--thirds", action="store_true",
-                        help="also the segments' medians over the fastest and the slowest third of the Turns")
+    parser.add_argument(
+        "--thirds",
+        action="store_true",
+        help="also the segments' medians over the fastest and the slowest third of the Turns",
+    )
     args = parser.parse_args(argv)
 
     from bench.compare_servers import Server

@@ -58,9 +58,12 @@ def scroll_to_start(browser, url: str) -> dict:
             page.wait_for_function(OLDER_OR_START, arg=floor, timeout=60_000)
             pages += 1
             most = max(most, page.locator("#durable article").count())
-        return {"pagesRead": pages, "mostMessageElements": most,
-                "messageElementsAtStart": page.locator("#durable article").count(),
-                "elementsAtStart": page.evaluate("document.querySelectorAll('*').length")}
+        return {
+            "pagesRead": pages,
+            "mostMessageElements": most,
+            "messageElementsAtStart": page.locator("#durable article").count(),
+            "elementsAtStart": page.evaluate("document.querySelectorAll('*').length"),
+        }
     finally:
         context.close()
 
@@ -73,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-scroll", action="store_true", help="only the loads (a page that keeps every "
-                        "page it read takes minutes to scroll 5,000 messages back)")
+    parser.add_argument(
+        "--no-scroll",
+        action="store_true",
+        help="only the loads (a page that keeps every page it read takes minutes to scroll 5,000 messages back)",
+    )
     args = parser.parse_args(argv)
     server = BenchServer(Path(tempfile.mkdtemp(prefix="groupx-bench-long-room-")))
     server.migrate()

@@ -41,8 +41,12 @@ def peak_rss(pid: int) -> dict:
 
     def entry(p: int) -> dict:
         status = _status(p)
-        return {"pid": p, "name": status.get("Name", "?").strip(), "peakMiB": round(_kib(status.get("VmHWM")) / 1024, 1),
-                "rssMiB": round(_kib(status.get("VmRSS")) / 1024, 1)}
+        return {
+            "pid": p,
+            "name": status.get("Name", "?").strip(),
+            "peakMiB": round(_kib(status.get("VmHWM")) / 1024, 1),
+            "rssMiB": round(_kib(status.get("VmRSS")) / 1024, 1),
+        }
 
     pending, found = children(pid), []
     while pending and len(found) < 64:  # bounded walk over the process tree

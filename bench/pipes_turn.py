@@ -37,21 +37,29 @@ LOG = logging.getLogger("bench.pipes_turn")
 
 def _profile(workdir: str) -> LaunchProfile:
     # The MCP endpoint is announced to the agent, never contacted by the kit's fake.
-    return LaunchProfile(agent_id="kimi", actor_id="agent:kimi", driver="kimi",
-                         command=(sys.executable, str(FAKE_AGENT)), cwd=workdir, instance_id="bench",
-                         binding_id="bench", mcp=McpAttachment(url="http://127.0.0.1:9/mcp", binding_id="bench"))
+    return LaunchProfile(
+        agent_id="kimi",
+        actor_id="agent:kimi",
+        driver="kimi",
+        command=(sys.executable, str(FAKE_AGENT)),
+        cwd=workdir,
+        instance_id="bench",
+        binding_id="bench",
+        mcp=McpAttachment(url="http://127.0.0.1:9/mcp", binding_id="bench"),
+    )
 
 
 async def _session_turns(prompt_chars: int) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
     session = await AcpDriver("kimi").start(_profile(str(FAKE_AGENT.parent)))
-    text = ("[current_message]\n" + "the quick brown fox jumps over the lazy dog " * (prompt_chars // 44 + 1))
+    text = "[current_message]\n" + "the quick brown fox jumps over the lazy dog " * (prompt_chars // 44 + 1)
     text = text[:prompt_chars]
     hooks = turn_collector.TurnHooks()
 
     async def one_turn() -> None:
         native = await session.start_turn("turn", text)
-        ending = await turn_collector.collect(native, turn_collector.Collected(), hooks, first_event_s=60, idle_s=60,
-                                              logger=LOG, label="bench")
+        ending = await turn_collector.collect(
+            native, turn_collector.Collected(), hooks, first_event_s=60, idle_s=60, logger=LOG, label="bench"
+        )
         if ending.kind != turn_collector.COMPLETED:
             raise RuntimeError(f"the Turn ended {ending}")
 
@@ -80,11 +88,21 @@ async def _run(turns: int, warmup: int, rounds: int, prompt_chars: int) -> dict:
     calls = sum(entry[1] for entry in stats.values())
     own = str(FAKE_AGENT.parents[2] / "agents")
     own_calls = sum(entry[1] for (path, _line, _name), entry in stats.items() if path.startswith(own))
-    iterations = sum(entry[1] for (path, _line, name), entry in stats.items()
-                     if name == "_run_once" and path.endswith("base_events.py"))
-    return {"turns": turns, "rounds": rounds, "prompt_chars": prompt_chars,
-            "cpu_ms_per_turn": round(statistics.median(cpu_ms), 3), "cpu_ms_each_round": [round(v, 3) for v in cpu_ms],
-            "python_calls_per_turn": round(calls / turns, 1), "groupx_calls_per_turn": round(own_calls / turns, 1), "loop_iterations_per_turn": round(iterations / turns, 2)}
+    iterations = sum(
+        entry[1]
+        for (path, _line, name), entry in stats.items()
+        if name == "_run_once" and path.endswith("base_events.py")
+    )
+    return {
+        "turns": turns,
+        "rounds": rounds,
+        "prompt_chars": prompt_chars,
+        "cpu_ms_per_turn": round(statistics.median(cpu_ms), 3),
+        "cpu_ms_each_round": [round(v, 3) for v in cpu_ms],
+        "python_calls_per_turn": round(calls / turns, 1),
+        "groupx_calls_per_turn": round(own_calls / turns, 1),
+        "loop_iterations_per_turn": round(iterations / turns, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-chars", type=int, default=1000)
     args = parser.parse_args(argv)
     result = asyncio.run(_run(args.turns, args.warmup, args.rounds, args.prompt_chars))
-    print(f"{result['turns']} sequential Turns through AcpDriver + collect, per Turn: "
-          f"CPU {result['cpu_ms_per_turn']} ms (rounds: {', '.join(map(str, result['cpu_ms_each_round']))}), "
-          f"{result['python_calls_per_turn']} Python calls ({result['groupx_calls_per_turn']} of them to "
-          f"agents/), {result['loop_iterations_per_turn']} event-loop iterations")
+    print(
+        f"{result['turns']} sequential Turns through AcpDriver + collect, per Turn: "
+        f"CPU {result['cpu_ms_per_turn']} ms (rounds: {', '.join(map(str, result['cpu_ms_each_round']))}), "
+        f"{result['python_calls_per_turn']} Python calls ({result['groupx_calls_per_turn']} of them to "
+        f"agents/), {result['loop_iterations_per_turn']} event-loop iterations"
+    )
     return 0
 
 

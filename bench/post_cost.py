@@ -53,8 +53,9 @@ def expected_status(refused: bool) -> int:
     return 409 if refused else 202
 
 
-def measure_real(server: BenchServer, port: int, requests: int, connections: int, warmup: int,
-                 refused: bool = False) -> dict:
+def measure_real(
+    server: BenchServer, port: int, requests: int, connections: int, warmup: int, refused: bool = False
+) -> dict:
     request = replayed_request(port, refused)
     asyncio.run(floor_http.load(port, warmup, connections, request))
     before, started = cpu_seconds(server.proc.pid), time.perf_counter()
@@ -68,7 +69,7 @@ def measure_real(server: BenchServer, port: int, requests: int, connections: int
 def where(filename: str) -> str:
     """A function's file as its package's path (``django/http/response.py``, ``groupx_site/middleware.py``)."""
     if filename.startswith(str(REPO)):
-        return filename[len(str(REPO)):].lstrip("/")
+        return filename[len(str(REPO)) :].lstrip("/")
     if "site-packages/" in filename:
         return filename.split("site-packages/", 1)[1]
     if "/lib/python3" in filename:
@@ -92,13 +93,16 @@ def call_counts(raw: Path, requests: int, top: int = 25) -> dict:
         by_package[package(filename)] += calls
         by_function[f"{name} ({where(filename)}:{line})"] += calls
     per = lambda n: round(n / requests, 1)  # noqa: E731
-    return {"calls_per_request": per(total),
-            "by_package": [(name, per(n)) for name, n in by_package.most_common()],
-            "functions": [(name, per(n)) for name, n in by_function.most_common(top)]}
+    return {
+        "calls_per_request": per(total),
+        "by_package": [(name, per(n)) for name, n in by_package.most_common()],
+        "functions": [(name, per(n)) for name, n in by_function.most_common(top)],
+    }
 
 
-def cprofiled(server: BenchServer, port: int, requests: int, connections: int, raw: Path,
-              refused: bool = False) -> dict:
+def cprofiled(
+    server: BenchServer, port: int, requests: int, connections: int, raw: Path, refused: bool = False
+) -> dict:
     base = f"http://127.0.0.1:{port}/__bench/cprofile/"
     request = replayed_request(port, refused)
     httpx.post(base + "start", timeout=10).raise_for_status()
@@ -119,8 +123,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="py-spy shares by package (after the rounds)")
     parser.add_argument("--cprofile", action="store_true", help="cProfile call counts per request (after the rounds)")
     parser.add_argument("--cprofile-out", type=Path, help="keep cProfile's stats in this file (pstats)")
-    parser.add_argument("--refused", action="store_true",
-                        help="measure a refused post (409 CLIENT_COMMAND_CONFLICT from the command) instead")
+    parser.add_argument(
+        "--refused",
+        action="store_true",
+        help="measure a refused post (409 CLIENT_COMMAND_CONFLICT from the command) instead",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     log = lambda text: print(text, flush=True)  # noqa: E731
@@ -131,8 +138,12 @@ def main() -> None:
         server.env["GROUPX_BENCH_CPROFILE"] = str(raw)
         server.start()
         try:
-            first = httpx.post(f"{server.base_url}/api/messages", content=floor_http.message_body(COMMAND_ID),
-                               headers={"Content-Type": "application/json"}, timeout=30)
+            first = httpx.post(
+                f"{server.base_url}/api/messages",
+                content=floor_http.message_body(COMMAND_ID),
+                headers={"Content-Type": "application/json"},
+                timeout=30,
+            )
             if first.status_code != 202:
                 raise RuntimeError(f"the first post: {first.status_code} {first.text}")
             settle(server.proc.pid)  # its three Turns are over before anything is measured
@@ -142,26 +153,33 @@ def main() -> None:
                 real = measure_real(server, port, args.requests, args.connections, args.warmup, args.refused)
                 rows["real"].append(real["us_per_request"])
                 what = "refused, 409" if args.refused else "replayed, 202"
-                log(f"round {round_ + 1}: the real post ({what}): {real['us_per_request']} µs of server CPU "
-                    f"per request ({real['requests_per_s']} requests/s)")
+                log(
+                    f"round {round_ + 1}: the real post ({what}): {real['us_per_request']} µs of server CPU "
+                    f"per request ({real['requests_per_s']} requests/s)"
+                )
                 if not args.no_floor:
                     floor = floor_http.measure("daphne_django", None, args.requests, args.connections, args.warmup)
                     rows["floor"].append(floor["us_per_request"])
-                    log(f"round {round_ + 1}: the floor's ninja endpoint: {floor['us_per_request']} µs "
-                        f"({floor['requests_per_s']} requests/s)")
+                    log(
+                        f"round {round_ + 1}: the floor's ninja endpoint: {floor['us_per_request']} µs "
+                        f"({floor['requests_per_s']} requests/s)"
+                    )
             result: dict = {"median_us": {k: statistics.median(v) for k, v in rows.items() if v}, "rounds": rows}
             if args.profile:
                 spy = Path(scratch) / "py-spy.txt"
                 with floor_profile.sampled(server.proc.pid, spy):
-                    asyncio.run(floor_http.load(port, args.requests, args.connections,
-                                                replayed_request(port, args.refused)))
+                    asyncio.run(
+                        floor_http.load(port, args.requests, args.connections, replayed_request(port, args.refused))
+                    )
                 result["profile"] = floor_profile.shares(spy)
                 log(f"py-spy: {floor_profile.summary(result['profile'], top=9)}")
             if args.cprofile:
                 result["cprofile"] = cprofiled(server, port, args.requests, args.connections, raw, args.refused)
                 counts = result["cprofile"]
-                log(f"cProfile: {counts['calls_per_request']} function calls per request in the main thread; by package: "
-                    + ", ".join(f"{name} {n}" for name, n in counts["by_package"][:10]))
+                log(
+                    f"cProfile: {counts['calls_per_request']} function calls per request in the main thread; by package: "
+                    + ", ".join(f"{name} {n}" for name, n in counts["by_package"][:10])
+                )
                 for name, n in counts["functions"]:
                     log(f"  {n:7.1f}  {name}")
         finally:

@@ -21,8 +21,10 @@ from tests.pg.databases import cluster_url, create_database
 def measure(server: BenchServer, *, messages: int, burst: int) -> dict:
     server.start()
     try:
-        return {"latency": asyncio.run(latency.run(server.base_url, messages=messages)),
-                "throughput": asyncio.run(throughput.run(server.base_url, messages=burst))}
+        return {
+            "latency": asyncio.run(latency.run(server.base_url, messages=messages)),
+            "throughput": asyncio.run(throughput.run(server.base_url, messages=burst)),
+        }
     finally:
         server.stop()
 
@@ -38,8 +40,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="groupx-bench-pg-"))
     results = {
         "sqlite": measure(BenchServer(root / "sqlite"), messages=args.messages, burst=args.burst),
-        "postgresql": measure(BenchServer(root / "postgresql", storage_url=create_database(cluster, "groupx_bench")),
-                              messages=args.messages, burst=args.burst),
+        "postgresql": measure(
+            BenchServer(root / "postgresql", storage_url=create_database(cluster, "groupx_bench")),
+            messages=args.messages,
+            burst=args.burst,
+        ),
     }
     print(json.dumps(results, indent=2))
     return 0

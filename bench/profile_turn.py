@@ -34,18 +34,28 @@ HARNESS = REPO / "bench" / "anchor" / "groupx_bench.py"
 RESULTS = REPO / "bench" / "results" / "profile"
 
 # Innermost frames of a thread that waits (py-spy's own idle detection does not see these here).
-IDLE = ("_worker (concurrent/futures/thread.py", "_WriterThread._run (groupx_site/core/db.py",  # waiting for a call
-        "ThreadedChildWatcher._do_waitpid", "EpollSelector.select",
-        "Condition.wait (threading.py", "Event.wait (threading.py",
-        "StatReloader.tick (")  # runserver's file watcher: its own frame is its sleep; its stats are below it
+IDLE = (
+    "_worker (concurrent/futures/thread.py",
+    "_WriterThread._run (groupx_site/core/db.py",  # waiting for a call
+    "ThreadedChildWatcher._do_waitpid",
+    "EpollSelector.select",
+    "Condition.wait (threading.py",
+    "Event.wait (threading.py",
+    "StatReloader.tick (",
+)  # runserver's file watcher: its own frame is its sleep; its stats are below it
 
 # (step, how a sample is recognised): the first rule that matches a sample's stack (outermost frame
 # first, each frame "function (file:line)") takes it. Writer-thread commands are told apart by the
 # lifecycle function they run; a hand-off is a sample whose innermost frames are the thread-pool,
 # asgiref or asyncio machinery that moves a call to the writer thread and its result back.
 HANDOFF_FILES = ("concurrent/futures/", "asgiref/", "threading.py", "asyncio/futures.py", "queue.py")
-SOCKET_LEAVES = ("untilConcludes (twisted/python/util.py", "_PollLikeSelector.modify", "FileDescriptor.doWrite",
-                 "Connection.doRead", "Connection.writeSomeData")
+SOCKET_LEAVES = (
+    "untilConcludes (twisted/python/util.py",
+    "_PollLikeSelector.modify",
+    "FileDescriptor.doWrite",
+    "Connection.doRead",
+    "Connection.writeSomeData",
+)
 HANDOFF_FUNCS = ("call_soon_threadsafe", "_write_to_self", "_read_from_self", "run_in_executor")
 
 
@@ -64,26 +74,49 @@ STEPS = (
     # Under runserver the server itself runs in a thread the autoreloader started
     # (django-main-thread), so autoreload's frames are below all of its work: only the reloader's
     # own thread is the reloader.
-    ("runserver's autoreloader (stat of every module file each second)",
-     lambda f, t: t != "django-main-thread" and _has(f, "django/utils/autoreload.py")),
+    (
+        "runserver's autoreloader (stat of every module file each second)",
+        lambda f, t: t != "django-main-thread" and _has(f, "django/utils/autoreload.py"),
+    ),
     ("writer-thread hand-offs (submit, wake-up, result back)", lambda f, t: _leaf_is_handoff(f)),
     ("command: post_message (accept the message, queue the Turn)", lambda f, t: _has(f, "accept_message (")),
-    ("command: claim, write-ahead, prompt mark (claim_for_prompt; the packet is its own step)",
-     lambda f, t: _has(f, "claim_for_prompt")),
+    (
+        "command: claim, write-ahead, prompt mark (claim_for_prompt; the packet is its own step)",
+        lambda f, t: _has(f, "claim_for_prompt"),
+    ),
     ("command: mark_started", lambda f, t: _has(f, "mark_started")),
     ("command: finish (terminal transaction)", lambda f, t: _has(f, "finish (turns/lifecycle.py")),
     ("command: other writer/reader-thread work", lambda f, t: t.startswith("groupx-db-")),
-    ("SSE delivery (tail, stream, backpressure)", lambda f, t: _has(f, "rooms/tail.py", "rooms/sse.py",
-                                                                    "core/flow.py", "streaming_content")),
-    ("subprocess pipes and JSON-RPC to the CLIs", lambda f, t: _has(f, "agents/drivers/", "agents/turn_collector.py",
-                                                                    "unix_events.py", "asyncio/streams.py")),
-    ("socket reads and writes (twisted transport, selector)",
-     lambda f, t: f[-1].startswith(SOCKET_LEAVES) or "(twisted/internet/tcp.py" in f[-1]),
-    ("HTTP request: twisted parse, daphne, Django handler, ninja",
-     lambda f, t: _has(f, "twisted/web/", "daphne/", "django/core/handlers/", "django/http/", "ninja/",
-                       "groupx_site/handler.py", "groupx_site/middleware.py", "groupx_site/body_limit.py")),
-    ("lanes and dispatch (agents/lanes.py, agents/dispatch.py)", lambda f, t: _has(f, "agents/lanes.py",
-                                                                                  "agents/dispatch.py")),
+    (
+        "SSE delivery (tail, stream, backpressure)",
+        lambda f, t: _has(f, "rooms/tail.py", "rooms/sse.py", "core/flow.py", "streaming_content"),
+    ),
+    (
+        "subprocess pipes and JSON-RPC to the CLIs",
+        lambda f, t: _has(f, "agents/drivers/", "agents/turn_collector.py", "unix_events.py", "asyncio/streams.py"),
+    ),
+    (
+        "socket reads and writes (twisted transport, selector)",
+        lambda f, t: f[-1].startswith(SOCKET_LEAVES) or "(twisted/internet/tcp.py" in f[-1],
+    ),
+    (
+        "HTTP request: twisted parse, daphne, Django handler, ninja",
+        lambda f, t: _has(
+            f,
+            "twisted/web/",
+            "daphne/",
+            "django/core/handlers/",
+            "django/http/",
+            "ninja/",
+            "groupx_site/handler.py",
+            "groupx_site/middleware.py",
+            "groupx_site/body_limit.py",
+        ),
+    ),
+    (
+        "lanes and dispatch (agents/lanes.py, agents/dispatch.py)",
+        lambda f, t: _has(f, "agents/lanes.py", "agents/dispatch.py"),
+    ),
     ("event loop and reactor, other", lambda f, t: t in ("MainThread", "django-main-thread")),
     ("other threads", lambda f, t: True),
 )
@@ -96,7 +129,7 @@ def _callback(frames: list[str]) -> list[str]:
     for marks in (("Handle._run (asyncio/events.py", "Thread.run (threading.py"), ("BaseEventLoop._run_once (",)):
         for index in range(len(frames) - 1, -1, -1):
             if frames[index].startswith(marks):
-                return frames[index + 1:] or frames[index:]
+                return frames[index + 1 :] or frames[index:]
     return frames
 
 
@@ -128,22 +161,38 @@ def harness(server: Server, turns: int, out: Path, workload: str = "latency") ->
     side-by-side run's throughput workload (``turns`` // 3 messages to each of the three agents, eight
     senders back to back), the workload whose CPU per Turn issue 22 judges."""
     size = ["--latency-n", str(turns)] if workload == "latency" else ["--throughput-k", str(max(1, turns // 3))]
-    argv = [sys.executable, str(HARNESS), "--base-url", server.base_url, "--agents", "kimi,grok,hermes",
-            "--workloads", workload, *size, "--out", str(out)]
+    argv = [
+        sys.executable,
+        str(HARNESS),
+        "--base-url",
+        server.base_url,
+        "--agents",
+        "kimi,grok,hermes",
+        "--workloads",
+        workload,
+        *size,
+        "--out",
+        str(out),
+    ]
     subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=900)
     return json.loads(out.read_text())["results"][0]
 
 
 def table(steps: Counter, sqlite: Counter, ms_per_turn: float) -> str:
     active = sum(steps.values())
-    lines = ["| step of a Turn | share of server CPU | ms per Turn | of which SQLite execute/commit, ms |",
-             "|---|---|---|---|"]
+    lines = [
+        "| step of a Turn | share of server CPU | ms per Turn | of which SQLite execute/commit, ms |",
+        "|---|---|---|---|",
+    ]
     for name, _rule in STEPS:
         if steps[name]:
             share = steps[name] / active
             lite = sqlite[name] / active * ms_per_turn
-            lines.append(f"| {name} | {share:.0%} | {share * ms_per_turn:.2f} | {lite:.2f} |" if sqlite[name]
-                         else f"| {name} | {share:.0%} | {share * ms_per_turn:.2f} | – |")
+            lines.append(
+                f"| {name} | {share:.0%} | {share * ms_per_turn:.2f} | {lite:.2f} |"
+                if sqlite[name]
+                else f"| {name} | {share:.0%} | {share * ms_per_turn:.2f} | – |"
+            )
     lines.append(f"| **one Turn** | 100% | **{ms_per_turn:.2f}** | {sum(sqlite.values()) / active * ms_per_turn:.2f} |")
     return "\n".join(lines)
 
@@ -152,13 +201,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_turn", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second per thread")
-    parser.add_argument("--entry", choices=ENTRY_POINTS, default="start",
-                        help="how the server is started (runserver: its serving child is sampled)")
-    parser.add_argument("--workload", choices=("latency", "throughput"), default="latency",
-                        help="sequential Turns, or the throughput workload bench-compare's CPU per Turn comes from")
-    parser.add_argument("--gil", action="store_true",
-                        help="sample only the thread holding the GIL: the Python a throughput Turn queues on, "
-                             "without the threads' waits for it (py-spy counts those as running)")
+    parser.add_argument(
+        "--entry",
+        choices=ENTRY_POINTS,
+        default="start",
+        help="how the server is started (runserver: its serving child is sampled)",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("latency", "throughput"),
+        default="latency",
+        help="sequential Turns, or the throughput workload bench-compare's CPU per Turn comes from",
+    )
+    parser.add_argument(
+        "--gil",
+        action="store_true",
+        help="sample only the thread holding the GIL: the Python a throughput Turn queues on, "
+        "without the threads' waits for it (py-spy counts those as running)",
+    )
     parser.add_argument("--raw", type=Path, help="an existing py-spy raw profile to split (no server run)")
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -175,10 +235,24 @@ def main(argv: list[str] | None = None) -> int:
             server = Server(args.entry, Path(scratch)).start()
             try:
                 harness(server, 20, Path(scratch) / "warmup.json")
-                spy = subprocess.Popen([py_spy, "record", "--pid", str(server.pid), "--rate", str(args.rate),
-                                        "--format", "raw", "--threads", "--output", str(raw),
-                                        *(["--gil"] if args.gil else [])],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                spy = subprocess.Popen(
+                    [
+                        py_spy,
+                        "record",
+                        "--pid",
+                        str(server.pid),
+                        "--rate",
+                        str(args.rate),
+                        "--format",
+                        "raw",
+                        "--threads",
+                        "--output",
+                        str(raw),
+                        *(["--gil"] if args.gil else []),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 time.sleep(1.0)  # py-spy attaches before the first measured Turn (it prints nothing to wait on)
                 before = cpu_seconds(server.pid)
                 latency = harness(server, args.turns, Path(scratch) / "profiled.json", args.workload)
@@ -191,12 +265,19 @@ def main(argv: list[str] | None = None) -> int:
     steps, idle, sqlite = parse(raw)
     if ms_per_turn is None:  # an old profile: shares only
         ms_per_turn = 1.0
-    print(f"{args.turns} Turns ({args.workload}), server CPU {ms_per_turn:.2f} ms per Turn; "
-          f"{sum(steps.values())} active samples ({idle} idle dropped); raw profile: {raw}")
+    print(
+        f"{args.turns} Turns ({args.workload}), server CPU {ms_per_turn:.2f} ms per Turn; "
+        f"{sum(steps.values())} active samples ({idle} idle dropped); raw profile: {raw}"
+    )
     if latency and args.workload == "latency":
-        print("harness, p50 ms after the POST: " + ", ".join(
-            f"{key} {latency[key]['p50']}" for key in ("post_accept_ms", "first_delta_ms", "reply_message_ms",
-                                                        "turn_terminal_ms") if key in latency))
+        print(
+            "harness, p50 ms after the POST: "
+            + ", ".join(
+                f"{key} {latency[key]['p50']}"
+                for key in ("post_accept_ms", "first_delta_ms", "reply_message_ms", "turn_terminal_ms")
+                if key in latency
+            )
+        )
     print(table(steps, sqlite, ms_per_turn))
     return 0
 

@@ -30,8 +30,12 @@ async def read_all(base_url: str, head: int) -> dict:
                     if frame.seq is not None:
                         received, last = received + 1, frame.seq
                         if last >= head:
-                            return {"seconds": round(frame.at - started, 3), "events": received,
-                                    "reconnects": reconnects, "firstByteMs": round((first_byte - started) * 1000, 1)}
+                            return {
+                                "seconds": round(frame.at - started, 3),
+                                "events": received,
+                                "reconnects": reconnects,
+                                "firstByteMs": round((first_byte - started) * 1000, 1),
+                            }
             if reconnects >= MAX_RECONNECTS:
                 raise RuntimeError(f"replay stopped at seq {last} of {head} after {reconnects} reconnects")
             reconnects += 1
@@ -39,6 +43,10 @@ async def read_all(base_url: str, head: int) -> dict:
 
 async def run(base_url: str, head: int, *, repeats: int = 3) -> dict:
     runs = [await read_all(base_url, head) for _ in range(repeats)]
-    return {"headSeq": head, "events": runs[0]["events"], "runs": runs,
-            "medianSeconds": round(statistics.median(r["seconds"] for r in runs), 3),
-            "maxReconnects": max(r["reconnects"] for r in runs)}
+    return {
+        "headSeq": head,
+        "events": runs[0]["events"],
+        "runs": runs,
+        "medianSeconds": round(statistics.median(r["seconds"] for r in runs), 3),
+        "maxReconnects": max(r["reconnects"] for r in runs),
+    }

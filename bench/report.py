@@ -24,21 +24,34 @@ def targets(results: dict) -> list[dict]:
     if tp:
         ok = tp["turnsPerSecond"] >= 100 and tp["completed"] == tp["turns"]
         alone = results.get("throughputAlone")
-        add("throughput", "≥ 100 turns/s, all completed",
+        add(
+            "throughput",
+            "≥ 100 turns/s, all completed",
             f"{tp['turnsPerSecond']} turns/s with the fan-out, {tp['completed']}/{tp['turns']} completed"
-            + (f" ({alone['turnsPerSecond']} turns/s alone)" if alone else ""), ok)
+            + (f" ({alone['turnsPerSecond']} turns/s alone)" if alone else ""),
+            ok,
+        )
     fan = results.get("fanout")
     if fan:
         ok = fan.get("clientsComplete") == fan.get("clients") and not (
-            fan.get("missing") or fan.get("duplicates") or fan.get("outOfOrder") or fan.get("unexpected"))
-        add("fan-out", "every client every event once, in order",
+            fan.get("missing") or fan.get("duplicates") or fan.get("outOfOrder") or fan.get("unexpected")
+        )
+        add(
+            "fan-out",
+            "every client every event once, in order",
             f"{fan.get('clientsComplete')}/{fan.get('clients')} clients complete, missing {fan.get('missing')}, "
-            f"duplicates {fan.get('duplicates')}, out of order {fan.get('outOfOrder')}", ok)
+            f"duplicates {fan.get('duplicates')}, out of order {fan.get('outOfOrder')}",
+            ok,
+        )
     rep = results.get("replay")
     if rep:
         ok = rep["medianSeconds"] < 1 and rep["maxReconnects"] == 0
-        add("replay", f"{rep['events']:,} events < 1 s, no reconnect",
-            f"{rep['events']} events in {rep['medianSeconds']} s (median), {rep['maxReconnects']} reconnects", ok)
+        add(
+            "replay",
+            f"{rep['events']:,} events < 1 s, no reconnect",
+            f"{rep['events']} events in {rep['medianSeconds']} s (median), {rep['maxReconnects']} reconnects",
+            ok,
+        )
     boot = results.get("bootstrap", {})
     if boot:
         largest = max(boot, key=int)
@@ -56,9 +69,11 @@ def table(results: dict) -> str:
     lines = []
     lat, tp, fan, rep = (results.get(k) for k in ("latency", "throughput", "fanout", "replay"))
     if lat:
-        lines.append(f"latency     POST→202 p50 {lat['postToAcceptedMs']['p50']} ms  p95 {lat['postToAcceptedMs']['p95']} ms"
-                     f" | POST→reply p50 {lat['postToReplyMs']['p50']} ms  p95 {lat['postToReplyMs']['p95']} ms"
-                     f"  ({lat['messages']} messages)")
+        lines.append(
+            f"latency     POST→202 p50 {lat['postToAcceptedMs']['p50']} ms  p95 {lat['postToAcceptedMs']['p95']} ms"
+            f" | POST→reply p50 {lat['postToReplyMs']['p50']} ms  p95 {lat['postToReplyMs']['p95']} ms"
+            f"  ({lat['messages']} messages)"
+        )
         steps = "  ".join(f"{k.split('.')[-1]} {v}" for k, v in lat.get("postToStepMs", {}).items())
         lines.append(f"            p50 POST → SSE step (ms): {steps}")
         if "serverCpuSeconds" in lat:
@@ -68,26 +83,38 @@ def table(results: dict) -> str:
     for label, run in (("alone", results.get("throughputAlone")), (with_fan, tp)):
         if not run:
             continue
-        lines.append(f"throughput  {run['turnsPerSecond']} turns/s {label}  {run['turns']} turns in"
-                     f" {run['secondsToLastTerminal']} s  completed {run['completed']} failed {run['failed']}"
-                     f"  429-retries {run['queueFullRetries']}  POST→202 p50 {run['postToAcceptedMs']['p50']} ms")
+        lines.append(
+            f"throughput  {run['turnsPerSecond']} turns/s {label}  {run['turns']} turns in"
+            f" {run['secondsToLastTerminal']} s  completed {run['completed']} failed {run['failed']}"
+            f"  429-retries {run['queueFullRetries']}  POST→202 p50 {run['postToAcceptedMs']['p50']} ms"
+        )
         if "serverCpuSeconds" in run:
-            lines.append(f"            server CPU {run['serverCpuSeconds']} s = "
-                         f"{run['serverCpuSeconds'] * 1000 / run['turns']:.1f} ms per turn (daphne process only)")
+            lines.append(
+                f"            server CPU {run['serverCpuSeconds']} s = "
+                f"{run['serverCpuSeconds'] * 1000 / run['turns']:.1f} ms per turn (daphne process only)"
+            )
     if fan:
-        lines.append(f"fan-out     {fan.get('clients')} clients × {fan.get('expectedEvents')} events: missing"
-                     f" {fan.get('missing')} duplicates {fan.get('duplicates')} out-of-order {fan.get('outOfOrder')}"
-                     f"  reconnects {fan.get('reconnects')}  catch-up {fan.get('secondsToCatchUp')} s")
+        lines.append(
+            f"fan-out     {fan.get('clients')} clients × {fan.get('expectedEvents')} events: missing"
+            f" {fan.get('missing')} duplicates {fan.get('duplicates')} out-of-order {fan.get('outOfOrder')}"
+            f"  reconnects {fan.get('reconnects')}  catch-up {fan.get('secondsToCatchUp')} s"
+        )
     if rep:
-        lines.append(f"replay      {rep['events']} events in {rep['medianSeconds']} s (median of {len(rep['runs'])})"
-                     f"  reconnects {rep['maxReconnects']}")
+        lines.append(
+            f"replay      {rep['events']} events in {rep['medianSeconds']} s (median of {len(rep['runs'])})"
+            f"  reconnects {rep['maxReconnects']}"
+        )
     for size, boot in sorted(results.get("bootstrap", {}).items(), key=lambda kv: int(kv[0])):
-        lines.append(f"bootstrap   {int(size):>7,} events: median {boot['medianMs']} ms  p95 {boot['p95Ms']} ms"
-                     f"  ({boot['bytes']:,} bytes)  server CPU {boot.get('serverCpuMsPerRequest')} ms/request")
+        lines.append(
+            f"bootstrap   {int(size):>7,} events: median {boot['medianMs']} ms  p95 {boot['p95Ms']} ms"
+            f"  ({boot['bytes']:,} bytes)  server CPU {boot.get('serverCpuMsPerRequest')} ms/request"
+        )
     mem = results.get("memory")
     if mem:
-        lines.append(f"memory      server peak {mem['serverPeakMiB']} MiB; agent CLIs peak {mem['childPeakMiB']} MiB each"
-                     f" (max), {mem['childrenPeakSumMiB']} MiB together")
+        lines.append(
+            f"memory      server peak {mem['serverPeakMiB']} MiB; agent CLIs peak {mem['childPeakMiB']} MiB each"
+            f" (max), {mem['childrenPeakSumMiB']} MiB together"
+        )
     lines.append("")
     lines.append(f"{'target':<11} {'goal':<42} {'met':<8} measured")
     for row in targets(results):

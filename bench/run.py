@@ -44,8 +44,13 @@ def machine() -> dict:
     model = ""
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
         model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    return {"cpus": os.cpu_count(), "cpuModel": model, "python": platform.python_version(),
-            "platform": platform.platform(), "loadAverageAtStart": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "cpus": os.cpu_count(),
+        "cpuModel": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadAverageAtStart": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def head_seq(server: BenchServer) -> int:
@@ -66,12 +71,14 @@ def live_workloads(server: BenchServer, plan: dict, results: dict, memory: list)
     results["latency"] = with_cpu(server, lambda: asyncio.run(latency.run(server.base_url, messages=plan["latency"])))
     log(f"throughput: {plan['throughput']} messages, no other SSE client")
     results["throughputAlone"] = with_cpu(
-        server, lambda: asyncio.run(throughput.run(server.base_url, messages=plan["throughput"])))
+        server, lambda: asyncio.run(throughput.run(server.base_url, messages=plan["throughput"]))
+    )
     log(f"throughput: {plan['throughput']} messages, with {plan['clients']} fan-out SSE clients attached")
     fan = FanOut(server.base_url, plan["clients"])
     fan.start()
     results["throughput"] = with_cpu(
-        server, lambda: asyncio.run(throughput.run(server.base_url, messages=plan["throughput"])))
+        server, lambda: asyncio.run(throughput.run(server.base_url, messages=plan["throughput"]))
+    )
     results["fanout"] = fan.finish(server.durable_seqs(head_seq(server)))
     memory.append({"phase": "live", **peak_rss(server.proc.pid)})
 
@@ -84,8 +91,7 @@ def history_workloads(server: BenchServer, plan: dict, results: dict, memory: li
         log(f"bootstrap at {rows:,} events")
         server.start()
         try:
-            results["bootstrap"][str(size)] = bootstrap.run(server.base_url,
-                                                            cpu=lambda: cpu_seconds(server.proc.pid))
+            results["bootstrap"][str(size)] = bootstrap.run(server.base_url, cpu=lambda: cpu_seconds(server.proc.pid))
             if size == plan["replay"]:
                 head = head_seq(server)
                 log(f"replay of {head:,} events from seq 0")
@@ -115,11 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     plan = QUICK if args.quick else FULL
     if os.getloadavg()[0] > 1.0:
-        log(f"warning: load average {os.getloadavg()[0]:.1f}: other work shares this machine; wall-clock figures"
-            " will be worse than the server's own (see serverCpuSeconds)")
+        log(
+            f"warning: load average {os.getloadavg()[0]:.1f}: other work shares this machine; wall-clock figures"
+            " will be worse than the server's own (see serverCpuSeconds)"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="groupx-bench-"))
-    results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "command": "python -m bench.run"
-                     + (" --quick" if args.quick else ""), "machine": machine(), "plan": {**plan, "sizes": list(plan["sizes"])}}
+    results: dict = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python -m bench.run" + (" --quick" if args.quick else ""),
+        "machine": machine(),
+        "plan": {**plan, "sizes": list(plan["sizes"])},
+    }
     memory: list = []
     servers = [BenchServer(workdir / "live"), BenchServer(workdir / "history")]
     try:

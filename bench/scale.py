@@ -44,12 +44,17 @@ def load() -> list[float]:
 
 # ---------------------------------------------------------------------------------------- start-up
 
+
 def _start_config(workdir: Path, agents: int) -> tuple[Path, int]:
     port = free_port()
     command = {"executable": sys.executable, "prefixArgs": [str(FAKE_AGENT)]}
-    config = {"server": {"host": "127.0.0.1", "port": port},
-              "agents": {f"fake{i}": {"driver": "kimi", "name": f"Fake {i}", "command": command, "cwd": str(workdir)}
-                         for i in range(1, agents + 1)}}
+    config = {
+        "server": {"host": "127.0.0.1", "port": port},
+        "agents": {
+            f"fake{i}": {"driver": "kimi", "name": f"Fake {i}", "command": command, "cwd": str(workdir)}
+            for i in range(1, agents + 1)
+        },
+    }
     path = workdir / "groupx.json"
     path.write_text(json.dumps(config))
     return path, port
@@ -61,8 +66,9 @@ def _ready(base_url: str, agents: int) -> bool:
     except (httpx.HTTPError, ValueError):
         return False
     found = health.get("agents") or []
-    return health.get("readiness") == "ready" and len(found) >= agents and all(a.get("status") == "ready"
-                                                                              for a in found)
+    return (
+        health.get("readiness") == "ready" and len(found) >= agents and all(a.get("status") == "ready" for a in found)
+    )
 
 
 def start_to_ready(config: Path, port: int, agents: int, workdir: Path) -> float:
@@ -71,8 +77,14 @@ def start_to_ready(config: Path, port: int, agents: int, workdir: Path) -> float
     env["GROUPX_CONFIG"] = str(config)
     started = time.perf_counter()
     with open(workdir / "server.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "groupx_site", "start", "--config", str(config), "--no-open"],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "groupx_site", "start", "--config", str(config), "--no-open"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     try:
         wait_until(lambda: _ready(f"http://127.0.0.1:{port}", agents), 120.0, f"{agents} agents ready")
         return round(time.perf_counter() - started, 3)
@@ -89,11 +101,16 @@ def startup(args, root: Path) -> dict:
     config, port = _start_config(root, args.agents)
     cold = start_to_ready(config, port, args.agents, root)  # a fresh store: migrations included
     warm = [start_to_ready(config, port, args.agents, root) for _ in range(args.repeat)]
-    return {"agents": args.agents, "coldSeconds": cold, "warmSeconds": warm,
-            "warmMedianSeconds": round(statistics.median(warm), 3)}
+    return {
+        "agents": args.agents,
+        "coldSeconds": cold,
+        "warmSeconds": warm,
+        "warmMedianSeconds": round(statistics.median(warm), 3),
+    }
 
 
 # ---------------------------------------------------------------------------------------- the store
+
 
 def seed_memory(db_path: Path, items: int) -> int:
     """Active memory items the Context Packet reads: half room scope, half the kimi agent's core
@@ -101,11 +118,24 @@ def seed_memory(db_path: Path, items: int) -> int:
     db = sqlite3.connect(db_path)
     try:
         now = datetime.now(UTC).isoformat()
-        rows = ((f"mem_bench{i}", *(("room", "room:main", None) if i % 2 else ("agent", "agent:kimi", "core")),
-                 "fact", "user:web", f"seeded memory item {i}: the build uses the project's pinned toolchain",
-                 "web", "active", now) for i in range(items))
-        db.executemany("INSERT INTO memory_memoryrecord (memory_id, scope_type, scope_id, agent_memory_type, kind,"
-                       " author_actor_id, content, source_kind, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        rows = (
+            (
+                f"mem_bench{i}",
+                *(("room", "room:main", None) if i % 2 else ("agent", "agent:kimi", "core")),
+                "fact",
+                "user:web",
+                f"seeded memory item {i}: the build uses the project's pinned toolchain",
+                "web",
+                "active",
+                now,
+            )
+            for i in range(items)
+        )
+        db.executemany(
+            "INSERT INTO memory_memoryrecord (memory_id, scope_type, scope_id, agent_memory_type, kind,"
+            " author_actor_id, content, source_kind, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
         db.commit()
         return db.execute("SELECT COUNT(*) FROM memory_memoryrecord").fetchone()[0]
     finally:
@@ -119,12 +149,17 @@ def mark_compacted(db_path: Path, agents: tuple[str, ...]) -> int:
     try:
         head = db.execute("SELECT MAX(seq) FROM rooms_event").fetchone()[0]
         now = datetime.now(UTC).isoformat()
-        db.execute("INSERT INTO memory_summary (summary_id, room_id, from_seq, through_seq, content, generator_actor_id,"
-                   " status, created_at) VALUES ('sum_bench', 'room:main', 0, ?, 'the seeded history, summarised',"
-                   " 'agent:kimi', 'active', ?)", (head, now))
-        db.executemany("INSERT INTO agents_deliverycursor (room_id, actor_id, last_delivered_seq, last_summary_seq,"
-                       " updated_at) VALUES ('room:main', ?, ?, ?, ?)",
-                       [(f"agent:{name}", head, head, now) for name in agents])
+        db.execute(
+            "INSERT INTO memory_summary (summary_id, room_id, from_seq, through_seq, content, generator_actor_id,"
+            " status, created_at) VALUES ('sum_bench', 'room:main', 0, ?, 'the seeded history, summarised',"
+            " 'agent:kimi', 'active', ?)",
+            (head, now),
+        )
+        db.executemany(
+            "INSERT INTO agents_deliverycursor (room_id, actor_id, last_delivered_seq, last_summary_seq,"
+            " updated_at) VALUES ('room:main', ?, ?, ?, ?)",
+            [(f"agent:{name}", head, head, now) for name in agents],
+        )
         db.commit()
         return head
     finally:
@@ -149,26 +184,43 @@ async def first_turn(base_url: str, timeout: float, probe_correlation: str) -> d
         head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
         async with Observer(base_url, head) as room:
             started = time.perf_counter()
-            response = await client.post("/api/messages", json={"clientCommandId": "scale-first", "to": ["agent:kimi"],
-                                                                 "content": "the first Turn after the import"})
+            response = await client.post(
+                "/api/messages",
+                json={
+                    "clientCommandId": "scale-first",
+                    "to": ["agent:kimi"],
+                    "content": "the first Turn after the import",
+                },
+            )
             response.raise_for_status()
             message_id, writes = response.json()["messageEventId"], []
             replied = asyncio.create_task(room.until(lambda: message_id in room.replies, timeout))
             while not replied.done():
                 posted = time.perf_counter()
                 # a memory record in a seeded thread: a write no packet of this run reads
-                (await client.post("/api/memory", json={
-                    "clientCommandId": f"scale-probe-{len(writes)}",
-                    "scope": {"type": "correlation", "id": probe_correlation},
-                    "kind": "note", "content": "a write while the first Turn runs"})).raise_for_status()
+                (
+                    await client.post(
+                        "/api/memory",
+                        json={
+                            "clientCommandId": f"scale-probe-{len(writes)}",
+                            "scope": {"type": "correlation", "id": probe_correlation},
+                            "kind": "note",
+                            "content": "a write while the first Turn runs",
+                        },
+                    )
+                ).raise_for_status()
                 writes.append((time.perf_counter() - posted) * 1000)
                 await asyncio.wait([replied], timeout=0.5)  # the probes' pace, not a synchronisation
             await replied
             seconds = room.replies[message_id] - started
         context = (await client.get("/api/context")).json()
-    return {"seconds": round(seconds, 2), "summaryThroughSeq": context.get("summaryThroughSeq"),
-            "uncompactedMessagesAfter": context["uncompactedMessageCount"],
-            "writesMeanwhile": len(writes), "slowestWriteMs": round(max(writes), 1) if writes else None}
+    return {
+        "seconds": round(seconds, 2),
+        "summaryThroughSeq": context.get("summaryThroughSeq"),
+        "uncompactedMessagesAfter": context["uncompactedMessageCount"],
+        "writesMeanwhile": len(writes),
+        "slowestWriteMs": round(max(writes), 1) if writes else None,
+    }
 
 
 def store(args, root: Path) -> dict:
@@ -182,14 +234,20 @@ def store(args, root: Path) -> dict:
         mark_compacted(server.db_path, AGENTS)
     seed_s = round(time.perf_counter() - seeded, 1)
     with sqlite3.connect(server.db_path) as db:
-        seeded_thread = db.execute("SELECT correlation_id FROM rooms_event WHERE event_id LIKE 'evt_bench%' LIMIT 1"
-                                   ).fetchone()[0]
+        seeded_thread = db.execute(
+            "SELECT correlation_id FROM rooms_event WHERE event_id LIKE 'evt_bench%' LIMIT 1"
+        ).fetchone()[0]
     server.proc = None
     started = time.perf_counter()
     server.start()  # migrations (none to apply), restart recovery, three sessions
     ready_s = round(time.perf_counter() - started, 2)
-    found = {"events": events, "memoryItems": memory, "compacted": args.compacted, "seedSeconds": seed_s,
-             "restartToReadySeconds": ready_s}
+    found = {
+        "events": events,
+        "memoryItems": memory,
+        "compacted": args.compacted,
+        "seedSeconds": seed_s,
+        "restartToReadySeconds": ready_s,
+    }
     try:
         found["bootstrap"] = bootstrap_ms(server.base_url)
         if not args.compacted:  # the worst case: the first Turn compacts (up to 8 passes) before it runs
@@ -241,18 +299,27 @@ def packet(args, root: Path) -> dict:
     found = {"events": events, "memoryItems": memory, "compacted": args.compacted, "repeat": args.repeat, "agents": {}}
     for name in AGENTS:
         agent = roster.live_agent(f"agent:{name}")
-        source = post_message({"clientCommandId": f"scale-packet-{name}", "to": [agent.actor_id],
-                               "content": "what is the state of the build?"})["messageEventId"]
+        source = post_message(
+            {
+                "clientCommandId": f"scale-packet-{name}",
+                "to": [agent.actor_id],
+                "content": "what is the state of the build?",
+            }
+        )["messageEventId"]
         soft = build_context_packet(agent, source, budget=soft_target(hard))
         found["agents"][name] = {
             "softCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=soft_target(hard))),
             "hardCpuMs": cpu_ms(lambda a=agent, s=source: build_context_packet(a, s, budget=hard)),
             "packetIfItFitsCpuMs": cpu_ms(lambda a=agent, s=source: packet_if_it_fits(a, s)),
-            "softCharacters": len(soft.text), "softOmitted": soft.omitted, "unreadOmitted": soft.omitted_unread}
+            "softCharacters": len(soft.text),
+            "softOmitted": soft.omitted,
+            "unreadOmitted": soft.omitted_unread,
+        }
     return found
 
 
 # ---------------------------------------------------------------------------------------- SSE clients
+
 
 def sse(args, root: Path) -> dict:
     server = BenchServer(root / "sse").start()
@@ -270,6 +337,7 @@ def sse(args, root: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------- soak
 
+
 def soak(args, root: Path) -> dict:
     """Batches of ``--batch`` messages to the three agents, back to back, for ``--seconds``; the
     server's resident memory after each batch. Growth is the last sample over the first."""
@@ -284,10 +352,16 @@ def soak(args, root: Path) -> dict:
         peak = peak_rss(server.proc.pid)["server"]["peakMiB"]
     finally:
         server.stop()
-    return {"seconds": args.seconds, "turnsCompleted": turns, "batches": len(samples),
-            "rssMiBFirstBatch": samples[0], "rssMiBLastBatch": samples[-1],
-            "rssMiBSamples": samples[:: max(1, len(samples) // 20)], "peakMiB": peak,
-            "growthMiB": round(samples[-1] - samples[0], 1)}
+    return {
+        "seconds": args.seconds,
+        "turnsCompleted": turns,
+        "batches": len(samples),
+        "rssMiBFirstBatch": samples[0],
+        "rssMiBLastBatch": samples[-1],
+        "rssMiBSamples": samples[:: max(1, len(samples) // 20)],
+        "peakMiB": peak,
+        "growthMiB": round(samples[-1] - samples[0], 1),
+    }
 
 
 FIGURES = {"startup": startup, "store": store, "packet": packet, "sse": sse, "soak": soak}
@@ -297,14 +371,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.splitlines()[0])
     parser.add_argument("figure", choices=sorted(FIGURES))
     parser.add_argument("--agents", type=int, default=5, help="startup: agents in the room")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="startup: warm starts after the cold one; packet: builds timed per figure")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="startup: warm starts after the cold one; packet: builds timed per figure"
+    )
     parser.add_argument("--events", type=int, default=1_000_000, help="store: events in the log")
     parser.add_argument("--memory", type=int, default=10_000, help="store: active memory items")
-    parser.add_argument("--compacted", action="store_true",
-                        help="store: a summary covers the seeded log and every agent has read it")
-    parser.add_argument("--first-turn-timeout", type=float, default=900,
-                        help="store without --compacted: the first Turn's deadline, s")
+    parser.add_argument(
+        "--compacted", action="store_true", help="store: a summary covers the seeded log and every agent has read it"
+    )
+    parser.add_argument(
+        "--first-turn-timeout", type=float, default=900, help="store without --compacted: the first Turn's deadline, s"
+    )
     parser.add_argument("--messages", type=int, help="store: Turns timed (30); sse: messages sent (200)")
     parser.add_argument("--clients", type=int, default=200, help="sse: SSE clients attached")
     parser.add_argument("--seconds", type=float, default=1800, help="soak: duration")
@@ -314,8 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     before = load()
     with tempfile.TemporaryDirectory(prefix=f"groupx-bench-scale-{args.figure}-") as scratch:
         result = FIGURES[args.figure](args, Path(scratch))
-    print(json.dumps({"figure": args.figure, "loadAverageStart": before, "loadAverageEnd": load(), **result},
-                     indent=1))
+    print(json.dumps({"figure": args.figure, "loadAverageStart": before, "loadAverageEnd": load(), **result}, indent=1))
     return 0
 
 

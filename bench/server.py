@@ -64,8 +64,14 @@ def settle(pid: int, quiet: float = 0.05, window: float = 0.5, bound: float = 10
 
 
 class BenchServer:
-    def __init__(self, workdir: Path, *, storage_url: str | None = None, app: str = "groupx_site.asgi:application",
-                 access_log: bool = True):
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        storage_url: str | None = None,
+        app: str = "groupx_site.asgi:application",
+        access_log: bool = True,
+    ):
         self.app = app  # bench/post_profiled.py wraps it to switch cProfile on and off
         # daphne's command line logs every request (verbosity 1, which also prints the bound port);
         # `groupx start` logs none. False: verbosity 0 on a port chosen here, as GroupX serves.
@@ -86,14 +92,24 @@ class BenchServer:
             config["storage"] = {"url": storage_url}
         self.config_path.write_text(json.dumps(config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPX_")}  # no stray config/log dir
-        self.env = {**env, "GROUPX_CONFIG": str(self.config_path), "GROUPX_FAKE_TIME_SCALE": "0",
-                    "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"), "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **env,
+            "GROUPX_CONFIG": str(self.config_path),
+            "GROUPX_FAKE_TIME_SCALE": "0",
+            "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.proc: subprocess.Popen | None = None
         self.base_url = ""
 
     def migrate(self) -> None:
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=self.env,
-                       check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+            cwd=REPO,
+            env=self.env,
+            check=True,
+            timeout=120,
+        )
 
     def start(self, timeout: float = 60.0) -> BenchServer:
         self.migrate()
@@ -103,7 +119,11 @@ class BenchServer:
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "daphne", "-b", "127.0.0.1", *where, self.app],
-                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
 
         def port():
@@ -125,8 +145,11 @@ class BenchServer:
         except (httpx.HTTPError, ValueError):
             return False
         agents = health.get("agents", [])
-        return health.get("readiness") == "ready" and len(agents) == len(AGENTS) and all(
-            a.get("status") == "ready" for a in agents)
+        return (
+            health.get("readiness") == "ready"
+            and len(agents) == len(AGENTS)
+            and all(a.get("status") == "ready" for a in agents)
+        )
 
     def stop(self, timeout: float = 20.0) -> None:
         if self.proc and self.proc.poll() is None:
@@ -148,8 +171,22 @@ class BenchServer:
             have = db.execute("SELECT COUNT(*) FROM rooms_event").fetchone()[0]
             now = datetime.now(UTC).isoformat()
             body = json.dumps({"content": "seeded history line for the benchmark " * 3})
-            rows = ((f"evt_bench{have + i}", "room:main", "message.created", "user:web", "user", "You", "[]",
-                     f"corr_b{have + i}", f"corr_b{have + i}", now, body) for i in range(max(0, total - have)))
+            rows = (
+                (
+                    f"evt_bench{have + i}",
+                    "room:main",
+                    "message.created",
+                    "user:web",
+                    "user",
+                    "You",
+                    "[]",
+                    f"corr_b{have + i}",
+                    f"corr_b{have + i}",
+                    now,
+                    body,
+                )
+                for i in range(max(0, total - have))
+            )
             db.executemany(
                 "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
                 " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",

@@ -26,8 +26,10 @@ from bench.fanout import FanOut
 from bench.server import REPO, BenchServer, _die_with_parent, settle, wait_until
 from tests.split.processes import RedisServer
 
-PLANS = {"full": {"latency": 50, "throughput": 200, "clients": 50},
-         "quick": {"latency": 10, "throughput": 30, "clients": 5}}
+PLANS = {
+    "full": {"latency": 50, "throughput": 200, "clients": 50},
+    "quick": {"latency": 10, "throughput": 30, "clients": 5},
+}
 
 
 def _free_port() -> int:
@@ -41,8 +43,14 @@ class SplitBenchServer(BenchServer):
     agents' worker, over the given Redis. ``worker_agents``: one worker per entry, started with
     ``--agents <entry>`` (None: every agent; bench/workers.py, docs/DECISIONS.md D58)."""
 
-    def __init__(self, workdir: Path, redis_url: str, *, storage_url: str | None = None,
-                 worker_agents: tuple[str | None, ...] = (None,)):
+    def __init__(
+        self,
+        workdir: Path,
+        redis_url: str,
+        *,
+        storage_url: str | None = None,
+        worker_agents: tuple[str | None, ...] = (None,),
+    ):
         super().__init__(workdir, storage_url=storage_url)
         config = json.loads(self.config_path.read_text())
         self.port = _free_port()
@@ -57,13 +65,34 @@ class SplitBenchServer(BenchServer):
         for number, agents in enumerate(self.worker_agents, start=1):
             command = [sys.executable, "manage.py", "runworker", "groupx-agents"]
             with open(self.workdir / f"worker{number}.log", "ab") as log:
-                self.workers.append(subprocess.Popen(command + (["--agents", agents] if agents else []), cwd=REPO,
-                                                     env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                                     preexec_fn=_die_with_parent))
+                self.workers.append(
+                    subprocess.Popen(
+                        command + (["--agents", agents] if agents else []),
+                        cwd=REPO,
+                        env=self.env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=_die_with_parent,
+                    )
+                )
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "groupx_site.asgi:application"],
-                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "groupx_site.asgi:application",
+                ],
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
         self.base_url = f"http://127.0.0.1:{self.port}"
         wait_until(self._agents_ready, timeout, "all three agents ready (reported by the worker)")
         settle(self.proc.pid)
@@ -90,8 +119,11 @@ def measure(server: BenchServer, plan: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.split", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run, not the figures")
-    parser.add_argument("--latency-only", action="store_true",
-                        help="only the sequential messages (POST -> each step on SSE), the figure of D59")
+    parser.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="only the sequential messages (POST -> each step on SSE), the figure of D59",
+    )
     args = parser.parse_args(argv)
     plan = PLANS["quick" if args.quick else "full"]
     if shutil.which("redis-server") is None:
@@ -101,13 +133,18 @@ def main(argv: list[str] | None = None) -> int:
     redis = RedisServer(root).start()  # the split tier's throwaway Redis on loopback
     results = {}
     try:
-        for mode, server in (("embedded", BenchServer(root / "embedded")),
-                             ("split", SplitBenchServer(root / "split", redis.url))):
+        for mode, server in (
+            ("embedded", BenchServer(root / "embedded")),
+            ("split", SplitBenchServer(root / "split", redis.url)),
+        ):
             print(f"[bench.split] {mode}", file=sys.stderr, flush=True)
             server.start()
             try:
-                results[mode] = (measure(server, plan) if not args.latency_only else
-                                 {"latency": asyncio.run(latency.run(server.base_url, messages=plan["latency"]))})
+                results[mode] = (
+                    measure(server, plan)
+                    if not args.latency_only
+                    else {"latency": asyncio.run(latency.run(server.base_url, messages=plan["latency"]))}
+                )
             finally:
                 server.stop()
     finally:

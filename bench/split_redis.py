@@ -41,9 +41,13 @@ def commands_per_turn(redis_url: str, workdir: Path, turns: int, content: str) -
         stats = client.info("commandstats")
     finally:
         server.stop()
-    calls = {name.removeprefix("cmdstat_"): row["calls"] / turns for name, row in stats.items() if "resetstat" not in name}
-    return {"perTurn": round(sum(calls.values()), 1),
-            "byCommand": {name: round(count, 2) for name, count in sorted(calls.items(), key=lambda kv: -kv[1])}}
+    calls = {
+        name.removeprefix("cmdstat_"): row["calls"] / turns for name, row in stats.items() if "resetstat" not in name
+    }
+    return {
+        "perTurn": round(sum(calls.values()), 1),
+        "byCommand": {name: round(count, 2) for name, count in sorted(calls.items(), key=lambda kv: -kv[1])},
+    }
 
 
 async def one_hop(layer_class, redis_url: str, rounds: int = 300) -> dict:
@@ -58,15 +62,21 @@ async def one_hop(layer_class, redis_url: str, rounds: int = 300) -> dict:
         await receiver.receive(channel)
         received.append(time.perf_counter() - started)
     await receiver.group_discard("hop", channel)
-    return {"groupSendMs": round(statistics.median(sent) * 1000, 3),
-            "sendToReceivedMs": round(statistics.median(received) * 1000, 3)}
+    return {
+        "groupSendMs": round(statistics.median(sent) * 1000, 3),
+        "sendToReceivedMs": round(statistics.median(received) * 1000, 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.split_redis", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
-    parser.add_argument("--content", default="", help="prefix of each message, e.g. a fake directive: "
-                        "'[[fake: stream n=4 delay_ms=0]] ' (four deltas per Turn, like bench-compare's agent)")
+    parser.add_argument(
+        "--content",
+        default="",
+        help="prefix of each message, e.g. a fake directive: "
+        "'[[fake: stream n=4 delay_ms=0]] ' (four deltas per Turn, like bench-compare's agent)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("redis-server") is None:
         print("redis-server is not installed (make test-split installs it)", file=sys.stderr)

@@ -54,11 +54,25 @@ def _cases():
     unread = {"room_id": ROOM_ID, "after_seq": top - 12, "before_seq": top, "excluded": [source.event_id]}
 
     def event_values():
-        return {"event_id": f"evt_b{next(ids)}", "room_id": ROOM_ID, "event_type": "message.created",
-                "actor_id": "user:local", "actor_kind": "user", "actor_display_name": "You", "instance_id": None,
-                "targets": [actor], "reply_to_event_id": None, "forwarded_event_id": None, "causation_id": None,
-                "correlation_id": "cor_b", "root_correlation_id": "cor_b", "idempotency_key": None,
-                "occurred_at": now, "body": {"content": "a message of average length"}, "provenance": None}
+        return {
+            "event_id": f"evt_b{next(ids)}",
+            "room_id": ROOM_ID,
+            "event_type": "message.created",
+            "actor_id": "user:local",
+            "actor_kind": "user",
+            "actor_display_name": "You",
+            "instance_id": None,
+            "targets": [actor],
+            "reply_to_event_id": None,
+            "forwarded_event_id": None,
+            "causation_id": None,
+            "correlation_id": "cor_b",
+            "root_correlation_id": "cor_b",
+            "idempotency_key": None,
+            "occurred_at": now,
+            "body": {"content": "a message of average length"},
+            "provenance": None,
+        }
 
     def sql_event():
         values = event_values()
@@ -66,32 +80,52 @@ def _cases():
         event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS
 
     def receipt_values():
-        return {"command_id": f"cmd_b{next(ids)}", "client_command_id": f"c_b{next(ids)}", "command_type": "x",
-                "result": {"ok": True}, "accepted_at": now}
+        return {
+            "command_id": f"cmd_b{next(ids)}",
+            "client_command_id": f"c_b{next(ids)}",
+            "command_type": "x",
+            "result": {"ok": True},
+            "accepted_at": now,
+        }
 
     def turn_values():
         n = next(ids)
-        return {"turn_id": f"turn_b{n}", "source_event_id": f"evt_s{n}", "target_actor_id": "agent:nobody",
-                "adapter_id": "kimi", "command_type": "web.message", "parent_turn_id": None,
-                "correlation_id": "cor_b", "root_correlation_id": "cor_b", "hop_count": 0,
-                "queued_event_id": f"evt_q{n}", "enqueue_seq": n, "status": QUEUED, "queued_at": now}
+        return {
+            "turn_id": f"turn_b{n}",
+            "source_event_id": f"evt_s{n}",
+            "target_actor_id": "agent:nobody",
+            "adapter_id": "kimi",
+            "command_type": "web.message",
+            "parent_turn_id": None,
+            "correlation_id": "cor_b",
+            "root_correlation_id": "cor_b",
+            "hop_count": 0,
+            "queued_event_id": f"evt_q{n}",
+            "enqueue_seq": n,
+            "status": QUEUED,
+            "queued_at": now,
+        }
 
     def orm_claim():
         Turn.objects.filter(turn_id=turn.turn_id, status=CLAIM.current).update(status=CLAIM.new, binding_id="b")
-        Turn.objects.filter(turn_id=turn.turn_id).values_list("target_actor_id", "source_event_id", "correlation_id",
-                                                              "root_correlation_id").first()
+        Turn.objects.filter(turn_id=turn.turn_id).values_list(
+            "target_actor_id", "source_event_id", "correlation_id", "root_correlation_id"
+        ).first()
 
     def orm_start():
         Turn.objects.filter(turn_id=turn.turn_id).update(
-            native_turn_id="n", started_at=Case(When(status=START.current, then=Value(now)), default=F("started_at")),
-            status=Case(When(status=START.current, then=Value(START.new)), default=F("status")))
+            native_turn_id="n",
+            started_at=Case(When(status=START.current, then=Value(now)), default=F("started_at")),
+            status=Case(When(status=START.current, then=Value(START.new)), default=F("status")),
+        )
 
     def orm_terminal():
-        Turn.objects.filter(turn_id=turn.turn_id).values_list("status", "target_actor_id", "source_event_id",
-                                                              "correlation_id", "root_correlation_id",
-                                                              "command_type").first()
+        Turn.objects.filter(turn_id=turn.turn_id).values_list(
+            "status", "target_actor_id", "source_event_id", "correlation_id", "root_correlation_id", "command_type"
+        ).first()
         TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).values_list(
-            "attempt_id", "delivery_certainty", "context_through_seq").first()
+            "attempt_id", "delivery_certainty", "context_through_seq"
+        ).first()
         Event.objects.filter(event_id=turn.source_event_id).values_list("seq", "body").first()
 
     def orm_prelude():
@@ -101,65 +135,111 @@ def _cases():
         Summary.objects.filter(room_id=ROOM_ID, status="active").only(*memory_sql.SUMMARY_COLUMNS).first()
 
     def orm_memory():
-        return list(MemoryRecord.objects.filter(
-            Q(scope_type="agent", scope_id=actor, agent_memory_type__in=AGENT_MEMORY_TYPES)
-            | Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in={"c1", "c2"}),
-            status="active").order_by("-id")[:51])
+        return list(
+            MemoryRecord.objects.filter(
+                Q(scope_type="agent", scope_id=actor, agent_memory_type__in=AGENT_MEMORY_TYPES)
+                | Q(scope_type="room", scope_id=ROOM_ID)
+                | Q(scope_type="correlation", scope_id__in={"c1", "c2"}),
+                status="active",
+            ).order_by("-id")[:51]
+        )
 
     def unread_qs():
-        return (context_events().filter(seq__gt=unread["after_seq"], seq__lt=unread["before_seq"])
-                .exclude(event_id__in=unread["excluded"]).order_by("-seq"))
+        return (
+            context_events()
+            .filter(seq__gt=unread["after_seq"], seq__lt=unread["before_seq"])
+            .exclude(event_id__in=unread["excluded"])
+            .order_by("-seq")
+        )
 
     binding = receipt.source_binding_id
     return {
         # rooms/sql.py
         "insert_event": (sql_event, lambda: Event.objects.create(**event_values())),
-        "find_receipt": (lambda: rooms_sql.find_receipt(binding, receipt.client_command_id),
-                         lambda: ClientCommand.objects.filter(source_binding_id=binding,
-                                                              client_command_id=receipt.client_command_id)
-                         .values_list("command_type", "canonical_hash", "result").first()),
-        "insert_receipt": (lambda: rooms_sql.insert_receipt(binding_id="b", digest="d", **receipt_values()),
-                           lambda: ClientCommand.objects.create(source_binding_id="b", canonical_hash="d",
-                                                                **receipt_values())),
+        "find_receipt": (
+            lambda: rooms_sql.find_receipt(binding, receipt.client_command_id),
+            lambda: (
+                ClientCommand.objects.filter(source_binding_id=binding, client_command_id=receipt.client_command_id)
+                .values_list("command_type", "canonical_hash", "result")
+                .first()
+            ),
+        ),
+        "insert_receipt": (
+            lambda: rooms_sql.insert_receipt(binding_id="b", digest="d", **receipt_values()),
+            lambda: ClientCommand.objects.create(source_binding_id="b", canonical_hash="d", **receipt_values()),
+        ),
         # turns/sql.py
-        "lane_head": (lambda: turn_sql.lane_head(actor),
-                      lambda: Turn.objects.filter(target_actor_id=actor, status=QUEUED)
-                      .only(*turn_sql.LANE_HEAD_COLUMNS).order_by("enqueue_seq").first()),
+        "lane_head": (
+            lambda: turn_sql.lane_head(actor),
+            lambda: (
+                Turn.objects.filter(target_actor_id=actor, status=QUEUED)
+                .only(*turn_sql.LANE_HEAD_COLUMNS)
+                .order_by("enqueue_seq")
+                .first()
+            ),
+        ),
         "claim_turn": (lambda: turn_sql.claim_turn(turn.turn_id, "b"), orm_claim),
-        "turn_status": (lambda: turn_sql.turn_status(turn.turn_id),
-                        lambda: Turn.objects.filter(turn_id=turn.turn_id).values_list("status", flat=True).first()),
+        "turn_status": (
+            lambda: turn_sql.turn_status(turn.turn_id),
+            lambda: Turn.objects.filter(turn_id=turn.turn_id).values_list("status", flat=True).first(),
+        ),
         "start_turn": (lambda: turn_sql.start_turn(turn.turn_id, "n", now), orm_start),
         "terminal_read": (lambda: turn_sql.terminal_read(turn.turn_id, attempt.attempt_id), orm_terminal),
-        "active_turn_counts": (lambda: turn_sql.active_turn_counts([actor]),
-                               lambda: dict(Turn.objects.filter(target_actor_id__in=[actor],
-                                                                status__in=ACTIVE_STATUSES)
-                                            .values_list("target_actor_id").annotate(n=Count("*")))),
-        "in_flight_ahead": (lambda: turn_sql.in_flight_ahead(actor, 10**9),
-                            lambda: Turn.objects.filter(target_actor_id=actor, status__in=IN_FLIGHT_STATUSES,
-                                                        enqueue_seq__lt=10**9).order_by("enqueue_seq")
-                            .values_list("turn_id", flat=True).first()),
-        "insert_turn": (lambda: turn_sql.insert_turn(**turn_values()),
-                        lambda: Turn.objects.create(**turn_values())),
+        "active_turn_counts": (
+            lambda: turn_sql.active_turn_counts([actor]),
+            lambda: dict(
+                Turn.objects.filter(target_actor_id__in=[actor], status__in=ACTIVE_STATUSES)
+                .values_list("target_actor_id")
+                .annotate(n=Count("*"))
+            ),
+        ),
+        "in_flight_ahead": (
+            lambda: turn_sql.in_flight_ahead(actor, 10**9),
+            lambda: (
+                Turn.objects.filter(target_actor_id=actor, status__in=IN_FLIGHT_STATUSES, enqueue_seq__lt=10**9)
+                .order_by("enqueue_seq")
+                .values_list("turn_id", flat=True)
+                .first()
+            ),
+        ),
+        "insert_turn": (lambda: turn_sql.insert_turn(**turn_values()), lambda: Turn.objects.create(**turn_values())),
         # memory/sql.py
         "bump_dated_rollup": (
-            lambda: memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor, day=date(2026, 1, 1), chars=5,
-                                                 through_seq=7, now=now),
-            lambda: DatedMemoryRollup.objects.filter(room_id=ROOM_ID, actor_id=actor, local_date=date(2026, 1, 1))
-            .update(pending_turns=F("pending_turns") + 1, pending_chars=F("pending_chars") + 5,
-                    pending_through_seq=Greatest("pending_through_seq", Value(7)),
-                    first_pending_at=Coalesce("first_pending_at", Value(now)), last_pending_at=now)),
-        "packet_memory": (lambda: memory_sql.packet_memory(actor_id=actor, room_id=ROOM_ID,
-                                                           correlations={"c1", "c2"}, limit=51), orm_memory),
-        "packet_identity": (lambda: memory_sql.packet_identity(actor_id=actor, limit=51),
-                            lambda: list(IdentityRecord.objects.filter(status="active", subject_actor_id=actor)
-                                         .order_by("-id")[:51])),
-        "packet_prelude": (lambda: memory_sql.packet_prelude(actor_id=actor, room_id=ROOM_ID,
-                                                             source_event_id=source.event_id), orm_prelude),
+            lambda: memory_sql.bump_dated_rollup(
+                room_id=ROOM_ID, actor_id=actor, day=date(2026, 1, 1), chars=5, through_seq=7, now=now
+            ),
+            lambda: DatedMemoryRollup.objects.filter(
+                room_id=ROOM_ID, actor_id=actor, local_date=date(2026, 1, 1)
+            ).update(
+                pending_turns=F("pending_turns") + 1,
+                pending_chars=F("pending_chars") + 5,
+                pending_through_seq=Greatest("pending_through_seq", Value(7)),
+                first_pending_at=Coalesce("first_pending_at", Value(now)),
+                last_pending_at=now,
+            ),
+        ),
+        "packet_memory": (
+            lambda: memory_sql.packet_memory(actor_id=actor, room_id=ROOM_ID, correlations={"c1", "c2"}, limit=51),
+            orm_memory,
+        ),
+        "packet_identity": (
+            lambda: memory_sql.packet_identity(actor_id=actor, limit=51),
+            lambda: list(IdentityRecord.objects.filter(status="active", subject_actor_id=actor).order_by("-id")[:51]),
+        ),
+        "packet_prelude": (
+            lambda: memory_sql.packet_prelude(actor_id=actor, room_id=ROOM_ID, source_event_id=source.event_id),
+            orm_prelude,
+        ),
         "packet_unread": (lambda: list(memory_sql.packet_unread(**unread)), lambda: list(unread_qs().values(*cols))),
         "packet_unread_count": (lambda: memory_sql.packet_unread_count(**unread), lambda: unread_qs().count()),
-        "packet_parent": (lambda: memory_sql.packet_parent(source.event_id, 0),
-                          lambda: Event.objects.filter(event_id=source.event_id, event_type__in=CONTEXT_TYPES,
-                                                       seq__gt=0).values(*cols).first()),
+        "packet_parent": (
+            lambda: memory_sql.packet_parent(source.event_id, 0),
+            lambda: (
+                Event.objects.filter(event_id=source.event_id, event_type__in=CONTEXT_TYPES, seq__gt=0)
+                .values(*cols)
+                .first()
+            ),
+        ),
     }
 
 

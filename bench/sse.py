@@ -46,5 +46,7 @@ async def frames(client: httpx.AsyncClient, base_url: str, *, after_seq: int) ->
 
 def stream_client(connections: int = 4) -> httpx.AsyncClient:
     # read=None: a quiet stream between heartbeats is not an error; every caller has its own deadline
-    return httpx.AsyncClient(timeout=httpx.Timeout(10, read=None),
-                             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(10, read=None),
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+    )

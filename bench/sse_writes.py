@@ -41,16 +41,20 @@ async def _run(server: Server, turns: int) -> tuple[list[list[str]], Counter]:
     shapes: Counter = Counter()
     async with httpx.AsyncClient(base_url=server.base_url, headers={"Origin": server.base_url}) as http:
         cursor = (await http.get("/api/bootstrap")).json().get("cursor") or 0
-        writer.write(f"GET /api/events?afterSeq={cursor} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                     "Accept: text/event-stream\r\n\r\n".encode())
+        writer.write(
+            f"GET /api/events?afterSeq={cursor} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode()
+        )
         await writer.drain()
         await reader.readuntil(b"\r\n\r\n")
         task = asyncio.create_task(read_chunks())
         try:
             for turn in range(turns + 1):
                 first = len(writes)
-                response = await http.post("/api/messages", json={
-                    "content": f"message {turn}", "to": ["agent:kimi"], "clientCommandId": f"sse-writes-{turn}"})
+                response = await http.post(
+                    "/api/messages",
+                    json={"content": f"message {turn}", "to": ["agent:kimi"], "clientCommandId": f"sse-writes-{turn}"},
+                )
                 response.raise_for_status()
                 while not any("turn.completed" in kinds for kinds in writes[first:]):
                     arrived.clear()
@@ -76,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.stop()
     frames = sum(len(kinds) for kinds in writes)
-    print(f"{args.turns} sequential Turns, one stream: {frames / args.turns:.2f} frames and "
-          f"{len(writes) / args.turns:.2f} writes per Turn")
+    print(
+        f"{args.turns} sequential Turns, one stream: {frames / args.turns:.2f} frames and "
+        f"{len(writes) / args.turns:.2f} writes per Turn"
+    )
     for shape, count in shapes.most_common(4):
         print(f"  {count} Turns: {shape}")
     return 0

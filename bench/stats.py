@@ -16,5 +16,10 @@ def summary_ms(seconds: list[float]) -> dict:
     ms = [s * 1000 for s in seconds]
     if not ms:
         return {"n": 0}
-    return {"n": len(ms), "p50": round(statistics.median(ms), 2), "p95": round(percentile(ms, 95), 2),
-            "min": round(min(ms), 2), "max": round(max(ms), 2)}
+    return {
+        "n": len(ms),
+        "p50": round(statistics.median(ms), 2),
+        "p95": round(percentile(ms, 95), 2),
+        "min": round(min(ms), 2),
+        "max": round(max(ms), 2),
+    }

@@ -83,10 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     for result, before, after in measured_rounds(args, thread_cpu):
         turns = result["turns_accepted"] or 1
         per_thread = {name: (after[name] - before.get(name, 0)) * 1000 / turns for name in after}
-        shown = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(per_thread.items(), key=lambda kv: -kv[1])
-                          if ms >= 0.01)
-        print(f"{turns} Turns, {result['turns_per_s']} turns/s, {result['backpressure_rejections']} "
-              f"rejected posts; server CPU {sum(per_thread.values()):.2f} ms per Turn: {shown}", flush=True)
+        shown = ", ".join(
+            f"{name} {ms:.2f}" for name, ms in sorted(per_thread.items(), key=lambda kv: -kv[1]) if ms >= 0.01
+        )
+        print(
+            f"{turns} Turns, {result['turns_per_s']} turns/s, {result['backpressure_rejections']} "
+            f"rejected posts; server CPU {sum(per_thread.values()):.2f} ms per Turn: {shown}",
+            flush=True,
+        )
     return 0
 
 

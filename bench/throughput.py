@@ -22,8 +22,9 @@ MAX_RETRIES = 1_000  # per sender: a bound, not an expectation
 
 
 async def run(base_url: str, *, messages: int = 200, agents=("agent:kimi", "agent:hermes", "agent:grok")) -> dict:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30,
-                                 limits=httpx.Limits(max_connections=len(agents))) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, timeout=30, limits=httpx.Limits(max_connections=len(agents))
+    ) as client:
         head = (await client.get("/api/bootstrap")).json()["room"]["throughSeq"]
         async with Observer(base_url, head) as room:
             turn_ids: list[str] = []
@@ -58,7 +59,9 @@ async def run(base_url: str, *, messages: int = 200, agents=("agent:kimi", "agen
     last = max(at for _, at in ends)
     elapsed = last - first_post
     return {
-        "messages": messages, "turns": len(turn_ids), "agents": list(agents),
+        "messages": messages,
+        "turns": len(turn_ids),
+        "agents": list(agents),
         "completed": sum(kind == "turn.completed" for kind, _ in ends),
         "failed": sum(kind == "turn.failed" for kind, _ in ends),
         "otherTerminal": sum(kind not in ("turn.completed", "turn.failed") for kind, _ in ends),

@@ -50,8 +50,10 @@ def main() -> int:
                 for _ in range(EACH):
                     fn()
                 runs.append((time.thread_time_ns() - start) / EACH / 1000)
-            print(f"{name:<24} CPU {statistics.median(runs):5.0f} µs (min {min(runs):.0f}), "
-                  f"{counting_calls(fn)[1]} function calls")
+            print(
+                f"{name:<24} CPU {statistics.median(runs):5.0f} µs (min {min(runs):.0f}), "
+                f"{counting_calls(fn)[1]} function calls"
+            )
     return 0
 
 

@@ -34,8 +34,15 @@ import time
 from pathlib import Path
 
 AGENTS = ("grok", "hermes", "kimi")
-STEPS = ("post_message", "next_queued_turn", "build_context_packet", "claim", "mark_prompt_invoked",
-         "mark_started", "finish")
+STEPS = (
+    "post_message",
+    "next_queued_turn",
+    "build_context_packet",
+    "claim",
+    "mark_prompt_invoked",
+    "mark_started",
+    "finish",
+)
 
 
 def _configure(workdir: Path) -> None:
@@ -70,8 +77,9 @@ class Turns:
         from setup_wizard import roster
 
         self.agents = [roster.live_agent(f"agent:{name}") for name in AGENTS]
-        self.actors = {a.actor_id: ActorRef(a.actor_id, "agent", a.display_name, f"inst_{a.actor_id}")
-                       for a in self.agents}
+        self.actors = {
+            a.actor_id: ActorRef(a.actor_id, "agent", a.display_name, f"inst_{a.actor_id}") for a in self.agents
+        }
         self.budget = soft_target(settings.GROUPX_CONFIG.limits.contextCharacters)
         self.count = 0
         self.returned: list[dict] = []  # what the functions returned, for --dump
@@ -86,23 +94,45 @@ class Turns:
 
         agent = self.agents[self.count % len(self.agents)]
         self.count += 1
-        payload = {"clientCommandId": f"bench-{self.count}", "to": [agent.actor_id],
-                   "content": f"message {self.count}: what is the state of the build?"}
+        payload = {
+            "clientCommandId": f"bench-{self.count}",
+            "to": [agent.actor_id],
+            "content": f"message {self.count}: what is the state of the build?",
+        }
         accepted = step("post_message", post_message, payload)
         # What the lane reads before each Turn: its head and the native-reset mark (D41).
         turn = step("next_queued_turn", dispatch.lane_head, agent.actor_id).turn
-        packet = step("build_context_packet", build_context_packet, agent, turn.source_event_id,
-                      budget=self.budget)
-        claim = step("claim", lifecycle.claim, turn.turn_id, binding_id=f"binding_{agent.actor_id}",
-                     instance_id=f"inst_{agent.actor_id}", context_through_seq=packet.through_seq)
+        packet = step("build_context_packet", build_context_packet, agent, turn.source_event_id, budget=self.budget)
+        claim = step(
+            "claim",
+            lifecycle.claim,
+            turn.turn_id,
+            binding_id=f"binding_{agent.actor_id}",
+            instance_id=f"inst_{agent.actor_id}",
+            context_through_seq=packet.through_seq,
+        )
         assert step("mark_prompt_invoked", lifecycle.mark_prompt_invoked, claim)
         actor = self.actors[agent.actor_id]
         step("mark_started", lifecycle.mark_started, claim, actor, f"native-{self.count}")
         outcome = TurnOutcome(status=COMPLETED, content=f"reply {self.count}: the build is green.")
         assert step("finish", lifecycle.finish, claim, turn.turn_id, outcome, actor) == COMPLETED
-        self.returned.append({"accepted": accepted, "packet": vars(packet), "claim": {
-            key: getattr(claim, key) for key in ("turn_id", "attempt_id", "target_actor_id", "source_event_id",
-                                                 "correlation_id", "root_correlation_id")}})
+        self.returned.append(
+            {
+                "accepted": accepted,
+                "packet": vars(packet),
+                "claim": {
+                    key: getattr(claim, key)
+                    for key in (
+                        "turn_id",
+                        "attempt_id",
+                        "target_actor_id",
+                        "source_event_id",
+                        "correlation_id",
+                        "root_correlation_id",
+                    )
+                },
+            }
+        )
 
 
 def _timed(turns: Turns, count: int) -> dict[str, list[tuple[int, int]]]:
@@ -165,8 +195,9 @@ def _calls(turns: Turns, count: int) -> dict[str, list[int]]:
     return calls
 
 
-def _report(samples: dict[str, list[tuple[int, int]]], counts: dict[str, list[int]],
-            calls: dict[str, list[int]] | None = None) -> str:
+def _report(
+    samples: dict[str, list[tuple[int, int]]], counts: dict[str, list[int]], calls: dict[str, list[int]] | None = None
+) -> str:
     lines = [f"{'step':<22}{'CPU µs':>9}{'wall µs':>9}{'queries':>9}" + (f"{'calls':>9}" if calls else "")]
     totals = [0, 0, 0, 0]
     for name in STEPS:
@@ -176,10 +207,11 @@ def _report(samples: dict[str, list[tuple[int, int]]], counts: dict[str, list[in
         called = statistics.median(calls[name]) if calls else 0
         totals = [totals[0] + cpu, totals[1] + wall, totals[2] + queries, totals[3] + called]
         lines.append(f"{name:<22}{cpu:>9.0f}{wall:>9.0f}{queries:>9g}" + (f"{called:>9g}" if calls else ""))
-    per_turn = [sum(s[i] for step in samples.values() for s in step) / len(samples["finish"]) / 1000
-                for i in (0, 1)]
-    lines.append(f"{'sum of medians':<22}{totals[0]:>9.0f}{totals[1]:>9.0f}{totals[2]:>9g}"
-                 + (f"{totals[3]:>9g}" if calls else ""))
+    per_turn = [sum(s[i] for step in samples.values() for s in step) / len(samples["finish"]) / 1000 for i in (0, 1)]
+    lines.append(
+        f"{'sum of medians':<22}{totals[0]:>9.0f}{totals[1]:>9.0f}{totals[2]:>9g}"
+        + (f"{totals[3]:>9g}" if calls else "")
+    )
     lines.append(f"{'mean per turn':<22}{per_turn[0]:>9.0f}{per_turn[1]:>9.0f}")
     return "\n".join(lines)
 
@@ -193,8 +225,15 @@ _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[
 def dump_rows(path: Path, returned: list[dict]) -> None:
     from django.db import connection
 
-    tables = ("rooms_event", "rooms_clientcommand", "turns_turn", "turns_turnattempt", "agents_deliverycursor",
-              "memory_datedmemorysource", "memory_datedmemoryrollup")
+    tables = (
+        "rooms_event",
+        "rooms_clientcommand",
+        "turns_turn",
+        "turns_turnattempt",
+        "agents_deliverycursor",
+        "memory_datedmemorysource",
+        "memory_datedmemoryrollup",
+    )
     names: dict[str, str] = {}
 
     def stable(text: str) -> str:
@@ -206,16 +245,21 @@ def dump_rows(path: Path, returned: list[dict]) -> None:
         return _TIMESTAMP.sub("<time>", text)
 
     # Ordered by the tables' natural keys that do not depend on random ids.
-    order = {"rooms_event": "seq", "turns_turn": "enqueue_seq", "turns_turnattempt": "claimed_at",
-             "rooms_clientcommand": "client_command_id", "agents_deliverycursor": "actor_id",
-             "memory_datedmemorysource": "response_seq", "memory_datedmemoryrollup": "actor_id"}
+    order = {
+        "rooms_event": "seq",
+        "turns_turn": "enqueue_seq",
+        "turns_turnattempt": "claimed_at",
+        "rooms_clientcommand": "client_command_id",
+        "agents_deliverycursor": "actor_id",
+        "memory_datedmemorysource": "response_seq",
+        "memory_datedmemoryrollup": "actor_id",
+    }
     out: dict[str, list] = {}
     with connection.cursor() as cursor:
         for table in tables:
             cursor.execute(f"SELECT * FROM {table} ORDER BY {order[table]}")
             columns = [c[0] for c in cursor.description]
-            out[table] = [{c: stable(str(v)) for c, v in zip(columns, row, strict=True)}
-                          for row in cursor.fetchall()]
+            out[table] = [{c: stable(str(v)) for c, v in zip(columns, row, strict=True)} for row in cursor.fetchall()]
     out["returned"] = [json.loads(stable(json.dumps(item))) for item in returned]
     path.write_text(json.dumps(out, indent=1, sort_keys=True))
 
@@ -239,8 +283,10 @@ def main(argv: list[str] | None = None) -> int:
         samples = _timed(turns, args.turns)
         counts = _counted(turns, args.count)
         calls = _calls(turns, args.count) if args.calls else None
-        print(f"{args.turns} turns after {args.warmup} warm-up, queries counted on {args.count} more "
-              f"(round-robin over {len(AGENTS)} agents, one at a time)")
+        print(
+            f"{args.turns} turns after {args.warmup} warm-up, queries counted on {args.count} more "
+            f"(round-robin over {len(AGENTS)} agents, one at a time)"
+        )
         print(_report(samples, counts, calls))
         if args.dump:
             dump_rows(args.dump, turns.returned)

@@ -54,8 +54,12 @@ def count(trace: Path) -> collections.Counter:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.wakeups", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--workload", choices=("latency", "throughput"), default="latency",
-                        help="throughput: the side-by-side run's throughput workload (eight senders)")
+    parser.add_argument(
+        "--workload",
+        choices=("latency", "throughput"),
+        default="latency",
+        help="throughput: the side-by-side run's throughput workload (eight senders)",
+    )
     args = parser.parse_args(argv)
     strace = shutil.which("strace")
     if strace is None:
@@ -66,9 +70,22 @@ def main(argv: list[str] | None = None) -> int:
         trace = Path(scratch) / "strace.txt"
         try:
             harness(server, 20, Path(scratch) / "warmup.json")
-            tracer = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=sendto,write,epoll_ctl,futex", "-e",
-                                       "signal=none", "-o", str(trace), "-p", str(server.pid)],
-                                      stderr=subprocess.DEVNULL)
+            tracer = subprocess.Popen(
+                [
+                    strace,
+                    "-f",
+                    "-qq",
+                    "-e",
+                    "trace=sendto,write,epoll_ctl,futex",
+                    "-e",
+                    "signal=none",
+                    "-o",
+                    str(trace),
+                    "-p",
+                    str(server.pid),
+                ],
+                stderr=subprocess.DEVNULL,
+            )
             time.sleep(1.0)  # strace attaches to every thread first (it prints nothing to wait on)
             result = harness(server, args.turns, Path(scratch) / "traced.json", args.workload)
             tracer.send_signal(signal.SIGINT)
@@ -77,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
         counts = count(trace)
     turns = result["turns_accepted"] if args.workload == "throughput" else args.turns
-    print(f"{turns} {'sequential' if args.workload == 'latency' else 'throughput'} Turns (groupx start)"
-          + (f", {result['backpressure_rejections']} rejected posts" if args.workload == "throughput" else "")
-          + ", per Turn:")
+    print(
+        f"{turns} {'sequential' if args.workload == 'latency' else 'throughput'} Turns (groupx start)"
+        + (f", {result['backpressure_rejections']} rejected posts" if args.workload == "throughput" else "")
+        + ", per Turn:"
+    )
     for name in ("self-pipe wake-ups", "epoll_ctl", "sendto", "write", "futex wakes"):
         print(f"  {name}: {counts[name] / turns:.2f}")
     return 0

@@ -48,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
             moved = io_after.get(name, Counter())
             moved.subtract(io_before.get(name, Counter()))
             cpu = (cpu_after[name] - cpu_before.get(name, 0)) * 1000 / turns
-            shown.append(f"{name}: {moved['calls'] / turns:.1f} writes, {moved['bytes'] / 1024 / turns:.0f} KiB, "
-                         f"{cpu:.2f} ms CPU")
+            shown.append(
+                f"{name}: {moved['calls'] / turns:.1f} writes, {moved['bytes'] / 1024 / turns:.0f} KiB, "
+                f"{cpu:.2f} ms CPU"
+            )
         print(f"{turns} Turns, {result['turns_per_s']} turns/s; per Turn: " + "; ".join(shown), flush=True)
     return 0
 

@@ -44,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
             for setup, worker_agents in SETUPS.items():
                 print(f"[bench.workers] round {round_number + 1}: {setup} worker(s)", file=sys.stderr, flush=True)
                 name = f"groupx_bench_{setup}_{round_number}"
-                server = SplitBenchServer(root / name, redis.url, storage_url=create_database(cluster, name),
-                                          worker_agents=worker_agents)
+                server = SplitBenchServer(
+                    root / name, redis.url, storage_url=create_database(cluster, name), worker_agents=worker_agents
+                )
                 results[setup] = measure(server, messages=args.messages, burst=args.burst)
             rounds.append(results)
     finally:

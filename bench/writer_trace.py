@@ -67,8 +67,9 @@ def _install() -> None:
             took = time.perf_counter() - started
             after = _index_counts(fd) if fd is not None else (-1, -1)
             wrote_database = int(os.stat(db_path).st_mtime_ns != written_before)
-            out.write(f"{time.time():.6f} {took * 1000:.4f} {before[0]} {wrote_database} {after[0]} {after[1]}"
-                      f" {name}\n")
+            out.write(
+                f"{time.time():.6f} {took * 1000:.4f} {before[0]} {wrote_database} {after[0]} {after[1]} {name}\n"
+            )
 
     def traced(loop, future, context, fn, args, kwargs):
         if threading.current_thread().name.startswith("groupx-db-write") is False:
@@ -87,7 +88,7 @@ def _serve() -> None:
     _install()
     from daphne.cli import CommandLineInterface
 
-    sys.argv = ["daphne", *sys.argv[sys.argv.index("--serve") + 1:]]
+    sys.argv = ["daphne", *sys.argv[sys.argv.index("--serve") + 1 :]]
     CommandLineInterface.entrypoint()
 
 
@@ -97,9 +98,15 @@ def read_trace(path: Path, since: float = 0.0) -> list[dict]:
         at, took, frames_before, wrote_database, frames_after, _backfill_after, name = line.split(" ", 6)
         if float(at) < since:
             continue
-        rows.append({"at": float(at), "ms": float(took), "name": name,
-                     "checkpointed": wrote_database == "1",
-                     "restarted": 0 <= int(frames_after) < int(frames_before)})
+        rows.append(
+            {
+                "at": float(at),
+                "ms": float(took),
+                "name": name,
+                "checkpointed": wrote_database == "1",
+                "restarted": 0 <= int(frames_after) < int(frames_before),
+            }
+        )
     return rows
 
 
@@ -116,9 +123,15 @@ def summarize(rows: list[dict]) -> dict:
     checkpointing = [r["ms"] for r, yes in zip(rows, ran, strict=True) if yes]
     others = [r["ms"] for r, yes in zip(rows, ran, strict=True) if not yes]
     return {
-        "writerCalls": len(rows), "checkpointingCalls": len(checkpointing), "walRestarts": sum(r["restarted"] for r in rows),
-        "callMs": {"p50": round(_quantile(every, 0.5), 3), "p95": round(_quantile(every, 0.95), 3),
-                   "p99": round(_quantile(every, 0.99), 3), "max": round(max(every, default=float("nan")), 3)},
+        "writerCalls": len(rows),
+        "checkpointingCalls": len(checkpointing),
+        "walRestarts": sum(r["restarted"] for r in rows),
+        "callMs": {
+            "p50": round(_quantile(every, 0.5), 3),
+            "p95": round(_quantile(every, 0.95), 3),
+            "p99": round(_quantile(every, 0.99), 3),
+            "max": round(max(every, default=float("nan")), 3),
+        },
         "checkpointingCallMs": sorted(round(v, 2) for v in checkpointing),
         "otherCallsMs": {"p99": round(_quantile(others, 0.99), 3), "max": round(max(others, default=float("nan")), 3)},
         "sumMs": {"all": round(sum(every), 1), "checkpointing": round(sum(checkpointing), 1)},
@@ -149,12 +162,16 @@ def main(argv: list[str] | None = None) -> int:
             for round_index in range(args.rounds):
                 since = time.time()
                 reply = asyncio.run(latency.run(server.base_url, messages=args.latency))
-                results[f"latency-{round_index}"] = {"postToReplyMs": reply["postToReplyMs"],
-                                                     "writer": summarize(read_trace(trace, since))}
+                results[f"latency-{round_index}"] = {
+                    "postToReplyMs": reply["postToReplyMs"],
+                    "writer": summarize(read_trace(trace, since)),
+                }
                 since = time.time()
                 through = asyncio.run(throughput.run(server.base_url, messages=args.throughput))
-                results[f"throughput-{round_index}"] = {"turnsPerSecond": through["turnsPerSecond"],
-                                                        "writer": summarize(read_trace(trace, since))}
+                results[f"throughput-{round_index}"] = {
+                    "turnsPerSecond": through["turnsPerSecond"],
+                    "writer": summarize(read_trace(trace, since)),
+                }
             size = server.db_path.with_name(server.db_path.name + "-wal")
             results["walBytesAtEnd"] = size.stat().st_size if size.exists() else 0
         finally:

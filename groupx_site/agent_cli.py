@@ -42,8 +42,11 @@ def cmd_restart_agent(path: Path, name: str | None) -> int:
         detail = f"{error.get('code')}: {error.get('message')}" if error else str(body)
         return fail(f"the restart of {actor_id} was refused ({status or 'no answer'}): {detail}")
     previous = body.get("previousInstanceId")
-    say(f"Restarting {actor_id}" + (f" (replacing {previous})" if previous else "") +
-        "; its queued Turns wait for the new instance.")
+    say(
+        f"Restarting {actor_id}"
+        + (f" (replacing {previous})" if previous else "")
+        + "; its queued Turns wait for the new instance."
+    )
     return 0
 
 
@@ -51,8 +54,9 @@ def post_restart(target: Target, actor_id: str) -> tuple[int, object]:
     conn = http.client.HTTPConnection(target.host, target.port, timeout=REQUEST_TIMEOUT)
     try:
         payload = json.dumps({"clientCommandId": f"cli-restart-{uuid.uuid4()}"})
-        conn.request("POST", f"/api/agents/{actor_id}/restart", body=payload,
-                     headers={"Content-Type": "application/json"})
+        conn.request(
+            "POST", f"/api/agents/{actor_id}/restart", body=payload, headers={"Content-Type": "application/json"}
+        )
         response = conn.getresponse()
         raw = response.read(64 * 1024)
     except (OSError, http.client.HTTPException) as error:

@@ -29,7 +29,6 @@ from turns.api import router as turns_router
 logger = logging.getLogger("groupx.api")
 
 
-
 class BoundedJsonParser(Parser):
     """Every declared body is read by the one bounded parser (size, depth, text:
     ``groupx_site/core/bodies.py``), so its refusals keep their codes (D34)."""
@@ -102,8 +101,12 @@ class HealthReport(Response):
     superseded: dict[str, Any] | None = None
 
 
-@api.get("/health", tags=["runtime"], summary="Runtime identity, readiness and agent health",
-         **route({200: HealthReport, 503: HealthReport}, errors={400: ("INVALID_ENVELOPE",)}))
+@api.get(
+    "/health",
+    tags=["runtime"],
+    summary="Runtime identity, readiness and agent health",
+    **route({200: HealthReport, 503: HealthReport}, errors={400: ("INVALID_ENVELOPE",)}),
+)
 async def get_health(request: HttpRequest, integrity: Literal["check"] | None = None):
     """``?integrity=check`` runs SQLite's quick check now instead of reporting the last one (D42)."""
     status, body = await db.read(health_report)(check_integrity=integrity == "check")

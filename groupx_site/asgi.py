@@ -44,18 +44,30 @@ from rooms.consumers import EventStreamConsumer  # noqa: E402
 
 async def send_json(send, status: int, body: dict) -> None:
     payload = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
 async def mcp_unavailable(scope, receive, send) -> None:
-    await send_json(send, 503, {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {"code": -32603, "message": "the GroupX MCP tools are not available",
-                  "data": {"code": "MCP_UNAVAILABLE"}},
-    })
+    await send_json(
+        send,
+        503,
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32603,
+                "message": "the GroupX MCP tools are not available",
+                "data": {"code": "MCP_UNAVAILABLE"},
+            },
+        },
+    )
 
 
 async def lifespan(scope, receive, send) -> None:
@@ -101,14 +113,20 @@ def with_backpressure(app):
 
 EVENTS_PATH = "/api/events"
 
-http_routes = URLRouter([
-    path(EVENTS_PATH.lstrip("/"), with_backpressure(
-        EventStreamConsumer.as_asgi(django_app=django_app, end_on_drain=shutdown.end_on_drain))),
-    re_path(r"^mcp/?$", imported_on_first_request("agents.mcp.server")),
-    re_path(r"^mcp/operator/?$", imported_on_first_request("assistant.mcp.server")),  # the room assistant's tools (FEATURES §13)
-    re_path(r"^mcp/", mcp_unavailable),
-    re_path(r"", django_app),
-])
+http_routes = URLRouter(
+    [
+        path(
+            EVENTS_PATH.lstrip("/"),
+            with_backpressure(EventStreamConsumer.as_asgi(django_app=django_app, end_on_drain=shutdown.end_on_drain)),
+        ),
+        re_path(r"^mcp/?$", imported_on_first_request("agents.mcp.server")),
+        re_path(
+            r"^mcp/operator/?$", imported_on_first_request("assistant.mcp.server")
+        ),  # the room assistant's tools (FEATURES §13)
+        re_path(r"^mcp/", mcp_unavailable),
+        re_path(r"", django_app),
+    ]
+)
 
 
 async def http(scope, receive, send):
@@ -125,11 +143,13 @@ async def http(scope, receive, send):
     return await http_routes(scope, receive, send)
 
 
-application = ProtocolTypeRouter({
-    "http": http,
-    "lifespan": lifespan,
-    "channel": agents_worker.channel_router,
-})
+application = ProtocolTypeRouter(
+    {
+        "http": http,
+        "lifespan": lifespan,
+        "channel": agents_worker.channel_router,
+    }
+)
 
 
 def _start_with_the_reactor() -> None:

@@ -163,8 +163,13 @@ def install_read_deadlines(server) -> None:
 
         def _too_slow(self, what: str, seconds: float) -> None:
             self._deadline = None
-            self.transport.write(error_answer(b"408 Request Timeout", "INVALID_ENVELOPE",
-                                              f"the request's {what} did not arrive within {seconds:g} s"))
+            self.transport.write(
+                error_answer(
+                    b"408 Request Timeout",
+                    "INVALID_ENVELOPE",
+                    f"the request's {what} did not arrive within {seconds:g} s",
+                )
+            )
             self.transport.loseConnection()
             reactor.callLater(LINGER_SECONDS, self.transport.abortConnection)
 

@@ -150,7 +150,11 @@ def bootstrap() -> dict[str, Any]:
 
 
 # The operation id it had under rooms/api.py, so /api/openapi.json names it as before.
-@router.get("/bootstrap", summary="The room snapshot and the cursor to stream from",
-            operation_id="rooms_api_get_bootstrap", **route({200: Bootstrap}))
+@router.get(
+    "/bootstrap",
+    summary="The room snapshot and the cursor to stream from",
+    operation_id="rooms_api_get_bootstrap",
+    **route({200: Bootstrap}),
+)
 async def get_bootstrap(request: HttpRequest):
     return json_response(await db.read(bootstrap)())

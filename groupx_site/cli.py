@@ -201,8 +201,11 @@ def start_race(target: Target, *, open_browser: bool, page: str = "/") -> int:
         say(f"GroupX is ready at {origin} (Ctrl+C or `groupx stop` to stop)")
         show(origin)
 
-    result = serve(target.config, on_listening=lambda origin: say(f"GroupX is starting at {origin} ({target.path})"),
-                   on_ready=on_ready)
+    result = serve(
+        target.config,
+        on_listening=lambda origin: say(f"GroupX is starting at {origin} ({target.path})"),
+        on_ready=on_ready,
+    )
     if result.outcome == "address_in_use":
         # Someone bound between our probe and our listen: a concurrent start of this config is a
         # reuse; anything else is a conflict. No store was opened (at most the starter file written).
@@ -231,8 +234,10 @@ def ensure_config(path: Path, port: int | None) -> Target | None:
         say(describe(path, write_starter_config(path, port=port or DEFAULT_PORT)))
     target = load_target(path)
     if target is not None and port is not None and port != target.port:
-        fail(f"{path} already sets server.port {target.port}; --port only applies to a new config. "
-             "Change the port at /setup or in the file.")
+        fail(
+            f"{path} already sets server.port {target.port}; --port only applies to a new config. "
+            "Change the port at /setup or in the file."
+        )
         return None
     return target
 
@@ -257,8 +262,10 @@ def cmd_init(path: Path, open_browser: bool, port: int | None = None) -> int:
         if target is not None:
             found = target.probe()
             if found.kind == "groupx" and found.scope_key == target.scope_key:
-                say(f"GroupX is running for this config: edit the agents at {target.origin}/setup, "
-                    "then run `groupx restart`.")
+                say(
+                    f"GroupX is running for this config: edit the agents at {target.origin}/setup, "
+                    "then run `groupx restart`."
+                )
                 if open_browser:
                     open_url(f"{target.origin}/setup")
                 return 0
@@ -275,8 +282,10 @@ def stop_instance(target: Target, *, restarting: bool) -> int:
     if found.kind == "unreachable":
         if restarting:
             return fail(f"no GroupX instance is running at {target.origin}; start it with `groupx start`.")
-        return fail(f"no GroupX instance detected at {target.origin}. If server.port changed since it was "
-                    "started, stop it on its old port first (or press Ctrl+C in its terminal).")
+        return fail(
+            f"no GroupX instance detected at {target.origin}. If server.port changed since it was "
+            "started, stop it on its old port first (or press Ctrl+C in its terminal)."
+        )
     if found.kind != "groupx":
         return fail(f"port {target.port} is used by a program that is not GroupX; nothing was stopped.")
     if found.runtime_key != target.key and found.scope_key != target.scope_key:

@@ -22,8 +22,10 @@ def install_lines(config_path: Path) -> tuple[list[str], list[str]]:
     lines = [f"groupx: {version()}"]
     clashes = module_clashes()
     for module, owners in clashes.items():
-        lines.append(f"  warning: the module `{module}` is also provided by {', '.join(owners)}; install GroupX "
-                     "in an isolated tool environment (pipx or uv tool) so neither shadows the other")
+        lines.append(
+            f"  warning: the module `{module}` is also provided by {', '.join(owners)}; install GroupX "
+            "in an isolated tool environment (pipx or uv tool) so neither shadows the other"
+        )
     store, problems = store_lines(config_path)
     return lines + store, problems
 

@@ -51,8 +51,10 @@ def worker_lines(config_path: Path) -> list[str]:
 
 
 SELECT_AGENTS = "SELECT actor_id, worker_id FROM agents_agentlease WHERE worker_id != ''"  # agents.models.AgentLease
-SELECT = (f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
-          " WHERE role != 'stopped'")
+SELECT = (
+    f"SELECT worker_id, mode, host, pid, role, acquired_at, heartbeat_at, expires_at FROM {TABLE}"
+    " WHERE role != 'stopped'"
+)
 
 
 def _postgresql_rows(url: str) -> tuple[list[tuple], list[tuple]]:
@@ -70,11 +72,15 @@ def _lines(rows: list[tuple], split: bool, leases: list[tuple]) -> list[str]:
     lines = []
     if owners:
         worker_id, mode, host, pid, _, acquired, heartbeat, _ = owners[0]
-        lines.append(f"agents' worker: {worker_id} ({mode}, host {host}, pid {pid}) owns the room since {acquired}"
-                     f" (last heartbeat {heartbeat})")
+        lines.append(
+            f"agents' worker: {worker_id} ({mode}, host {host}, pid {pid}) owns the room since {acquired}"
+            f" (last heartbeat {heartbeat})"
+        )
     elif split:
-        lines.append("agents' worker: NONE owns the room: queued Turns wait; run `python manage.py runworker "
-                     "groupx-agents` (groupx.json names a Redis channel layer: split mode)")
+        lines.append(
+            "agents' worker: NONE owns the room: queued Turns wait; run `python manage.py runworker "
+            "groupx-agents` (groupx.json names a Redis channel layer: split mode)"
+        )
     else:
         lines.append("agents' worker: none (GroupX is not running; `groupx start` runs web and agents in one process)")
     runs: dict[str, list[str]] = {}
@@ -84,8 +90,10 @@ def _lines(rows: list[tuple], split: bool, leases: list[tuple]) -> list[str]:
         if worker_id in runs:  # a worker of --agents without the room's lease (D58)
             lines.append(f"  a worker runs agents: {worker_id} (host {host}, pid {pid})")
         else:
-            lines.append(f"  a second worker stands by: {worker_id} (host {host}, pid {pid}); it takes over when the"
-                         " owner's lease expires")
+            lines.append(
+                f"  a second worker stands by: {worker_id} (host {host}, pid {pid}); it takes over when the"
+                " owner's lease expires"
+            )
     if len(runs) > 1 or standbys:  # several workers: say who runs each agent
         for row in live:
             agents = runs.get(row[0])

@@ -38,8 +38,9 @@ def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, A
     try:
         with connection.cursor() as cursor:
             # PostgreSQL always writes ahead to its WAL: "wal" there too (docs/DECISIONS.md D53).
-            store["journalMode"] = (cursor.execute("PRAGMA journal_mode").fetchone()[0]
-                                    if connection.vendor == "sqlite" else "wal")
+            store["journalMode"] = (
+                cursor.execute("PRAGMA journal_mode").fetchone()[0] if connection.vendor == "sqlite" else "wal"
+            )
             store["schemaVersion"] = store_integrity.recorded_schema_version(cursor)
     except Exception:  # a broken store is reported, never raised at the health endpoint
         store["available"] = False
@@ -66,8 +67,10 @@ def agent_states(worker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if runtime.runs_agents():
         return {agent.actor_id: health.snapshot(agent.actor_id) for agent in agents}
     if worker is None:  # the lease rows cannot be read yet (a fresh room migrating): nothing runs them
-        return {agent.actor_id: {"status": "starting" if lifecycle.readiness() == "starting" else "stopped"}
-                for agent in agents}
+        return {
+            agent.actor_id: {"status": "starting" if lifecycle.readiness() == "starting" else "stopped"}
+            for agent in agents
+        }
     stored = worker["agentsHealth"]
     return {agent.actor_id: dict(stored.get(agent.actor_id) or {"status": "stopped"}) for agent in agents}
 
@@ -85,8 +88,17 @@ def agent_health(worker: dict[str, Any] | None) -> list[dict[str, Any]]:
     holders = (worker or {}).get("agentWorkers") or {}
     for agent in roster.live_agents():
         state = states[agent.actor_id]
-        entries.append({"actorId": agent.actor_id, "agentId": agent.agent_id, "adapterId": agent.driver,
-                        "driver": agent.driver, "host": agent.host, **state, "worker": holders.get(agent.actor_id)})
+        entries.append(
+            {
+                "actorId": agent.actor_id,
+                "agentId": agent.agent_id,
+                "adapterId": agent.driver,
+                "driver": agent.driver,
+                "host": agent.host,
+                **state,
+                "worker": holders.get(agent.actor_id),
+            }
+        )
     return entries
 
 
@@ -114,12 +126,20 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
     agents = agent_health(worker)
     start_retry = lifecycle.start_retry()
     # No owner of the room, or (split mode) an agent no live worker runs: its Turns wait (D45, D58).
-    no_owner = readiness == "ready" and worker is not None and (
-        worker["owner"] is None or (worker["mode"] == "split" and any(a["worker"] is None for a in agents)))
+    no_owner = (
+        readiness == "ready"
+        and worker is not None
+        and (worker["owner"] is None or (worker["mode"] == "split" and any(a["worker"] is None for a in agents)))
+    )
     superseded = lifecycle.superseded()  # another instance took the room over (D90)
-    degraded = (not store["available"] or store["integrityOk"] is False or start_retry is not None or no_owner
-                or superseded is not None
-                or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents))
+    degraded = (
+        not store["available"]
+        or store["integrityOk"] is False
+        or start_retry is not None
+        or no_owner
+        or superseded is not None
+        or any(a["status"] in ("failed", "degraded", "native_policy_blocked") for a in agents)
+    )
     counts = {"activeTurns": 0, "queuedTurns": 0}
     if readiness == "ready" and "journalMode" in store:  # while starting, the tables may still be migrating
         counts = {

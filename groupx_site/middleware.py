@@ -45,7 +45,8 @@ from groupx_site.shutdown import end_on_drain
 def check_api_write(request: HttpRequest, host: str) -> GroupXError | None:
     """``host``: the request's ``get_host()``, already checked against ``ALLOWED_HOSTS``."""
     refusal = refused_content_type(request.META.get("CONTENT_TYPE", "")) or refused_origin(
-        request.META.get("HTTP_ORIGIN"), host)
+        request.META.get("HTTP_ORIGIN"), host
+    )
     if refusal is not None:
         return refusal
     try:
@@ -118,8 +119,11 @@ def check_readiness() -> GroupXError | None:
         if (superseded := lifecycle.superseded()) is not None:  # it started, and another took over (D90)
             return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX {superseded['message']}")
         return GroupXError("SESSION_NOT_AVAILABLE", "GroupX failed to start; /api/health says why")
-    error = GroupXError("SESSION_NOT_AVAILABLE", "GroupX is starting (recovering the room and starting the "
-                                                 "agents' sessions); nothing was written, try again shortly")
+    error = GroupXError(
+        "SESSION_NOT_AVAILABLE",
+        "GroupX is starting (recovering the room and starting the "
+        "agents' sessions); nothing was written, try again shortly",
+    )
     error.headers = {"Retry-After": str(STARTING_RETRY_AFTER_SECONDS)}
     return error
 
@@ -195,7 +199,8 @@ def pages_only(middleware_class):
             if is_api(request):
                 return None
             return await sync_to_async(middleware_class.process_view, thread_sensitive=True)(
-                self, request, view, args, kwargs)
+                self, request, view, args, kwargs
+            )
 
         PagesOnly.process_view = process_view
     PagesOnly.__name__ = PagesOnly.__qualname__ = middleware_class.__name__

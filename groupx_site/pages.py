@@ -25,13 +25,23 @@ def room_modules() -> tuple[str, ...]:
     entry = finders.find("rooms/room.js")
     if not entry:
         return ()
-    return tuple(f"rooms/{path.name}" for path in sorted(Path(entry).parent.glob("*.js"))
-                 if path.name not in CLASSIC_SCRIPTS and path.name != "room.js")
+    return tuple(
+        f"rooms/{path.name}"
+        for path in sorted(Path(entry).parent.glob("*.js"))
+        if path.name not in CLASSIC_SCRIPTS and path.name != "room.js"
+    )
 
 
 def room_page(request: HttpRequest) -> HttpResponse:
     # Without an admin user the header's Admin link says how to make one (manage.py createadmin).
     has_admin = get_user_model().objects.filter(is_superuser=True, is_active=True).exists()
-    return render(request, "rooms/room.html", {"demo_roster": is_demo_roster(configured_agents()),
-                                               "room_modules": room_modules(), "has_admin": has_admin,
-                                               "version": product_version()})
+    return render(
+        request,
+        "rooms/room.html",
+        {
+            "demo_roster": is_demo_roster(configured_agents()),
+            "room_modules": room_modules(),
+            "has_admin": has_admin,
+            "version": product_version(),
+        },
+    )

@@ -26,6 +26,7 @@ PROBE_TIMEOUT = 0.5
 REPROBES = 3
 POLL_SECONDS = 0.1
 
+
 @dataclass
 class Probe:
     # "unreachable": nobody listens; "groupx": a GroupX runtime identified itself; "foreign": an
@@ -72,9 +73,11 @@ def probe(host: str, port: int, *, timeout: float = PROBE_TIMEOUT) -> Probe:
     except ValueError:
         return Probe("foreign", status)
     if (
-        isinstance(body, dict) and body.get("service") == identity.SERVICE
+        isinstance(body, dict)
+        and body.get("service") == identity.SERVICE
         and body.get("protocol") == identity.PROTOCOL
-        and _is_hex64(body.get("runtimeKey")) and _is_hex64(body.get("runtimeScopeKey"))
+        and _is_hex64(body.get("runtimeKey"))
+        and _is_hex64(body.get("runtimeScopeKey"))
     ):
         return Probe("groupx", status, body)
     return Probe("foreign", status)
@@ -130,16 +133,24 @@ def conflict_message(found: Probe, target: Target) -> str | None:
             return f"GroupX for this config is shutting down on {where}; run `groupx start` again once it has stopped."
         return None
     if found.kind == "groupx" and found.scope_key == target.scope_key:
-        return (f"GroupX for this config is already running on {where}, started before {target.path.name} "
-                "changed. Run `groupx restart` to apply the new settings.")
+        return (
+            f"GroupX for this config is already running on {where}, started before {target.path.name} "
+            "changed. Run `groupx restart` to apply the new settings."
+        )
     if found.kind == "groupx":
-        return (f"{where} is used by another GroupX instance (a different groupx.json). GroupX will not stop it "
-                f"or pick another port: stop that instance, or set another server.port in {target.path}.")
+        return (
+            f"{where} is used by another GroupX instance (a different groupx.json). GroupX will not stop it "
+            f"or pick another port: stop that instance, or set another server.port in {target.path}."
+        )
     if found.kind == "silent":
-        return (f"{where} is held by a program that does not answer. GroupX will not stop it or pick another "
-                f"port: free the port, or set another server.port in {target.path}.")
-    return (f"{where} is in use by another program (not GroupX). GroupX will not stop it or pick another "
-            f"port: free the port, or set another server.port in {target.path}.")
+        return (
+            f"{where} is held by a program that does not answer. GroupX will not stop it or pick another "
+            f"port: free the port, or set another server.port in {target.path}."
+        )
+    return (
+        f"{where} is in use by another program (not GroupX). GroupX will not stop it or pick another "
+        f"port: free the port, or set another server.port in {target.path}."
+    )
 
 
 # --- the run file ---------------------------------------------------------------------------------
@@ -151,8 +162,13 @@ def run_file_path(config_path: Path) -> Path:
 
 def write_run_file(config_path: Path, host: str, port: int) -> None:
     """Where this process serves the room of ``config_path``, replaced atomically."""
-    document = {"pid": os.getpid(), "host": host, "port": port, "configPath": str(config_path),
-                "runtimeScopeKey": identity.runtime_scope_key(config_path)}
+    document = {
+        "pid": os.getpid(),
+        "host": host,
+        "port": port,
+        "configPath": str(config_path),
+        "runtimeScopeKey": identity.runtime_scope_key(config_path),
+    }
     with contextlib.suppress(OSError):  # a read-only folder: the commands fall back on the config
         handle, tmp = tempfile.mkstemp(dir=config_path.parent, prefix=f".{config_path.name}.", suffix=".run.tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as file:

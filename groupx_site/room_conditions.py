@@ -41,26 +41,38 @@ def wanted(worker: dict[str, Any] | None, integrity_ok: bool | None) -> dict[str
     """Each watched condition: ``(code, message)`` while it holds, None once it healed."""
     conditions: dict[str, tuple[str, str] | None] = {}
     if integrity_ok is not None:
-        conditions["store.integrity"] = None if integrity_ok else (
-            "STORE_UNAVAILABLE", "The room's database file is damaged (the integrity check failed); "
-                                 "back it up and see /api/health?integrity=check.")
+        conditions["store.integrity"] = (
+            None
+            if integrity_ok
+            else (
+                "STORE_UNAVAILABLE",
+                "The room's database file is damaged (the integrity check failed); "
+                "back it up and see /api/health?integrity=check.",
+            )
+        )
     if worker is None or settings.GROUPX_CONFIG.channelLayer is None:  # split mode only
         return conditions
     owner = worker.get("owner")
-    conditions["worker.none"] = None if owner else (
-        "SESSION_NOT_AVAILABLE", "No worker runs the room's agents: their Turns wait until one starts "
-                                 "(manage.py runworker groupx-agents).")
+    conditions["worker.none"] = (
+        None
+        if owner
+        else (
+            "SESSION_NOT_AVAILABLE",
+            "No worker runs the room's agents: their Turns wait until one starts (manage.py runworker groupx-agents).",
+        )
+    )
     holders = worker.get("agentWorkers") or {}
     for agent in roster.live_agents():
         unrun = owner is not None and agent.actor_id not in holders
         conditions[f"worker.agent:{agent.actor_id}"] = (
-            "SESSION_NOT_AVAILABLE", f"No live worker runs {agent.display_name}: its Turns wait until one takes it."
-        ) if unrun else None
+            ("SESSION_NOT_AVAILABLE", f"No live worker runs {agent.display_name}: its Turns wait until one takes it.")
+            if unrun
+            else None
+        )
     return conditions
 
 
-def apply(conditions: dict[str, tuple[str, str] | None], owner: dict[str, Any] | None,
-          lost_leases: list[str]) -> None:
+def apply(conditions: dict[str, tuple[str, str] | None], owner: dict[str, Any] | None, lost_leases: list[str]) -> None:
     """On the writer: write what changed since this process last looked, and heal the lost leases
     once a live process owns the room."""
     for condition, failing in conditions.items():
@@ -72,7 +84,9 @@ def apply(conditions: dict[str, tuple[str, str] | None], owner: dict[str, Any] |
             system_errors.report(condition, *failing, actor_id=_actor_of(condition))
         _seen[condition] = failing is not None
     for condition in lost_leases:
-        system_errors.resolve(condition, f"GroupX process {owner['pid']} on {owner['host']} runs the room's agents now.")
+        system_errors.resolve(
+            condition, f"GroupX process {owner['pid']} on {owner['host']} runs the room's agents now."
+        )
 
 
 def _healed(condition: str) -> str:

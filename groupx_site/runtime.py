@@ -103,8 +103,11 @@ async def _say_lease_lost(owner: dict | None) -> None:
     if _keeper is None:
         return
     me = _keeper.me
-    taker = (f"GroupX process {owner['pid']} on {owner['host']} took the room over" if owner
-             else "its lease was not renewed in time")
+    taker = (
+        f"GroupX process {owner['pid']} on {owner['host']} took the room over"
+        if owner
+        else "its lease was not renewed in time"
+    )
     message = f"GroupX process {me.pid} on {me.host} ({me.mode}) stopped its agents: {taker}."
     try:
         await db.write(system_errors.report)(f"lease.lost:{me.worker_id}", "SESSION_NOT_AVAILABLE", message)
@@ -124,8 +127,9 @@ async def _start_agents() -> None:
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
         from agents import worker as agents_worker
 
-        keeper = LeaseKeeper("embedded", on_lost=stop_agents_after_lease_lost,
-                             wanted=[agent.actor_id for agent in roster.live_agents()])
+        keeper = LeaseKeeper(
+            "embedded", on_lost=stop_agents_after_lease_lost, wanted=[agent.actor_id for agent in roster.live_agents()]
+        )
         await keeper.claim()  # a store fault here is retried with the whole start (D24)
         keeper.keep()
         _keeper = keeper
@@ -202,7 +206,9 @@ async def _start() -> None:
             logger.info("GroupX's threads run on CPU %s; the agents' CLIs on any", cpu)
     layer.bind(asyncio.get_running_loop())  # wake-ups and the bus leave this process from here (D43)
     bus.start_relay(hear_others=not _is_worker())  # a worker serves no stream nor MCP wait (D59)
-    wal_checkpoints.start(db.run_on_writer_thread)  # before the writer's first connection, which then leaves them to it (D67)
+    wal_checkpoints.start(
+        db.run_on_writer_thread
+    )  # before the writer's first connection, which then leaves them to it (D67)
     backoff = store_faults.Backoff()
     while True:
         try:
@@ -293,8 +299,9 @@ async def _stop() -> None:
     # bound keeps a long one (a side-chat message awaiting the brain) inside `groupx stop`'s budget.
     bound = min(WRITES_DRAIN_SECONDS, settings.GROUPX_CONFIG.timeouts.closeMs / 1000)
     if not await lifecycle.wait_for_writes_in_flight(bound):
-        logger.warning("%d REST writes still running after %.1f s; closing the runtime anyway",
-                       lifecycle.writes_in_flight(), bound)
+        logger.warning(
+            "%d REST writes still running after %.1f s; closing the runtime anyway", lifecycle.writes_in_flight(), bound
+        )
     for mcp_server in ("agents.mcp.server", "assistant.mcp.server"):
         # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before
         if (loaded := sys.modules.get(mcp_server)) is not None:

@@ -95,10 +95,15 @@ def _channel_layers() -> dict:
     # pushed to its receivers, where the queue layer took four round trips to send and three to
     # receive, each a turn of a busy event loop (~10 ms of a reply, docs/DECISIONS.md D59). Every
     # message is a wake-up or a shortcut, so at-most-once delivery is all the layer owes (D43).
-    return {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {
-        "hosts": [GROUPX_CONFIG.channelLayer.redisUrl],
-        "prefix": f"groupx:{room}:",
-    }}}
+    return {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {
+                "hosts": [GROUPX_CONFIG.channelLayer.redisUrl],
+                "prefix": f"groupx:{room}:",
+            },
+        }
+    }
 
 
 CHANNEL_LAYERS = _channel_layers()

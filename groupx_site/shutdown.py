@@ -92,9 +92,11 @@ class DrainAfterResponse(JsonResponse):
         self._loop.call_soon_threadsafe(begin_drain)
 
 
-@router.post("/runtime/restart", summary="Stop this runtime and start it again with the saved config "
-                                         "(the setup page's Restart GroupX now)",
-             **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}))
+@router.post(
+    "/runtime/restart",
+    summary="Stop this runtime and start it again with the saved config (the setup page's Restart GroupX now)",
+    **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}),
+)
 async def post_restart(request: HttpRequest, body: ShutdownBody):
     if not is_draining():  # a restart asked for after a plain stop began is only that stop
         atexit.register(start_again)
@@ -112,8 +114,11 @@ def start_again() -> None:
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
-@router.post("/runtime/shutdown", summary="Stop this runtime (groupx stop / restart)",
-             **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}))
+@router.post(
+    "/runtime/shutdown",
+    summary="Stop this runtime (groupx stop / restart)",
+    **route({202: ShutdownAccepted}, write=True, errors={409: ("STORE_CONFLICT",)}),
+)
 async def post_shutdown(request: HttpRequest, body: ShutdownBody):
     scope_key = body.checked
     body = {

@@ -33,16 +33,21 @@ def refusal(target: Target) -> str | None:
     """Why split mode cannot start with this config, or None."""
     layer = target.config.channelLayer
     if layer is None:
-        return (f"split mode needs a channel layer: add \"channelLayer\": {{\"redisUrl\": "
-                f"\"redis://127.0.0.1:6379/0\"}} to {target.path} (a Redis on this machine)")
+        return (
+            f'split mode needs a channel layer: add "channelLayer": {{"redisUrl": '
+            f'"redis://127.0.0.1:6379/0"}} to {target.path} (a Redis on this machine)'
+        )
     found = probe_redis(layer.redisUrl)
     if not found.reachable:
-        return (f"split mode: the Redis at {shown_url(layer.redisUrl)} (channelLayer.redisUrl) does not answer "
-                f"({found.detail}); start redis-server there, or fix the URL")
+        return (
+            f"split mode: the Redis at {shown_url(layer.redisUrl)} (channelLayer.redisUrl) does not answer "
+            f"({found.detail}); start redis-server there, or fix the URL"
+        )
     running = target.probe_patiently()
     if running.kind != "unreachable":
         return conflict_message(running, target) or (
-            f"GroupX is already running at {target.origin}; stop it (`groupx stop`) before starting split mode")
+            f"GroupX is already running at {target.origin}; stop it (`groupx stop`) before starting split mode"
+        )
     return None
 
 
@@ -61,8 +66,10 @@ def start_split(target: Target) -> int:
             return fail("split mode: the web process did not become ready; see its output above")
         worker = _spawn([sys.executable, "-m", "django", "runworker", AGENTS_CHANNEL], env)
         children.append(worker)
-        say(f"GroupX split mode: web (pid {web.pid}) at {target.origin}, agent worker (pid {worker.pid}), "
-            f"Redis at {shown_url(target.config.channelLayer.redisUrl)}. Ctrl+C stops both.")
+        say(
+            f"GroupX split mode: web (pid {web.pid}) at {target.origin}, agent worker (pid {worker.pid}), "
+            f"Redis at {shown_url(target.config.channelLayer.redisUrl)}. Ctrl+C stops both."
+        )
         while not stop.wait(0.2):
             ended = next((child for child in children if child.poll() is not None), None)
             if ended is not None:

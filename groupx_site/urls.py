@@ -20,8 +20,12 @@ def throttled(login):
     @ratelimit(key="ip", rate=LOGINS_PER_ADDRESS, method="POST", block=False)
     def view(request, *args, **kwargs):
         if getattr(request, "limited", False):
-            return HttpResponse("Too many log-in attempts: wait a minute, then try again.\n", status=429,
-                                content_type="text/plain; charset=utf-8", headers={"Retry-After": "60"})
+            return HttpResponse(
+                "Too many log-in attempts: wait a minute, then try again.\n",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+                headers={"Retry-After": "60"},
+            )
         return login(request, *args, **kwargs)
 
     return view

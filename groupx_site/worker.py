@@ -94,8 +94,11 @@ class AgentsWorker(Worker):
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stopping.set)
-        tasks = [asyncio.ensure_future(self._keep_consumers()), asyncio.ensure_future(super().handle()),
-                 asyncio.ensure_future(stopping.wait())]
+        tasks = [
+            asyncio.ensure_future(self._keep_consumers()),
+            asyncio.ensure_future(super().handle()),
+            asyncio.ensure_future(stopping.wait()),
+        ]
         if AGENTS_CHANNEL in self.channels:
             tasks.append(asyncio.ensure_future(self._serve_agents()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -120,8 +123,10 @@ class AgentsWorker(Worker):
             lost.set()
 
         if not runtime.split_mode():
-            logger.warning("groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
-                           "(the embedded default, `groupx start`, runs the agents itself)")
+            logger.warning(
+                "groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
+                "(the embedded default, `groupx start`, runs the agents itself)"
+            )
         wanted = self.agents if self.agents is not None else [agent.actor_id for agent in roster.live_agents()]
         keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost, wanted=wanted, on_change=runtime.apply_holdings)
         await keeper.acquire()  # a standby waits here

@@ -44,8 +44,9 @@ def _retract(modeladmin, request, queryset, retract, id_field: str) -> None:
             retract(WEB_WRITER, getattr(record, id_field), _command_id())
             done += 1
         except GroupXError as error:
-            modeladmin.message_user(request, f"{getattr(record, id_field)}: {error.code} {error.message}",
-                                    messages.ERROR)
+            modeladmin.message_user(
+                request, f"{getattr(record, id_field)}: {error.code} {error.message}", messages.ERROR
+            )
     if done:
         modeladmin.message_user(request, f"Retracted {done} record(s).", messages.SUCCESS)
 
@@ -68,17 +69,36 @@ def _supersede(modeladmin, request, queryset, supersede, id_field: str, action_n
         new_id = next(iter(result.values()))[id_field.replace("_id", "Id")]
         modeladmin.message_user(request, f"Superseded by {new_id}.", messages.SUCCESS)
         return None
-    return TemplateResponse(request, "admin/memory/supersede.html", {
-        **modeladmin.admin_site.each_context(request), "title": "Supersede a record", "form": form,
-        "record_id": getattr(record, id_field), "current_content": record.content, "pk": record.pk,
-        "action_name": action_name, "opts": modeladmin.model._meta,
-    })
+    return TemplateResponse(
+        request,
+        "admin/memory/supersede.html",
+        {
+            **modeladmin.admin_site.each_context(request),
+            "title": "Supersede a record",
+            "form": form,
+            "record_id": getattr(record, id_field),
+            "current_content": record.content,
+            "pk": record.pk,
+            "action_name": action_name,
+            "opts": modeladmin.model._meta,
+        },
+    )
 
 
 @admin.register(MemoryRecord)
 class MemoryRecordAdmin(ReadOnlyAdmin):
-    list_display = ("memory_id", "scope_type", "scope_id", "agent_memory_type", "kind", "status", "author_actor_id",
-                    "subject_actor_id", "source_kind", "created_at")
+    list_display = (
+        "memory_id",
+        "scope_type",
+        "scope_id",
+        "agent_memory_type",
+        "kind",
+        "status",
+        "author_actor_id",
+        "subject_actor_id",
+        "source_kind",
+        "created_at",
+    )
     list_filter = ("status", "scope_type", "agent_memory_type", "kind", "source_kind")
     search_fields = ("memory_id", "scope_id", "author_actor_id", "subject_actor_id", "content")
     actions = ["retract_records", "supersede_record"]
@@ -94,8 +114,7 @@ class MemoryRecordAdmin(ReadOnlyAdmin):
 
 @admin.register(IdentityRecord)
 class IdentityRecordAdmin(ReadOnlyAdmin):
-    list_display = ("identity_id", "subject_actor_id", "author_actor_id", "kind", "status", "source_kind",
-                    "created_at")
+    list_display = ("identity_id", "subject_actor_id", "author_actor_id", "kind", "status", "source_kind", "created_at")
     list_filter = ("status", "kind", "source_kind", "subject_actor_id")
     search_fields = ("identity_id", "subject_actor_id", "author_actor_id", "content")
     actions = ["retract_records", "supersede_record"]
@@ -122,13 +141,30 @@ class ContextResetAdmin(ReadOnlyAdmin):
 
 @admin.register(DatedMemoryRollup)
 class DatedMemoryRollupAdmin(ReadOnlyAdmin):
-    list_display = ("actor_id", "local_date", "memory_id", "pending_turns", "pending_chars", "failure_count",
-                    "next_attempt_at", "last_error_code", "updated_at")
+    list_display = (
+        "actor_id",
+        "local_date",
+        "memory_id",
+        "pending_turns",
+        "pending_chars",
+        "failure_count",
+        "next_attempt_at",
+        "last_error_code",
+        "updated_at",
+    )
     list_filter = ("actor_id", "local_date")
 
 
 @admin.register(DatedMemorySource)
 class DatedMemorySourceAdmin(ReadOnlyAdmin):
-    list_display = ("turn_id", "actor_id", "local_date", "source_seq", "response_seq", "source_chars", "processed_at",
-                    "memory_id")
+    list_display = (
+        "turn_id",
+        "actor_id",
+        "local_date",
+        "source_seq",
+        "response_seq",
+        "source_chars",
+        "processed_at",
+        "memory_id",
+    )
     list_filter = ("actor_id", "local_date")

@@ -52,9 +52,18 @@ _lock: asyncio.Lock | None = None
 # codes a summariser's CLI session fails with (it starts fresh, never resumes, and has no MCP:
 # ``agents/summariser.py``), a wrong answer, and a checkpoint that moved under it.
 FAILURE_CODES = (
-    "ADAPTER_NOT_FOUND", "ADAPTER_START_FAILED", "PROTOCOL_HANDSHAKE_TIMEOUT", "PROTOCOL_INVALID_MESSAGE",
-    "SESSION_NOT_AVAILABLE", "TURN_FIRST_EVENT_TIMEOUT", "TURN_IDLE_TIMEOUT", "TURN_CANCEL_TIMEOUT",
-    "TURN_INTERRUPTED", "UNEXPECTED_NATIVE_INTERACTION", "NATIVE_POLICY_BLOCKED", "MESSAGE_TOO_LARGE",
+    "ADAPTER_NOT_FOUND",
+    "ADAPTER_START_FAILED",
+    "PROTOCOL_HANDSHAKE_TIMEOUT",
+    "PROTOCOL_INVALID_MESSAGE",
+    "SESSION_NOT_AVAILABLE",
+    "TURN_FIRST_EVENT_TIMEOUT",
+    "TURN_IDLE_TIMEOUT",
+    "TURN_CANCEL_TIMEOUT",
+    "TURN_INTERRUPTED",
+    "UNEXPECTED_NATIVE_INTERACTION",
+    "NATIVE_POLICY_BLOCKED",
+    "MESSAGE_TOO_LARGE",
     "STORE_CONFLICT",
 )
 
@@ -90,8 +99,7 @@ def input_budget(max_chars: int, previous: int) -> int:
 def _uncompacted(after_seq: int, before_seq: int) -> Iterator[dict]:
     """Room context with after_seq < seq < before_seq, oldest first, read a window at a time: the
     caller stops at its budget, and what it does not take is never read."""
-    while window := memory_sql.context_window(room_id=ROOM_ID, after_seq=after_seq, before_seq=before_seq,
-                                              size=WINDOW):
+    while window := memory_sql.context_window(room_id=ROOM_ID, after_seq=after_seq, before_seq=before_seq, size=WINDOW):
         yield from window
         if len(window) < WINDOW:
             return
@@ -107,8 +115,9 @@ def plan_compaction(*, through_seq: int | None = None, keep_last: int = 0) -> Pl
         before = through_seq + 1
     elif keep_last:
         # Everything below the keep_last-th newest message; none of it when there are not that many.
-        before = memory_sql.context_seq_from_newest(room_id=ROOM_ID, after_seq=lower, before_seq=END_OF_LOG,
-                                                    offset=keep_last - 1)
+        before = memory_sql.context_seq_from_newest(
+            room_id=ROOM_ID, after_seq=lower, before_seq=END_OF_LOG, offset=keep_last - 1
+        )
         if before is None:
             return None
     else:
@@ -127,7 +136,7 @@ def plan_from(messages: Iterable[dict], summary: Summary | None, floor: int) -> 
         block = entry(event)
         if blocks and len(block) + 1 > room:
             break  # the rest waits for the next pass
-        blocks.append(block[:max(room, 1_024)])
+        blocks.append(block[: max(room, 1_024)])
         seqs.append(event["seq"])
         room -= len(blocks[-1]) + 1
     if not blocks:
@@ -135,19 +144,21 @@ def plan_from(messages: Iterable[dict], summary: Summary | None, floor: int) -> 
     cap = summary_cap(max_chars)
     through = seqs[-1]
     first = summary.from_seq if summary else seqs[0]
-    prompt = "\n\n".join([
-        "[groupx_room_compaction]\n"
-        f"room: {ROOM_ID}\n"
-        f"covers_seq: {first}..{through}\n"
-        "task: You write the running checkpoint summary of a group chat between a person and several AI "
-        "agents. Combine the previous summary with the messages below into one new cumulative summary that "
-        "replaces both. Keep decisions, agreed facts, open questions and tasks, who asked or owns what "
-        f"(with actor ids) and ids worth citing. At most {cap} characters of plain text.",
-        f"[previous_summary]\n{summary.content if summary else '(none yet)'}",
-        "[messages]\n" + "\n".join(blocks),
-        f"[current_message]\nWrite the new cumulative summary now, at most {cap} characters. Answer with the "
-        "summary text only.",
-    ])
+    prompt = "\n\n".join(
+        [
+            "[groupx_room_compaction]\n"
+            f"room: {ROOM_ID}\n"
+            f"covers_seq: {first}..{through}\n"
+            "task: You write the running checkpoint summary of a group chat between a person and several AI "
+            "agents. Combine the previous summary with the messages below into one new cumulative summary that "
+            "replaces both. Keep decisions, agreed facts, open questions and tasks, who asked or owns what "
+            f"(with actor ids) and ids worth citing. At most {cap} characters of plain text.",
+            f"[previous_summary]\n{summary.content if summary else '(none yet)'}",
+            "[messages]\n" + "\n".join(blocks),
+            f"[current_message]\nWrite the new cumulative summary now, at most {cap} characters. Answer with the "
+            "summary text only.",
+        ]
+    )
     return Plan(summary.summary_id if summary else None, floor, first, through, len(blocks), prompt)
 
 
@@ -160,8 +171,13 @@ def commit_summary(plan: Plan, text: str, generator_actor_id: str) -> bool:
         # Also retires an active summary left at or below the reset floor.
         Summary.objects.filter(room_id=ROOM_ID, status="active").update(status="superseded")
         Summary.objects.create(
-            summary_id=new_id("sum"), room_id=ROOM_ID, from_seq=plan.from_seq, through_seq=plan.through_seq,
-            content=text[:STORE_CAP], generator_actor_id=generator_actor_id, status="active",
+            summary_id=new_id("sum"),
+            room_id=ROOM_ID,
+            from_seq=plan.from_seq,
+            through_seq=plan.through_seq,
+            content=text[:STORE_CAP],
+            generator_actor_id=generator_actor_id,
+            status="active",
             created_at=timezone.now(),
         )
         system_errors.resolve(COMPACTION_CONDITION, "The room's summary is written again.")  # if it had failed
@@ -178,9 +194,17 @@ def summarisers(require_healthy: bool) -> list[ResolvedAgent]:
 
 def _progress(kind: str, operation_id: str, operation: str, plan: Plan, **body) -> None:
     events.publish_transient(
-        event_type=event_types.COMPACTION_PROGRESS[kind], actor=events.SYSTEM, correlation_id=f"context:{operation_id}",
-        body={"operationId": operation_id, "operation": operation, "fromSeq": plan.from_seq,
-              "throughSeq": plan.through_seq, "messageCount": plan.message_count, **body},
+        event_type=event_types.COMPACTION_PROGRESS[kind],
+        actor=events.SYSTEM,
+        correlation_id=f"context:{operation_id}",
+        body={
+            "operationId": operation_id,
+            "operation": operation,
+            "fromSeq": plan.from_seq,
+            "throughSeq": plan.through_seq,
+            "messageCount": plan.message_count,
+            **body,
+        },
     )
 
 
@@ -191,13 +215,13 @@ def _lock_for_loop() -> asyncio.Lock:
     return _lock
 
 
-async def compact_once(*, operation: str, through_seq: int | None = None, keep_last: int = 0,
-                       require_healthy: bool = True) -> bool:
+async def compact_once(
+    *, operation: str, through_seq: int | None = None, keep_last: int = 0, require_healthy: bool = True
+) -> bool:
     """One pass. True when a new summary was swapped in, False when there was nothing to compact.
     Raises CompactionFailed. Single flight: one pass at a time in this process."""
     async with _lock_for_loop():
-        plan = await db.write(plan_compaction)(through_seq=through_seq,
-                                                                             keep_last=keep_last)
+        plan = await db.write(plan_compaction)(through_seq=through_seq, keep_last=keep_last)
         if plan is None:
             return False
         writer = summariser()  # no summariser registered is a wiring mistake: it raises NoSummariser
@@ -220,16 +244,26 @@ async def compact_once(*, operation: str, through_seq: int | None = None, keep_l
             return True
         _progress("failed", operation_id, operation, plan, errorCode=code)
         # Public once until a compaction works (PROTOCOL §14, D89): the packets keep the older summary.
-        await db.write(system_errors.report)(COMPACTION_CONDITION, code, (
-            f"No agent could write the room's summary ({code}); agents get the older summary and the "
-            "recent messages until a compaction works."))
+        await db.write(system_errors.report)(
+            COMPACTION_CONDITION,
+            code,
+            (
+                f"No agent could write the room's summary ({code}); agents get the older summary and the "
+                "recent messages until a compaction works."
+            ),
+        )
         raise CompactionFailed(code, "no agent produced a valid summary; the active summary is unchanged")
 
 
-async def _summarise(writer: Summariser, agent: ResolvedAgent, plan: Plan, operation_id: str,
-                     operation: str) -> tuple[str | None, str]:
-    request = SummaryRequest.of(agent, plan.prompt, purpose="compaction",
-                                max_characters=summary_cap(settings.GROUPX_CONFIG.limits.contextCharacters))
+async def _summarise(
+    writer: Summariser, agent: ResolvedAgent, plan: Plan, operation_id: str, operation: str
+) -> tuple[str | None, str]:
+    request = SummaryRequest.of(
+        agent,
+        plan.prompt,
+        purpose="compaction",
+        max_characters=summary_cap(settings.GROUPX_CONFIG.limits.contextCharacters),
+    )
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             return (await writer.summarise(request)).strip(), ""
@@ -238,7 +272,16 @@ async def _summarise(writer: Summariser, agent: ResolvedAgent, plan: Plan, opera
             if not error.transient or attempt == MAX_ATTEMPTS:
                 return None, error.code
             delay = BACKOFF_SECONDS * 2 ** (attempt - 1)
-            _progress("retrying", operation_id, operation, plan, attempt=attempt, maxAttempts=MAX_ATTEMPTS,
-                      nextDelayMs=int(delay * 1000), errorCode=error.code, generatorActorId=agent.actor_id)
+            _progress(
+                "retrying",
+                operation_id,
+                operation,
+                plan,
+                attempt=attempt,
+                maxAttempts=MAX_ATTEMPTS,
+                nextDelayMs=int(delay * 1000),
+                errorCode=error.code,
+                generatorActorId=agent.actor_id,
+            )
             await asyncio.sleep(delay)
     return None, "SESSION_NOT_AVAILABLE"

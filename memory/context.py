@@ -49,9 +49,21 @@ WATCH_NOTE = (
     "interrupt cancels its whole current Turn first. Sending or asking the worker you observe is refused; "
     "read still works. Steering approves nothing and changes no worker setting."
 )
-ORDER = ("groupx_protocol", "supervision_watch", "configured_agent_identity", "self_identity",
-         "user_authored_identity", "observed_identity", "agent_core_memory", "agent_dated_memory", "public_memory",
-         "room_checkpoint_summary", "room_delta_since_cursor", "reply_chain", "current_message")
+ORDER = (
+    "groupx_protocol",
+    "supervision_watch",
+    "configured_agent_identity",
+    "self_identity",
+    "user_authored_identity",
+    "observed_identity",
+    "agent_core_memory",
+    "agent_dated_memory",
+    "public_memory",
+    "room_checkpoint_summary",
+    "room_delta_since_cursor",
+    "reply_chain",
+    "current_message",
+)
 
 
 class ContextBudgetExceeded(Exception):
@@ -113,27 +125,34 @@ def _watch_section(source: dict) -> str | None:
     if body.get("kind") != WATCH_BRIEF_KIND:
         return None
     workers = "\n".join(f"- worker {w.get('actorId')} turn {w.get('turnId')}" for w in body.get("workers", []))
-    return (f"pair: {body.get('pairId')}\nmode: live_steer\ntask_event_id: {body.get('sourceEventId')}\n"
-            f"{workers}\nnote: {WATCH_NOTE}")
+    return (
+        f"pair: {body.get('pairId')}\nmode: live_steer\ntask_event_id: {body.get('sourceEventId')}\n"
+        f"{workers}\nnote: {WATCH_NOTE}"
+    )
 
 
 def _memory_entry(record: MemoryRow, names: dict[str, str]) -> str:
-    return (f"- id={record.memory_id} author={record.author_actor_id} "
-            f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
-            f"subject={record.subject_actor_id or '-'} source={record.source_kind} kind={record.kind} "
-            f"scope={record.scope_type}({record.scope_id}) created={record.created_at:%Y-%m-%d}\n{record.content}")
+    return (
+        f"- id={record.memory_id} author={record.author_actor_id} "
+        f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
+        f"subject={record.subject_actor_id or '-'} source={record.source_kind} kind={record.kind} "
+        f"scope={record.scope_type}({record.scope_id}) created={record.created_at:%Y-%m-%d}\n{record.content}"
+    )
 
 
 def _identity_entry(record: IdentityRow, names: dict[str, str]) -> str:
-    return (f"- id={record.identity_id} author={record.author_actor_id} "
-            f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
-            f"subject={record.subject_actor_id} source={record.source_kind} kind={record.kind}\n{record.content}")
+    return (
+        f"- id={record.identity_id} author={record.author_actor_id} "
+        f"name={names.get(record.author_actor_id, record.author_actor_id)!r} "
+        f"subject={record.subject_actor_id} source={record.source_kind} kind={record.kind}\n{record.content}"
+    )
 
 
 # The least an entry can cost (every field empty; a separator at least): once the budget left is
 # smaller, a group's remaining records are omitted without being read.
-SMALLEST_MEMORY = len(_memory_entry(MemoryRow(0, "", "", "", None, "", "", None, "", datetime(2000, 1, 1, tzinfo=UTC),
-                                              ""), {})) + 1
+SMALLEST_MEMORY = (
+    len(_memory_entry(MemoryRow(0, "", "", "", None, "", "", None, "", datetime(2000, 1, 1, tzinfo=UTC), ""), {})) + 1
+)
 SMALLEST_IDENTITY = len(_identity_entry(IdentityRow(0, "", "", "", "", "", ""), {})) + 1
 
 
@@ -168,9 +187,15 @@ class PacketReads:
         self.checkpoint = (summary.summary_id if summary is not None else None, floor)
 
         sections = _Sections()
-        protocol = [f"schema: {SCHEMA}", "room: room:main", f"target: {agent.actor_id}", f"after_seq: {after_seq}",
-                    f"through_seq: {source['seq']}", f"current_event_id: {source['event_id']}",
-                    f"current_author: {source['actor_id']} ({source['actor_display_name']})"]
+        protocol = [
+            f"schema: {SCHEMA}",
+            "room: room:main",
+            f"target: {agent.actor_id}",
+            f"after_seq: {after_seq}",
+            f"through_seq: {source['seq']}",
+            f"current_event_id: {source['event_id']}",
+            f"current_author: {source['actor_id']} ({source['actor_display_name']})",
+        ]
         if embedded is not None:
             protocol.append(f"summary_through_seq: {embedded.through_seq}")
         if floor:
@@ -188,7 +213,9 @@ class PacketReads:
         self.mandatory = {name: items for name, items in sections.parts.items() if items}
         self.mandatory_used = len(sections.render())
         if self.mandatory_used > hard:
-            raise ContextBudgetExceeded(f"the mandatory context is {self.mandatory_used} characters; the budget is {hard}")
+            raise ContextBudgetExceeded(
+                f"the mandatory context is {self.mandatory_used} characters; the budget is {hard}"
+            )
 
         # The prelude said whether either table holds a record for this packet: most rooms hold
         # none, and then there is nothing to read, show or count in any optional group (D71).
@@ -198,8 +225,12 @@ class PacketReads:
         self._names: dict[str, str] | None = None
         # context_events() between the cursor and the source, minus the reply chain, newest first: a
         # fixed statement (memory/sql.py; the ORM spent ~450 µs building it).
-        self.unread_range = {"room_id": ROOM_ID, "after_seq": after_seq, "before_seq": source["seq"],
-                             "excluded": [e["event_id"] for e in chain]}
+        self.unread_range = {
+            "room_id": ROOM_ID,
+            "after_seq": after_seq,
+            "before_seq": source["seq"],
+            "excluded": [e["event_id"] for e in chain],
+        }
         self._unread_read: list[dict] = []
         self._unread_rest = None
 
@@ -237,8 +268,9 @@ class PacketReads:
         self._unread_read, self._unread_rest = [], None
 
 
-def build_context_packet(agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None,
-                         count_omitted: bool = True) -> ContextPacket:
+def build_context_packet(
+    agent: ResolvedAgent, source_event_id: str, *, budget: int | None = None, count_omitted: bool = True
+) -> ContextPacket:
     """The packet for ``agent`` woken by ``source_event_id``, optional parts filling ``budget``
     (default: the hard ceiling ``limits.contextCharacters``). ``count_omitted=False``: a probe
     whose packet is used only if it leaves no unread message out (``memory.engine``); when it does
@@ -264,7 +296,9 @@ def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitt
         if key not in groups:
             return  # no record of this group exists: none taken, none omitted
         section, kind = groups[key].section, groups[key].table
-        render, smallest = (_memory_entry, SMALLEST_MEMORY) if kind == "memory" else (_identity_entry, SMALLEST_IDENTITY)
+        render, smallest = (
+            (_memory_entry, SMALLEST_MEMORY) if kind == "memory" else (_identity_entry, SMALLEST_IDENTITY)
+        )
         taken, looked = [], 0
         records = fetched[key].records()
         for record in records:
@@ -297,8 +331,7 @@ def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitt
     # reads the whole unread range (~0.5 s at 1,000,000 unread events, on the writer thread, D62).
     omitted_unread: int | None = 0
     if newest_omitted is not None:
-        omitted_unread = (memory_sql.packet_unread_count(**reads.unread_range) - len(unread)
-                          if count_omitted else None)
+        omitted_unread = memory_sql.packet_unread_count(**reads.unread_range) - len(unread) if count_omitted else None
     for item in reversed(unread):
         sections.add("room_delta_since_cursor", item)
     for key in ("dated", "public", "self", "user", "observed"):
@@ -307,8 +340,12 @@ def compose_packet(reads: PacketReads, *, budget: int | None = None, count_omitt
     return ContextPacket(
         # A lone surrogate stored by an older version would make the prompt unwritable for every
         # agent (groupx_site/core/text.py): the packet carries U+FFFD in its place.
-        text=repair(sections.render())[0], through_seq=source["seq"], after_seq=after_seq,
+        text=repair(sections.render())[0],
+        through_seq=source["seq"],
+        after_seq=after_seq,
         omitted=None if omitted_unread is None else omitted + omitted_unread,
-        omitted_unread=omitted_unread, newest_omitted_seq=newest_omitted,
-        summary_through_seq=embedded.through_seq if embedded else None, checkpoint=reads.checkpoint,
+        omitted_unread=omitted_unread,
+        newest_omitted_seq=newest_omitted,
+        summary_through_seq=embedded.through_seq if embedded else None,
+        checkpoint=reads.checkpoint,
     )

@@ -89,8 +89,11 @@ def due_batches() -> list[tuple[str, date]]:
 
 def batches_through(seq: int) -> list[tuple[str, date]]:
     """Batches with a pending source at or below ``seq`` (what a compaction is about to pass)."""
-    rows = (DatedMemorySource.objects.filter(room_id=ROOM_ID, processed_at__isnull=True, source_seq__lte=seq)
-            .values_list("actor_id", "local_date").distinct())
+    rows = (
+        DatedMemorySource.objects.filter(room_id=ROOM_ID, processed_at__isnull=True, source_seq__lte=seq)
+        .values_list("actor_id", "local_date")
+        .distinct()
+    )
     return sorted(set(rows))
 
 
@@ -113,55 +116,84 @@ def _capped(text: str) -> str:
 
 def load_batch(agent: ResolvedAgent, day: date) -> Batch | None:
     """The pending sources (in order, ≤ 120,000 characters of text) and the day's current record."""
-    sources = list(DatedMemorySource.objects.filter(room_id=ROOM_ID, actor_id=agent.actor_id, local_date=day,
-                                                    processed_at__isnull=True).order_by("response_seq"))
+    sources = list(
+        DatedMemorySource.objects.filter(
+            room_id=ROOM_ID, actor_id=agent.actor_id, local_date=day, processed_at__isnull=True
+        ).order_by("response_seq")
+    )
     if not sources:
         return None
     ids = [s.source_event_id for s in sources] + [s.response_event_id for s in sources]
-    texts = {e["event_id"]: e for e in Event.objects.filter(event_id__in=ids).values("event_id", "seq", "actor_id", "body")}
+    texts = {
+        e["event_id"]: e for e in Event.objects.filter(event_id__in=ids).values("event_id", "seq", "actor_id", "body")
+    }
     rollup = DatedMemoryRollup.objects.filter(room_id=ROOM_ID, actor_id=agent.actor_id, local_date=day).first()
-    previous = (MemoryRecord.objects.filter(memory_id=rollup.memory_id, status="active").first()
-                if rollup and rollup.memory_id else None)
+    previous = (
+        MemoryRecord.objects.filter(memory_id=rollup.memory_id, status="active").first()
+        if rollup and rollup.memory_id
+        else None
+    )
     taken, blocks, total = [], [], 0
     for source in sources:
         pair = []
         for label, event_id in (("message", source.source_event_id), ("your_reply", source.response_event_id)):
             event = texts.get(event_id) or {"seq": "?", "actor_id": "?", "body": {}}
-            pair.append(f"- {label} id={event_id} seq={event['seq']} author={event['actor_id']}\n"
-                        f"{_capped(str((event['body'] or {}).get('content', '')))}")
+            pair.append(
+                f"- {label} id={event_id} seq={event['seq']} author={event['actor_id']}\n"
+                f"{_capped(str((event['body'] or {}).get('content', '')))}"
+            )
         block = "\n".join(pair)
         if taken and total + len(block) > INPUT_CAP:
             break  # the rest stays pending for the next batch
         taken.append(source)
         blocks.append(block)
         total += len(block)
-    prompt = "\n\n".join([
-        "[groupx_dated_memory]\n"
-        f"agent: {agent.actor_id} ({agent.display_name})\n"
-        f"date: {day.isoformat()}\n"
-        "task: You keep a short dated working memory for yourself in this GroupX room. Merge the previous "
-        "memory for this date with the exchanges below into one updated note: decisions, facts learned, "
-        "commitments and open questions worth remembering later. Leave out small talk. "
-        f"At most {OUTPUT_CHARS} characters. If nothing is worth keeping, answer exactly {SENTINEL}.",
-        f"[previous_dated_memory]\n{previous.content if previous else '(none yet)'}",
-        "[exchanges]\n" + "\n\n".join(blocks),
-        f"[current_message]\nWrite the updated dated memory for {day.isoformat()} now. Answer with the note "
-        f"text only, or {SENTINEL}.",
-    ])
-    return Batch(agent.actor_id, day, [s.turn_id for s in taken], max(s.response_seq for s in taken),
-                 previous.memory_id if previous else None, prompt)
+    prompt = "\n\n".join(
+        [
+            "[groupx_dated_memory]\n"
+            f"agent: {agent.actor_id} ({agent.display_name})\n"
+            f"date: {day.isoformat()}\n"
+            "task: You keep a short dated working memory for yourself in this GroupX room. Merge the previous "
+            "memory for this date with the exchanges below into one updated note: decisions, facts learned, "
+            "commitments and open questions worth remembering later. Leave out small talk. "
+            f"At most {OUTPUT_CHARS} characters. If nothing is worth keeping, answer exactly {SENTINEL}.",
+            f"[previous_dated_memory]\n{previous.content if previous else '(none yet)'}",
+            "[exchanges]\n" + "\n\n".join(blocks),
+            f"[current_message]\nWrite the updated dated memory for {day.isoformat()} now. Answer with the note "
+            f"text only, or {SENTINEL}.",
+        ]
+    )
+    return Batch(
+        agent.actor_id,
+        day,
+        [s.turn_id for s in taken],
+        max(s.response_seq for s in taken),
+        previous.memory_id if previous else None,
+        prompt,
+    )
 
 
 # ---- commit --------------------------------------------------------------------------------------
 
 
 def _recount(rollup: DatedMemoryRollup) -> dict:
-    left = DatedMemorySource.objects.filter(room_id=ROOM_ID, actor_id=rollup.actor_id, local_date=rollup.local_date,
-                                            processed_at__isnull=True)
-    agg = left.aggregate(n=Count("turn_id"), chars=Sum("source_chars"), top=Max("response_seq"),
-                         first=Min("terminal_at"), last=Max("terminal_at"))
-    return {"pending_turns": agg["n"], "pending_chars": agg["chars"] or 0, "pending_through_seq": agg["top"] or 0,
-            "first_pending_at": agg["first"], "last_pending_at": agg["last"]}
+    left = DatedMemorySource.objects.filter(
+        room_id=ROOM_ID, actor_id=rollup.actor_id, local_date=rollup.local_date, processed_at__isnull=True
+    )
+    agg = left.aggregate(
+        n=Count("turn_id"),
+        chars=Sum("source_chars"),
+        top=Max("response_seq"),
+        first=Min("terminal_at"),
+        last=Max("terminal_at"),
+    )
+    return {
+        "pending_turns": agg["n"],
+        "pending_chars": agg["chars"] or 0,
+        "pending_through_seq": agg["top"] or 0,
+        "first_pending_at": agg["first"],
+        "last_pending_at": agg["last"],
+    }
 
 
 def commit(agent: ResolvedAgent, batch: Batch, text: str | None) -> str | None:
@@ -173,20 +205,39 @@ def commit(agent: ResolvedAgent, batch: Batch, text: str | None) -> str | None:
         memory_id = rollup.memory_id
         if text is not None:
             writer = Writer(None, ActorRef(agent.actor_id, "agent", agent.display_name), "automatic_rollup")
-            current = MemoryRecord.objects.filter(memory_id=rollup.memory_id, status="active").first() \
-                if rollup.memory_id else None
-            record = do_supersede_memory(writer, current, kind="note", content=text, source_event_id=None) \
-                if current else None
+            current = (
+                MemoryRecord.objects.filter(memory_id=rollup.memory_id, status="active").first()
+                if rollup.memory_id
+                else None
+            )
+            record = (
+                do_supersede_memory(writer, current, kind="note", content=text, source_event_id=None)
+                if current
+                else None
+            )
             if record is None:  # the first batch of the day, or the user retracted the day's record
-                record = do_remember_memory(writer, scope_type="agent", scope_id=agent.actor_id,
-                                            agent_memory_type="dated", kind="note", content=text,
-                                            subject_actor_id=agent.actor_id, source_event_id=None)
+                record = do_remember_memory(
+                    writer,
+                    scope_type="agent",
+                    scope_id=agent.actor_id,
+                    agent_memory_type="dated",
+                    kind="note",
+                    content=text,
+                    subject_actor_id=agent.actor_id,
+                    source_event_id=None,
+                )
             memory_id = record.memory_id
         DatedMemorySource.objects.filter(turn_id__in=batch.turn_ids, processed_at__isnull=True).update(
-            processed_at=now, memory_id=memory_id if text is not None else None)
+            processed_at=now, memory_id=memory_id if text is not None else None
+        )
         DatedMemoryRollup.objects.filter(pk=rollup.pk).update(
-            memory_id=memory_id, summarized_through_seq=max(rollup.summarized_through_seq, batch.through_seq),
-            failure_count=0, last_attempt_at=now, next_attempt_at=None, last_error_code=None, **_recount(rollup),
+            memory_id=memory_id,
+            summarized_through_seq=max(rollup.summarized_through_seq, batch.through_seq),
+            failure_count=0,
+            last_attempt_at=now,
+            next_attempt_at=None,
+            last_error_code=None,
+            **_recount(rollup),
         )
         system_errors.resolve(_condition(batch.actor_id), f"{agent.display_name}'s dated memory is written again.")
     return memory_id
@@ -201,15 +252,23 @@ def record_failure(actor_id: str, day: date, code: str) -> None:
     with transaction.atomic():
         rollup = DatedMemoryRollup.objects.get(room_id=ROOM_ID, actor_id=actor_id, local_date=day)
         DatedMemoryRollup.objects.filter(pk=rollup.pk).update(
-            failure_count=rollup.failure_count + 1, last_attempt_at=now, last_error_code=code[:64],
+            failure_count=rollup.failure_count + 1,
+            last_attempt_at=now,
+            last_error_code=code[:64],
             next_attempt_at=now + backoff(rollup.failure_count),
         )
         agent = roster.live_agent(actor_id)
         name = agent.display_name if agent is not None else actor_id
         # Public once (PROTOCOL §14, D89): the retries that fail again write nothing more.
-        system_errors.report(_condition(actor_id), code, (
-            f"{name}'s dated memory for {day.isoformat()} could not be written ({code}); "
-            "GroupX tries again later and nothing of the day is lost."), actor_id=actor_id)
+        system_errors.report(
+            _condition(actor_id),
+            code,
+            (
+                f"{name}'s dated memory for {day.isoformat()} could not be written ({code}); "
+                "GroupX tries again later and nothing of the day is lost."
+            ),
+            actor_id=actor_id,
+        )
 
 
 # ---- run -----------------------------------------------------------------------------------------

@@ -26,8 +26,16 @@ def local_date(moment: datetime) -> date:
     return moment.astimezone().date()
 
 
-def register_source(*, turn_id: str, actor_id: str, command_type: str, source_event_id: str,
-                    source_seq: int | None, source_body: dict[str, Any] | None, response: Event) -> None:
+def register_source(
+    *,
+    turn_id: str,
+    actor_id: str,
+    command_type: str,
+    source_event_id: str,
+    source_seq: int | None,
+    source_body: dict[str, Any] | None,
+    response: Event,
+) -> None:
     """Call inside the terminal transaction, after the response message was appended. The source
     message's ``source_seq`` and ``source_body`` come from the caller's read of the Turn (None
     when the source row is gone: nothing is registered)."""
@@ -38,17 +46,31 @@ def register_source(*, turn_id: str, actor_id: str, command_type: str, source_ev
     day = local_date(now)
     # The row DatedMemorySource.objects.create would write, as a fixed INSERT (memory/sql.py).
     memory_sql.insert_dated_source(
-        turn_id=turn_id, room_id=ROOM_ID, actor_id=actor_id, local_date=day,
-        source_event_id=source_event_id, source_seq=source_seq, response_event_id=response.event_id,
-        response_seq=response.seq, source_chars=chars, terminal_at=now,
+        turn_id=turn_id,
+        room_id=ROOM_ID,
+        actor_id=actor_id,
+        local_date=day,
+        source_event_id=source_event_id,
+        source_seq=source_seq,
+        response_event_id=response.event_id,
+        response_seq=response.seq,
+        source_chars=chars,
+        terminal_at=now,
     )
     # UPDATE first: the day's row usually exists, and then this is one statement instead of
     # SELECT + UPDATE. The caller holds the write lock, so a row missing here stays missing until
     # it is created below, with what the same UPDATE would have made of the model's defaults.
     # (One fixed statement in memory/sql.py: the ORM's F/Greatest/Coalesce cost ~20× SQLite's.)
-    if not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars,
-                                        through_seq=response.seq, now=now):
+    if not memory_sql.bump_dated_rollup(
+        room_id=ROOM_ID, actor_id=actor_id, day=day, chars=chars, through_seq=response.seq, now=now
+    ):
         DatedMemoryRollup.objects.create(
-            room_id=ROOM_ID, actor_id=actor_id, local_date=day, pending_turns=1, pending_chars=chars,
-            pending_through_seq=max(0, response.seq), first_pending_at=now, last_pending_at=now,
+            room_id=ROOM_ID,
+            actor_id=actor_id,
+            local_date=day,
+            pending_turns=1,
+            pending_chars=chars,
+            pending_through_seq=max(0, response.seq),
+            first_pending_at=now,
+            last_pending_at=now,
         )

@@ -104,16 +104,21 @@ def check_compact(payload: Any) -> str:
 
 
 def _stored(binding_id: str, client_command_id: str) -> dict[str, Any] | None:
-    return commands.stored_result(binding_id=binding_id, client_command_id=client_command_id,
-                                  command_type="context.compact", canonical={})
+    return commands.stored_result(
+        binding_id=binding_id, client_command_id=client_command_id, command_type="context.compact", canonical={}
+    )
 
 
 def _store(binding_id: str, client_command_id: str, compacted: bool) -> dict[str, Any]:
     # The compaction itself ran outside any transaction (it waits on a CLI); only its receipt is
     # a command. A concurrent twin that stored first wins: its result is replayed.
-    return commands.run_once(binding_id=binding_id, client_command_id=client_command_id,
-                             command_type="context.compact", canonical={},
-                             run=lambda: {"compacted": compacted, "usage": usage()})
+    return commands.run_once(
+        binding_id=binding_id,
+        client_command_id=client_command_id,
+        command_type="context.compact",
+        canonical={},
+        run=lambda: {"compacted": compacted, "usage": usage()},
+    )
 
 
 async def compact_command(binding_id: str, payload: Any, *, require_healthy: bool = True) -> dict[str, Any]:
@@ -169,8 +174,9 @@ def reset_context(binding_id: str, source_kind: str, payload: Any) -> dict[str, 
     return accept_reset(binding_id, source_kind, check_reset(payload))
 
 
-def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool], *,
-                 actor: events.ActorRef = events.SYSTEM) -> dict[str, Any]:
+def accept_reset(
+    binding_id: str, source_kind: str, checked: tuple[str, bool], *, actor: events.ActorRef = events.SYSTEM
+) -> dict[str, Any]:
     """Move the floor to the high-water mark and retire the summaries under it. No-op
     (``reset: false``) when no room context message arrived since the last reset (and, for a
     native reset, the last reset already was one).
@@ -188,14 +194,24 @@ def accept_reset(binding_id: str, source_kind: str, checked: tuple[str, bool], *
         if nothing_new and (not native or native_reset.mark() == floor):
             return {"reset": False, "throughSeq": floor, "resetNativeSessions": native, "usage": usage()}
         top = high_water()
-        ContextReset.objects.create(reset_id=new_id("rst"), room_id=ROOM_ID, through_seq=top,
-                                    reset_native_sessions=native, created_at=timezone.now())
+        ContextReset.objects.create(
+            reset_id=new_id("rst"),
+            room_id=ROOM_ID,
+            through_seq=top,
+            reset_native_sessions=native,
+            created_at=timezone.now(),
+        )
         Summary.objects.filter(room_id=ROOM_ID, status="active", through_seq__lte=top).update(status="superseded")
         events.append_event(
-            event_type=event_types.CONTEXT_RESET, actor=actor,
+            event_type=event_types.CONTEXT_RESET,
+            actor=actor,
             body={"throughSeq": top, "resetNativeSessions": native},
-            correlation_id=new_id("corr"), idempotency_key=f"context.reset:{top}",
-            provenance={"sourceKind": source_kind, **({} if actor is events.SYSTEM else {"authorActorId": actor.actor_id})},
+            correlation_id=new_id("corr"),
+            idempotency_key=f"context.reset:{top}",
+            provenance={
+                "sourceKind": source_kind,
+                **({} if actor is events.SYSTEM else {"authorActorId": actor.actor_id}),
+            },
         )
         if native:
             native_reset.notify_on_commit()

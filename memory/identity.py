@@ -50,12 +50,18 @@ def remember_identity(writer: Writer, command: IdentityWrite) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         check_actor(subject, agent=True)
         check_references_exist(command.source_event_id)
-        record = do_remember_identity(writer, subject=subject, kind=command.kind, content=command.content,
-                                      source_event_id=command.source_event_id)
+        record = do_remember_identity(
+            writer, subject=subject, kind=command.kind, content=command.content, source_event_id=command.source_event_id
+        )
         return {"identity": identity_json(record)}
 
-    return run_as(writer, command.client_command_id, "identity.remember", {**command.canonical(),
-                                                                              "subject_actor_id": subject}, run)
+    return run_as(
+        writer,
+        command.client_command_id,
+        "identity.remember",
+        {**command.canonical(), "subject_actor_id": subject},
+        run,
+    )
 
 
 def supersede_identity(writer: Writer, identity_id: str, command: Supersede) -> dict[str, Any]:
@@ -67,9 +73,14 @@ def supersede_identity(writer: Writer, identity_id: str, command: Supersede) -> 
         check_references_exist(command.source_event_id)
         if IdentityRecord.objects.filter(pk=old.pk, status="active").update(status="superseded") != 1:
             raise not_active("identity record", identity_id, "changed")
-        new = do_remember_identity(writer, subject=old.subject_actor_id, kind=command.kind or old.kind,
-                                   content=command.content, source_event_id=command.source_event_id,
-                                   supersedes=old.identity_id)
+        new = do_remember_identity(
+            writer,
+            subject=old.subject_actor_id,
+            kind=command.kind or old.kind,
+            content=command.content,
+            source_event_id=command.source_event_id,
+            supersedes=old.identity_id,
+        )
         return {"identity": identity_json(new)}
 
     canonical = {"identityId": identity_id, **command.canonical()}
@@ -82,28 +93,48 @@ def retract_identity(writer: Writer, identity_id: str, client_command_id: str) -
     def run() -> dict[str, Any]:
         record = _active(identity_id)
         _check_self(writer, record.subject_actor_id)
-        IdentityRecord.objects.filter(pk=record.pk, status="active").update(status="retracted",
-                                                                             retracted_at=timezone.now())
+        IdentityRecord.objects.filter(pk=record.pk, status="active").update(
+            status="retracted", retracted_at=timezone.now()
+        )
         record.refresh_from_db()
-        record_event(event_type=event_types.IDENTITY_RETRACTED, writer=writer, body={"record": identity_json(record)},
-                     record_id=record.identity_id, subject=record.subject_actor_id,
-                     source_event_id=record.source_event_id)
+        record_event(
+            event_type=event_types.IDENTITY_RETRACTED,
+            writer=writer,
+            body={"record": identity_json(record)},
+            record_id=record.identity_id,
+            subject=record.subject_actor_id,
+            source_event_id=record.source_event_id,
+        )
         return {"identity": identity_json(record)}
 
     return run_as(writer, client_command_id, "identity.retract", {"identityId": identity_id}, run)
 
 
-def do_remember_identity(writer: Writer, *, subject: str, kind: str, content: str, source_event_id: str | None,
-                         supersedes: str | None = None) -> IdentityRecord:
+def do_remember_identity(
+    writer: Writer, *, subject: str, kind: str, content: str, source_event_id: str | None, supersedes: str | None = None
+) -> IdentityRecord:
     record = IdentityRecord.objects.create(
-        identity_id=new_identity_id(), subject_actor_id=subject, author_actor_id=writer.actor.actor_id, kind=kind,
-        content=content, source_event_id=source_event_id, source_kind=writer.source_kind, status="active",
-        supersedes_identity_id=supersedes, created_at=timezone.now(),
+        identity_id=new_identity_id(),
+        subject_actor_id=subject,
+        author_actor_id=writer.actor.actor_id,
+        kind=kind,
+        content=content,
+        source_event_id=source_event_id,
+        source_kind=writer.source_kind,
+        status="active",
+        supersedes_identity_id=supersedes,
+        created_at=timezone.now(),
     )
     body: dict[str, Any] = {"record": identity_json(record)}
     if supersedes:
         body["supersededIdentityId"] = supersedes
     event_type = event_types.IDENTITY_SUPERSEDED if supersedes else event_types.IDENTITY_REMEMBERED
-    record_event(event_type=event_type, writer=writer, body=body,
-                 record_id=record.identity_id, subject=subject, source_event_id=source_event_id)
+    record_event(
+        event_type=event_type,
+        writer=writer,
+        body=body,
+        record_id=record.identity_id,
+        subject=subject,
+        source_event_id=source_event_id,
+    )
     return record

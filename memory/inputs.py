@@ -224,8 +224,18 @@ def from_query_string(params: dict[str, str], int_fields: set[str], bool_fields:
     return out
 
 
-MEMORY_LIST_FIELDS = {"scopeType", "scopeId", "agentMemoryType", "kind", "authorActorId", "subjectActorId",
-                      "query", "cursor", "limit", "includeHistory"}
+MEMORY_LIST_FIELDS = {
+    "scopeType",
+    "scopeId",
+    "agentMemoryType",
+    "kind",
+    "authorActorId",
+    "subjectActorId",
+    "query",
+    "cursor",
+    "limit",
+    "includeHistory",
+}
 
 
 def check_memory_list(params: dict[str, str]) -> ListQuery:
@@ -246,8 +256,10 @@ def check_memory_list(params: dict[str, str]) -> ListQuery:
 
 def check_memory_search(payload: Any) -> ListQuery:
     """MCP ``memory_search``; ``scope`` is ``{type, id?}``."""
-    payload = _strict(payload or {}, {"query", "scope", "agentMemoryType", "kind", "subjectActorId", "cursor",
-                                      "limit", "includeHistory"})
+    payload = _strict(
+        payload or {},
+        {"query", "scope", "agentMemoryType", "kind", "subjectActorId", "cursor", "limit", "includeHistory"},
+    )
     scope_type = scope_id = None
     if payload.get("scope") is not None:
         scope = payload["scope"]

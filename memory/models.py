@@ -102,7 +102,9 @@ class Summary(models.Model):
         verbose_name_plural = "summaries"
         constraints = [
             # The compare-and-set swap relies on this: at most one active summary per room.
-            models.UniqueConstraint(fields=["room_id"], condition=Q(status="active"), name="summaries_one_active_per_room"),
+            models.UniqueConstraint(
+                fields=["room_id"], condition=Q(status="active"), name="summaries_one_active_per_room"
+            ),
         ]
 
     def __str__(self) -> str:

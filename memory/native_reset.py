@@ -26,8 +26,11 @@ def latest() -> tuple[int, datetime | None]:
     """(the latest native reset's floor, when it was written); (0, None) when there was none. The
     floor only grows; native sessions born before that moment are never resumed."""
     # ContextReset orders by -through_seq, and a later reset always has a higher floor.
-    found = (ContextReset.objects.filter(room_id=ROOM_ID, reset_native_sessions=True)
-             .values_list("through_seq", "created_at").first())
+    found = (
+        ContextReset.objects.filter(room_id=ROOM_ID, reset_native_sessions=True)
+        .values_list("through_seq", "created_at")
+        .first()
+    )
     return found if found is not None else (0, None)
 
 

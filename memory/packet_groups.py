@@ -50,25 +50,43 @@ def optional_groups(me: str, correlations: set[str]) -> dict[str, GroupSpec]:
     """Every optional group but the unread transcript, in priority order after core memory."""
 
     def agent_memory(kind: str) -> GroupSpec:
-        return GroupSpec(f"agent_{kind}_memory", "memory",
-                         lambda r: r.scope_type == "agent" and r.scope_id == me and r.agent_memory_type == kind,
-                         (("agent_memory", [me, kind]),))
+        return GroupSpec(
+            f"agent_{kind}_memory",
+            "memory",
+            lambda r: r.scope_type == "agent" and r.scope_id == me and r.agent_memory_type == kind,
+            (("agent_memory", [me, kind]),),
+        )
 
     return {
         "core": agent_memory("core"),
         "dated": agent_memory("dated"),
-        "public": GroupSpec("public_memory", "memory",
-                            lambda r: (r.scope_type == "room" and r.scope_id == ROOM_ID)
-                            or (r.scope_type == "correlation" and r.scope_id in correlations),
-                            (("scope_memory", ["room", ROOM_ID]),
-                             *(("scope_memory", ["correlation", c]) for c in sorted(correlations)))),
-        "self": GroupSpec("self_identity", "identity", lambda r: r.author_actor_id == me,
-                          (("self_identity", [me, me]),)),
-        "user": GroupSpec("user_authored_identity", "identity", lambda r: is_user_author(r.author_actor_id),
-                          (("user_identity", [me]),)),
-        "observed": GroupSpec("observed_identity", "identity",
-                              lambda r: r.author_actor_id != me and not is_user_author(r.author_actor_id),
-                              (("observed_identity", [me, me]),)),
+        "public": GroupSpec(
+            "public_memory",
+            "memory",
+            lambda r: (
+                (r.scope_type == "room" and r.scope_id == ROOM_ID)
+                or (r.scope_type == "correlation" and r.scope_id in correlations)
+            ),
+            (
+                ("scope_memory", ["room", ROOM_ID]),
+                *(("scope_memory", ["correlation", c]) for c in sorted(correlations)),
+            ),
+        ),
+        "self": GroupSpec(
+            "self_identity", "identity", lambda r: r.author_actor_id == me, (("self_identity", [me, me]),)
+        ),
+        "user": GroupSpec(
+            "user_authored_identity",
+            "identity",
+            lambda r: is_user_author(r.author_actor_id),
+            (("user_identity", [me]),),
+        ),
+        "observed": GroupSpec(
+            "observed_identity",
+            "identity",
+            lambda r: r.author_actor_id != me and not is_user_author(r.author_actor_id),
+            (("observed_identity", [me, me]),),
+        ),
     }
 
 
@@ -88,8 +106,11 @@ class Group:
             yield from self._newest
             return
         wanted = GROUP_FETCH_CAP - len(self._newest)
-        older = heapq.merge(*(_newest_first(*stream, below=self._below, wanted=wanted) for stream in self._streams),
-                            key=lambda r: r.id, reverse=True)
+        older = heapq.merge(
+            *(_newest_first(*stream, below=self._below, wanted=wanted) for stream in self._streams),
+            key=lambda r: r.id,
+            reverse=True,
+        )
         for looked, record in enumerate(itertools.chain(self._newest, older), start=1):
             yield record
             if looked == GROUP_FETCH_CAP:
@@ -117,8 +138,9 @@ def _newest_first(group: str, params: list, *, below: int, wanted: int) -> Itera
         below, wanted, limit = page[-1].id, wanted - len(page), limit * 2
 
 
-def fetch_groups(me: str, groups: dict[str, GroupSpec], correlations: set[str],
-                 tables: dict[str, bool] | None = None) -> dict[str, Group]:
+def fetch_groups(
+    me: str, groups: dict[str, GroupSpec], correlations: set[str], tables: dict[str, bool] | None = None
+) -> dict[str, Group]:
     """A ``Group`` per key, from the table's one read when it held the whole table's share, else
     continued below it as the packet goes."""
     return split_groups(groups, read_tables(me, correlations, tables or {"memory": True, "identity": True}))
@@ -128,8 +150,11 @@ def read_tables(me: str, correlations: set[str], tables: dict[str, bool]) -> dic
     """Each table's one read (newest first, one row past the cap); a table known to hold no
     record of these groups (``tables``: False; the packet's prelude says so) is not read."""
     return {
-        "memory": memory_sql.packet_memory(actor_id=me, room_id=ROOM_ID, correlations=correlations,
-                                           limit=GROUP_FETCH_CAP + 1) if tables["memory"] else [],
+        "memory": memory_sql.packet_memory(
+            actor_id=me, room_id=ROOM_ID, correlations=correlations, limit=GROUP_FETCH_CAP + 1
+        )
+        if tables["memory"]
+        else [],
         "identity": memory_sql.packet_identity(actor_id=me, limit=GROUP_FETCH_CAP + 1) if tables["identity"] else [],
     }
 

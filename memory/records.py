@@ -89,7 +89,12 @@ def identity_json(record: IdentityRecord) -> dict[str, Any]:
 
 
 def record_event(
-    *, event_type: str, writer: Writer, body: dict[str, Any], record_id: str, subject: str | None,
+    *,
+    event_type: str,
+    writer: Writer,
+    body: dict[str, Any],
+    record_id: str,
+    subject: str | None,
     source_event_id: str | None,
 ) -> None:
     """memory.remembered|superseded|retracted and identity.*: actor = the writer, ``to`` = the
@@ -122,5 +127,6 @@ def unknown_record(what: str, record_id: str) -> GroupXError:
 
 
 def not_active(what: str, record_id: str, status: str) -> GroupXError:
-    return GroupXError("STORE_CONFLICT", f"only an active {what} can change; {record_id} is {status}",
-                       details={"status": status})
+    return GroupXError(
+        "STORE_CONFLICT", f"only an active {what} can change; {record_id} is {status}", details={"status": status}
+    )

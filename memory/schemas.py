@@ -57,9 +57,19 @@ class _Record(Checked):
 class MemoryWriteBody(_Record):
     """Remember: room and correlation records, or an agent's core memory (agent scope)."""
 
-    model_config = ConfigDict(title="MemoryWriteBody", json_schema_extra={"examples": [
-        {"clientCommandId": "c-1", "scope": {"type": "room", "id": ROOM_ID}, "kind": "decision",
-         "content": "We keep SQLite."}]})
+    model_config = ConfigDict(
+        title="MemoryWriteBody",
+        json_schema_extra={
+            "examples": [
+                {
+                    "clientCommandId": "c-1",
+                    "scope": {"type": "room", "id": ROOM_ID},
+                    "kind": "decision",
+                    "content": "We keep SQLite.",
+                }
+            ]
+        },
+    )
     check = inputs.check_memory_write
 
     scope: RoomScope | CorrelationScope | AgentScope
@@ -117,7 +127,8 @@ class ResetBody(Checked):
 
     clientCommandId: ClientCommandId
     resetNativeSessions: bool = Field(
-        False, description="Also close every agent's native session: its next Turn starts on a fresh one (D41).")
+        False, description="Also close every agent's native session: its next Turn starts on a fresh one (D41)."
+    )
 
 
 # ---- list queries (offset cursor) ----------------------------------------------------------------

@@ -17,7 +17,7 @@ from memory.records import identity_json, memory_json
 
 
 def _page(queryset: QuerySet, query: ListQuery, to_json) -> dict[str, Any]:
-    rows = list(queryset.order_by("-id")[query.cursor:query.cursor + query.limit])
+    rows = list(queryset.order_by("-id")[query.cursor : query.cursor + query.limit])
     page: dict[str, Any] = {"items": [to_json(row) for row in rows]}
     if len(rows) == query.limit:
         page["nextCursor"] = query.cursor + query.limit
@@ -29,8 +29,12 @@ def memory_queryset(query: ListQuery) -> QuerySet:
     if not query.include_history:
         records = records.filter(status="active")
     for field, value in (
-        ("scope_type", query.scope_type), ("scope_id", query.scope_id), ("agent_memory_type", query.agent_memory_type),
-        ("kind", query.kind), ("author_actor_id", query.author_actor_id), ("subject_actor_id", query.subject_actor_id),
+        ("scope_type", query.scope_type),
+        ("scope_id", query.scope_id),
+        ("agent_memory_type", query.agent_memory_type),
+        ("kind", query.kind),
+        ("author_actor_id", query.author_actor_id),
+        ("subject_actor_id", query.subject_actor_id),
     ):
         if value is not None:
             records = records.filter(**{field: value})
@@ -45,8 +49,11 @@ def list_identity(query: ListQuery) -> dict[str, Any]:
     records = IdentityRecord.objects.all()
     if not query.include_history:
         records = records.filter(status="active")
-    for field, value in (("kind", query.kind), ("author_actor_id", query.author_actor_id),
-                         ("subject_actor_id", query.subject_actor_id)):
+    for field, value in (
+        ("kind", query.kind),
+        ("author_actor_id", query.author_actor_id),
+        ("subject_actor_id", query.subject_actor_id),
+    ):
         if value is not None:
             records = records.filter(**{field: value})
     return _page(text_filter(records, "identity_records_fts", query.query), query, identity_json)

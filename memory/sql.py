@@ -46,20 +46,35 @@ from rooms.sql import (
 D = Names(DatedMemoryRollup)
 # A completed Turn joins its agent's pending dated-memory batch for the day. (The ORM's
 # F/Greatest/Coalesce form costs ~20× SQLite's.)
-_BUMP_DATED_ROLLUP = per_engine(lambda d: f"""
+_BUMP_DATED_ROLLUP = per_engine(
+    lambda d: (
+        f"""
     UPDATE {D} SET {D.pending_turns} = {D.pending_turns} + 1, {D.pending_chars} = {D.pending_chars} + %s,
         {D.pending_through_seq} = {d.greatest(D.pending_through_seq, "%s")},
         {D.first_pending_at} = COALESCE({D.first_pending_at}, %s), {D.last_pending_at} = %s
-    WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s""")
+    WHERE {D.room_id} = %s AND {D.actor_id} = %s AND {D.local_date} = %s"""
+    )
+)
 
 # A completed Turn's dated-memory source (the row DatedMemorySource.objects.create writes: the ORM's
 # create cost ~5× SQLite's, and it ran on every completed Turn, the last ORM write of a Turn's path).
 # ``processed_at`` and ``memory_id`` stay NULL, as the model leaves them.
 S = Names(DatedMemorySource)
-DATED_SOURCE_INSERT_FIELDS = ("turn_id", "room_id", "actor_id", "local_date", "source_event_id", "source_seq",
-                              "response_event_id", "response_seq", "source_chars", "terminal_at")
-_INSERT_DATED_SOURCE = (f"INSERT INTO {S} ({S.list(DATED_SOURCE_INSERT_FIELDS)}) "
-                        f"VALUES ({placeholders(DATED_SOURCE_INSERT_FIELDS)})")
+DATED_SOURCE_INSERT_FIELDS = (
+    "turn_id",
+    "room_id",
+    "actor_id",
+    "local_date",
+    "source_event_id",
+    "source_seq",
+    "response_event_id",
+    "response_seq",
+    "source_chars",
+    "terminal_at",
+)
+_INSERT_DATED_SOURCE = (
+    f"INSERT INTO {S} ({S.list(DATED_SOURCE_INSERT_FIELDS)}) VALUES ({placeholders(DATED_SOURCE_INSERT_FIELDS)})"
+)
 
 # ---- the Context Packet (memory/context.py) --------------------------------------------------------
 
@@ -104,9 +119,11 @@ def _packet_memory_scopes(correlations: str) -> tuple[str, str, str]:
     """The scopes of a packet's memory groups: the agent's own (core, dated), the room's and the
     correlations'; ``correlations``: the two values the last may take (placeholders, or the source
     row's columns in the prelude). Parameters: the agent, its memory types, then the room."""
-    return (f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)})",
-            f"{M.scope_type} = 'room' AND {M.scope_id} = %s",
-            f"{M.scope_type} = 'correlation' AND {M.scope_id} IN ({correlations})")
+    return (
+        f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} IN ({placeholders(AGENT_MEMORY_TYPES)})",
+        f"{M.scope_type} = 'room' AND {M.scope_id} = %s",
+        f"{M.scope_type} = 'correlation' AND {M.scope_id} IN ({correlations})",
+    )
 
 
 _PACKET_MEMORY = f"""
@@ -124,18 +141,29 @@ _PACKET_IDENTITY = f"SELECT {_IDENTITY_COLUMNS} FROM {ID} WHERE {_PACKET_IDENTIT
 # same spelling on PostgreSQL, whose LIKE is case-sensitive.
 _USER_AUTHOR = f"LOWER(SUBSTR({ID.author_actor_id}, 1, 5)) = 'user:'"
 _GROUPS = {
-    "agent_memory": (M, _MEMORY_COLUMNS,
-                     f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} = %s"),
+    "agent_memory": (
+        M,
+        _MEMORY_COLUMNS,
+        f"{M.scope_type} = 'agent' AND {M.scope_id} = %s AND {M.agent_memory_type} = %s",
+    ),
     "scope_memory": (M, _MEMORY_COLUMNS, f"{M.scope_type} = %s AND {M.scope_id} = %s"),
     "self_identity": (ID, _IDENTITY_COLUMNS, f"{ID.subject_actor_id} = %s AND {ID.author_actor_id} = %s"),
     "user_identity": (ID, _IDENTITY_COLUMNS, f"{ID.subject_actor_id} = %s AND {_USER_AUTHOR}"),
-    "observed_identity": (ID, _IDENTITY_COLUMNS,
-                          f"{ID.subject_actor_id} = %s AND {ID.author_actor_id} <> %s AND NOT {_USER_AUTHOR}"),
+    "observed_identity": (
+        ID,
+        _IDENTITY_COLUMNS,
+        f"{ID.subject_actor_id} = %s AND {ID.author_actor_id} <> %s AND NOT {_USER_AUTHOR}",
+    ),
 }
-_GROUP_PAGE = {name: f"SELECT {columns} FROM {t} WHERE {t.status} = 'active' AND {where} AND {t.id} < %s "
-                     f"ORDER BY {t.id} DESC LIMIT %s" for name, (t, columns, where) in _GROUPS.items()}
-_GROUP_COUNT = {name: f"SELECT COUNT(*) FROM {t} WHERE {t.status} = 'active' AND {where}"
-                for name, (t, _columns, where) in _GROUPS.items()}
+_GROUP_PAGE = {
+    name: f"SELECT {columns} FROM {t} WHERE {t.status} = 'active' AND {where} AND {t.id} < %s "
+    f"ORDER BY {t.id} DESC LIMIT %s"
+    for name, (t, columns, where) in _GROUPS.items()
+}
+_GROUP_COUNT = {
+    name: f"SELECT COUNT(*) FROM {t} WHERE {t.status} = 'active' AND {where}"
+    for name, (t, _columns, where) in _GROUPS.items()
+}
 GROUP_ROWS = {name: MemoryRow if t is M else IdentityRow for name, (t, _c, _w) in _GROUPS.items()}
 
 # The prelude (memory/context.py:build_context_packet) in one statement: the source message, the
@@ -146,8 +174,16 @@ GROUP_ROWS = {name: MemoryRow if t is M else IdentityRow for name, (t, _c, _w) i
 # neither read runs (two statements of a packet's four, docs/DECISIONS.md D71). One EXISTS per
 # memory scope, each a search of the scope index (one EXISTS of the three ORed walked the status
 # index through every active record of the room).
-PACKET_ENTRY_COLUMNS = ("seq", "event_id", "event_type", "actor_id", "actor_display_name", "reply_to_event_id",
-                        "forwarded_event_id", "body")  # what memory/transcript.py:entry reads
+PACKET_ENTRY_COLUMNS = (
+    "seq",
+    "event_id",
+    "event_type",
+    "actor_id",
+    "actor_display_name",
+    "reply_to_event_id",
+    "forwarded_event_id",
+    "body",
+)  # what memory/transcript.py:entry reads
 SUMMARY_COLUMNS = ("summary_id", "from_seq", "through_seq", "content", "generator_actor_id")
 _e, _s, C, X = Names(Event, "e"), Names(Summary, "s"), Names(DeliveryCursor), Names(ContextReset)
 _PACKET_PRELUDE = f"""
@@ -155,8 +191,12 @@ _PACKET_PRELUDE = f"""
         (SELECT {C.last_delivered_seq} FROM {C} WHERE {C.actor_id} = %s AND {C.room_id} = %s),
         (SELECT MAX({X.through_seq}) FROM {X} WHERE {X.room_id} = %s),
         {_s.list(SUMMARY_COLUMNS)},
-        {" OR ".join(f"EXISTS (SELECT 1 FROM {M} WHERE {M.status} = 'active' AND {scope})"
-                     for scope in _packet_memory_scopes(f"{_e.correlation_id}, {_e.root_correlation_id}"))},
+        {
+    " OR ".join(
+        f"EXISTS (SELECT 1 FROM {M} WHERE {M.status} = 'active' AND {scope})"
+        for scope in _packet_memory_scopes(f"{_e.correlation_id}, {_e.root_correlation_id}")
+    )
+},
         EXISTS (SELECT 1 FROM {ID} WHERE {_PACKET_IDENTITY_WHERE})
     FROM {_e}
     LEFT JOIN {_s} ON {_s.room_id} = %s AND {_s.status} = 'active'
@@ -195,44 +235,92 @@ def _context_range_sql(d, event_type: str) -> str:
 # come straight off the seq (rowid) range: with the event_type index SQLite sorted the whole range
 # before the first row (6.3 s at 1,000,000 unread events; 0.3 ms this way, docs/DECISIONS.md D56).
 # ``not_indexed`` keeps SQLite's planner off that index; the rows and their order are the same.
-_PACKET_UNREAD = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
-                                      f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC")
+_PACKET_UNREAD = per_engine(
+    lambda d: (
+        f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
+        f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC"
+    )
+)
 _PACKET_UNREAD_COUNT = per_engine(lambda d: f"SELECT COUNT(*) {_context_range_sql(d, E.event_type)}")
 
 # Compaction's window (memory/compaction.py:plan_compaction): the same room context, oldest first,
 # one bounded read at a time (keyset on seq), so a pass over 1,000,000 uncompacted events reads
 # only what its input budget takes (docs/DECISIONS.md D62). ``not_indexed`` as for the unread rows:
 # the rows come straight off the seq range, never sorted whole.
-_CONTEXT_WINDOW = per_engine(lambda d: f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
-                                       f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} LIMIT %s")
+_CONTEXT_WINDOW = per_engine(
+    lambda d: (
+        f"SELECT {E.list(PACKET_ENTRY_COLUMNS)} "
+        f"{_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} LIMIT %s"
+    )
+)
 # The seq of the (offset + 1)-th newest room context message in the range: where a manual pass that
 # keeps the newest messages verbatim ends, without counting the range.
-_CONTEXT_FROM_NEWEST = per_engine(lambda d: f"SELECT {E.seq} {_context_range_sql(d, d.not_indexed(E.event_type))} "
-                                            f"ORDER BY {E.seq} DESC LIMIT 1 OFFSET %s")
+_CONTEXT_FROM_NEWEST = per_engine(
+    lambda d: (
+        f"SELECT {E.seq} {_context_range_sql(d, d.not_indexed(E.event_type))} ORDER BY {E.seq} DESC LIMIT 1 OFFSET %s"
+    )
+)
 
 # One step up a reply chain: the parent, if it is room context above the reset floor (a watch
 # brief is not: an observer's reply answers one, and it stays out of every other packet).
-_PACKET_PARENT = per_engine(lambda d: f"""
+_PACKET_PARENT = per_engine(
+    lambda d: (
+        f"""
     SELECT {E.list(PACKET_ENTRY_COLUMNS)} FROM {E}
     WHERE {E.event_id} = %s AND {E.event_type} IN ({placeholders(CONTEXT_TYPES)})
-        AND {d.json_text(E.body, "kind")} {d.is_distinct_from} %s AND {E.seq} > %s""")
+        AND {d.json_text(E.body, "kind")} {d.is_distinct_from} %s AND {E.seq} > %s"""
+    )
+)
 
 
-def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int,
-                      now: datetime) -> bool:
+def bump_dated_rollup(*, room_id: str, actor_id: str, day: date, chars: int, through_seq: int, now: datetime) -> bool:
     """Add one Turn to the day's rollup row; False when that row does not exist yet."""
-    return execute(on_this_engine(_BUMP_DATED_ROLLUP), [
-        chars, through_seq, adapt_datetime(now), adapt_datetime(now), room_id, actor_id,
-        connection.ops.adapt_datefield_value(day)]) == 1
+    return (
+        execute(
+            on_this_engine(_BUMP_DATED_ROLLUP),
+            [
+                chars,
+                through_seq,
+                adapt_datetime(now),
+                adapt_datetime(now),
+                room_id,
+                actor_id,
+                connection.ops.adapt_datefield_value(day),
+            ],
+        )
+        == 1
+    )
 
 
-def insert_dated_source(*, turn_id: str, room_id: str, actor_id: str, local_date: date, source_event_id: str,
-                        source_seq: int, response_event_id: str, response_seq: int, source_chars: int,
-                        terminal_at: datetime) -> None:
+def insert_dated_source(
+    *,
+    turn_id: str,
+    room_id: str,
+    actor_id: str,
+    local_date: date,
+    source_event_id: str,
+    source_seq: int,
+    response_event_id: str,
+    response_seq: int,
+    source_chars: int,
+    terminal_at: datetime,
+) -> None:
     """One completed Turn waiting for the dated rollup; the parameters are ``DATED_SOURCE_INSERT_FIELDS``."""
-    execute(_INSERT_DATED_SOURCE, [
-        turn_id, room_id, actor_id, connection.ops.adapt_datefield_value(local_date), source_event_id, source_seq,
-        response_event_id, response_seq, source_chars, adapt_datetime(terminal_at)])
+    execute(
+        _INSERT_DATED_SOURCE,
+        [
+            turn_id,
+            room_id,
+            actor_id,
+            connection.ops.adapt_datefield_value(local_date),
+            source_event_id,
+            source_seq,
+            response_event_id,
+            response_seq,
+            source_chars,
+            adapt_datetime(terminal_at),
+        ],
+    )
 
 
 def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
@@ -242,7 +330,7 @@ def _memory_rows(rows: list[tuple]) -> list[MemoryRow]:
         return [MemoryRow(*row) for row in rows]
     convert = connection.ops.convert_datetimefield_value
     at = MemoryRow._fields.index("created_at")
-    return [MemoryRow(*row[:at], convert(row[at], None, connection), *row[at + 1:]) for row in rows]
+    return [MemoryRow(*row[:at], convert(row[at], None, connection), *row[at + 1 :]) for row in rows]
 
 
 def _rows(row_type: type, sql: str, params: list) -> list:
@@ -253,8 +341,9 @@ def _rows(row_type: type, sql: str, params: list) -> list:
 def packet_memory(*, actor_id: str, room_id: str, correlations: set[str], limit: int) -> list[MemoryRow]:
     """Active memory records of the agent (core, dated), the room and the correlations."""
     first, *rest = sorted(correlations)
-    return _rows(MemoryRow, _PACKET_MEMORY,
-                 [actor_id, *AGENT_MEMORY_TYPES, room_id, first, rest[0] if rest else first, limit])
+    return _rows(
+        MemoryRow, _PACKET_MEMORY, [actor_id, *AGENT_MEMORY_TYPES, room_id, first, rest[0] if rest else first, limit]
+    )
 
 
 def packet_identity(*, actor_id: str, limit: int) -> list[IdentityRow]:
@@ -290,14 +379,16 @@ def _entry(row: tuple) -> dict[str, Any]:
 
 def packet_prelude(*, actor_id: str, room_id: str, source_event_id: str) -> PacketPrelude | None:
     """What a packet reads before anything optional; None when the source event does not exist."""
-    row = one_row(_PACKET_PRELUDE, [actor_id, room_id, room_id, actor_id, *AGENT_MEMORY_TYPES, room_id, actor_id,
-                                    room_id, source_event_id])
+    row = one_row(
+        _PACKET_PRELUDE,
+        [actor_id, room_id, room_id, actor_id, *AGENT_MEMORY_TYPES, room_id, actor_id, room_id, source_event_id],
+    )
     if row is None:
         return None
     width = len(PACKET_ENTRY_COLUMNS)
     source = _entry(row[:width])
-    source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width:width + 4]
-    *summary_row, any_memory, any_identity = row[width + 4:]
+    source["correlation_id"], source["root_correlation_id"], delivered, floor = row[width : width + 4]
+    *summary_row, any_memory, any_identity = row[width + 4 :]
     summary = None if summary_row[0] is None else Summary.from_db(DEFAULT_DB_ALIAS, SUMMARY_COLUMNS, summary_row)
     return PacketPrelude(source, delivered or 0, floor or 0, summary, bool(any_memory), bool(any_identity))
 
@@ -333,8 +424,9 @@ def context_seq_from_newest(*, room_id: str, after_seq: int, before_seq: int, of
     """The seq of the room context message ``offset`` places below the newest in the range, None when
     the range holds ``offset`` messages or fewer."""
     with connection.cursor() as cursor:
-        cursor.execute(on_this_engine(_CONTEXT_FROM_NEWEST),
-                       [*_context_range(room_id, after_seq, before_seq, []), offset])
+        cursor.execute(
+            on_this_engine(_CONTEXT_FROM_NEWEST), [*_context_range(room_id, after_seq, before_seq, []), offset]
+        )
         row = cursor.fetchone()
     return None if row is None else row[0]
 

@@ -20,10 +20,16 @@ from setup_wizard.config import ResolvedAgent
 # Failures worth an immediate retry: the CLI did not start, shake hands or answer in time, or the
 # run was cut off (FEATURES §14 "Retry"). A wrong answer, a native interaction or a policy block is
 # not retried.
-TRANSIENT_CODES = frozenset({
-    "ADAPTER_START_FAILED", "PROTOCOL_HANDSHAKE_TIMEOUT", "SESSION_NOT_AVAILABLE", "TURN_FIRST_EVENT_TIMEOUT",
-    "TURN_IDLE_TIMEOUT", "TURN_INTERRUPTED",
-})
+TRANSIENT_CODES = frozenset(
+    {
+        "ADAPTER_START_FAILED",
+        "PROTOCOL_HANDSHAKE_TIMEOUT",
+        "SESSION_NOT_AVAILABLE",
+        "TURN_FIRST_EVENT_TIMEOUT",
+        "TURN_IDLE_TIMEOUT",
+        "TURN_INTERRUPTED",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,14 @@ class SummaryRequest:
     def of(cls, agent: ResolvedAgent, prompt: str, *, purpose: str, max_characters: int) -> SummaryRequest:
         """A request with the configured turn timeouts (``groupx.json`` ``timeouts``)."""
         timeouts = settings.GROUPX_CONFIG.timeouts
-        return cls(agent=agent, prompt=prompt, purpose=purpose, max_characters=max_characters,
-                   first_event_ms=timeouts.firstEventMs, idle_ms=timeouts.idleMs)
+        return cls(
+            agent=agent,
+            prompt=prompt,
+            purpose=purpose,
+            max_characters=max_characters,
+            first_event_ms=timeouts.firstEventMs,
+            idle_ms=timeouts.idleMs,
+        )
 
 
 class SummariserError(Exception):
@@ -88,5 +100,6 @@ def summariser() -> Summariser:
         raise NoSummariser(
             "no summariser is registered: memory cannot write a room summary or a dated-memory rollup. "
             "The agents app registers its CLI summariser when Django loads it (agents/apps.py); "
-            "code that runs without it must call memory.summariser.set_summariser(...) first.")
+            "code that runs without it must call memory.summariser.set_summariser(...) first."
+        )
     return _current

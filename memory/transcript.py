@@ -23,7 +23,8 @@ def context_events() -> QuerySet:
     # has_key first: a plain exclude(body__kind=...) compares NULL for bodies without "kind", and
     # NOT (NULL) would drop every ordinary message.
     return Event.objects.filter(room_id=ROOM_ID, event_type__in=CONTEXT_TYPES).exclude(
-        Q(body__has_key="kind") & Q(body__kind=WATCH_BRIEF_KIND))
+        Q(body__has_key="kind") & Q(body__kind=WATCH_BRIEF_KIND)
+    )
 
 
 def high_water() -> int:
@@ -54,8 +55,9 @@ def uncompacted_after() -> tuple[int, Summary | None, int]:
 
 def entry(event: dict[str, Any]) -> str:
     """One transcript line: id, seq, author, author name, references, then the text."""
-    header = (f"- id={event['event_id']} seq={event['seq']} author={event['actor_id']} "
-              f"name={event['actor_display_name']!r}")
+    header = (
+        f"- id={event['event_id']} seq={event['seq']} author={event['actor_id']} name={event['actor_display_name']!r}"
+    )
     if event["event_type"] != event_types.MESSAGE_CREATED:
         header += f" type={event['event_type']}"
     if event["reply_to_event_id"]:
@@ -70,5 +72,7 @@ def content_of(event: dict[str, Any]) -> str:
 
 
 def summary_block(summary: Summary) -> str:
-    return (f"summary_id={summary.summary_id} covers_seq={summary.from_seq}..{summary.through_seq} "
-            f"generator={summary.generator_actor_id}\n{summary.content}")
+    return (
+        f"summary_id={summary.summary_id} covers_seq={summary.from_seq}..{summary.through_seq} "
+        f"generator={summary.generator_actor_id}\n{summary.content}"
+    )

@@ -29,10 +29,19 @@ def usage() -> dict[str, Any]:
     lower, summary, floor = uncompacted_after()
     # Every stored occurredAt has the same ISO shape (milliseconds, +00:00), so its length is fixed.
     occurred_len = len(iso(timezone.now()))
-    totals = context_events().filter(seq__gt=lower).aggregate(
-        count=Count("seq"),
-        chars=Coalesce(Sum(Coalesce(Length(KT("body__content")), Value(0)) + Length("actor_id")
-                           + Length("actor_display_name"), output_field=IntegerField()), Value(0)),
+    totals = (
+        context_events()
+        .filter(seq__gt=lower)
+        .aggregate(
+            count=Count("seq"),
+            chars=Coalesce(
+                Sum(
+                    Coalesce(Length(KT("body__content")), Value(0)) + Length("actor_id") + Length("actor_display_name"),
+                    output_field=IntegerField(),
+                ),
+                Value(0),
+            ),
+        )
     )
     estimate = BASE_CHARACTERS + totals["chars"] + totals["count"] * (occurred_len + MESSAGE_OVERHEAD)
     if summary is not None:

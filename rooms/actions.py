@@ -108,13 +108,21 @@ def accept_message(command: PostMessage) -> dict[str, Any]:
         active_counts = check_queue_capacity(agents + observers, settings.GROUPX_CONFIG.limits.queuePerAgent)
         return do_post_message(command, agents, active_counts, observers)
 
-    return commands.run_once(binding_id=WEB_BINDING_ID, client_command_id=command.client_command_id,
-                             command_type="web.message", canonical=command.canonical(), run=run)
+    return commands.run_once(
+        binding_id=WEB_BINDING_ID,
+        client_command_id=command.client_command_id,
+        command_type="web.message",
+        canonical=command.canonical(),
+        run=run,
+    )
 
 
-def do_post_message(command: PostMessage, agents: list[ResolvedAgent],
-                    active_counts: dict[str, int] | None = None,
-                    observers: list[ResolvedAgent] = ()) -> dict[str, Any]:
+def do_post_message(
+    command: PostMessage,
+    agents: list[ResolvedAgent],
+    active_counts: dict[str, int] | None = None,
+    observers: list[ResolvedAgent] = (),
+) -> dict[str, Any]:
     correlation = new_correlation_id()
     message = events.message_created(
         actor=events.WEB_USER,
@@ -125,12 +133,16 @@ def do_post_message(command: PostMessage, agents: list[ResolvedAgent],
         reply_to_event_id=command.reply_to_event_id,
         forwarded_event_id=command.forwarded_event_id,
     )
-    queued = do_enqueue_turns(source_event=message, agents=agents, command_type="web.message",
-                              active_counts=active_counts)
+    queued = do_enqueue_turns(
+        source_event=message, agents=agents, command_type="web.message", active_counts=active_counts
+    )
     return {
         "messageEventId": message.event_id,
         "correlationId": correlation,
         "turns": [turn.as_rest() for turn in queued],
-        **(pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active_counts)
-           if observers else {}),
+        **(
+            pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active_counts)
+            if observers
+            else {}
+        ),
     }

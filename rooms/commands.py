@@ -33,8 +33,14 @@ def canonical_hash(command_type: str, payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json({"type": command_type, "payload": payload}).encode()).hexdigest()
 
 
-def run_once(*, binding_id: str, client_command_id: str, command_type: str, canonical: dict[str, Any],
-             run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def run_once(
+    *,
+    binding_id: str,
+    client_command_id: str,
+    command_type: str,
+    canonical: dict[str, Any],
+    run: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
     """``run()`` once per (binding, clientCommandId); its result, or the one stored by the first run.
 
     ``canonical``: the payload that identifies the command (without the clientCommandId)."""
@@ -46,14 +52,21 @@ def run_once(*, binding_id: str, client_command_id: str, command_type: str, cano
         result = run()
         # The row ClientCommand.objects.create would write, as a fixed INSERT: every command pays
         # it, the hot post_message too (rooms/sql.py, docs/DECISIONS.md D20).
-        sql.insert_receipt(command_id=new_id("cmd"), binding_id=binding_id,
-                               client_command_id=client_command_id, command_type=command_type, digest=digest,
-                               result=result, accepted_at=timezone.now())
+        sql.insert_receipt(
+            command_id=new_id("cmd"),
+            binding_id=binding_id,
+            client_command_id=client_command_id,
+            command_type=command_type,
+            digest=digest,
+            result=result,
+            accepted_at=timezone.now(),
+        )
     return result
 
 
-def stored_result(*, binding_id: str, client_command_id: str, command_type: str,
-                  canonical: dict[str, Any]) -> dict[str, Any] | None:
+def stored_result(
+    *, binding_id: str, client_command_id: str, command_type: str, canonical: dict[str, Any]
+) -> dict[str, Any] | None:
     """What ``run_once`` would replay, without running anything: for a command whose long work
     happens outside a transaction (a compaction runs a CLI) and is skipped when already done."""
     return _stored_result(binding_id, client_command_id, command_type, canonical_hash(command_type, canonical))

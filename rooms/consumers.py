@@ -45,8 +45,9 @@ PLAIN_CURSOR = re.compile(r"[0-9]{1,18}")
 
 
 class EventStreamConsumer(AsyncHttpConsumer):
-    def __init__(self, *, django_app: Callable[..., Any],
-                 end_on_drain: Callable[[AsyncIterator[Any]], AsyncIterator[Any]]):
+    def __init__(
+        self, *, django_app: Callable[..., Any], end_on_drain: Callable[[AsyncIterator[Any]], AsyncIterator[Any]]
+    ):
         """``as_asgi(django_app=..., end_on_drain=...)``: the Django application, which answers
         everything that is not a stream, and the wrapper that ends a stream when the runtime
         drains (groupx_site/shutdown.py)."""

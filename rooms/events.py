@@ -42,9 +42,24 @@ SYSTEM = ActorRef("system:groupx", "system", "GroupX")
 WEB_USER = ActorRef("user:web", "user", "You")
 
 ENVELOPE_FIELDS = (
-    "seq", "event_id", "room_id", "event_type", "actor_id", "actor_kind", "actor_display_name", "instance_id",
-    "targets", "reply_to_event_id", "forwarded_event_id", "causation_id", "correlation_id",
-    "root_correlation_id", "idempotency_key", "occurred_at", "body", "provenance",
+    "seq",
+    "event_id",
+    "room_id",
+    "event_type",
+    "actor_id",
+    "actor_kind",
+    "actor_display_name",
+    "instance_id",
+    "targets",
+    "reply_to_event_id",
+    "forwarded_event_id",
+    "causation_id",
+    "correlation_id",
+    "root_correlation_id",
+    "idempotency_key",
+    "occurred_at",
+    "body",
+    "provenance",
 )
 
 
@@ -149,7 +164,12 @@ def durable_frame(envelope: dict[str, Any]) -> str:
 
 
 def publish_transient(
-    *, event_type: str, actor: ActorRef, body: dict[str, Any], correlation_id: str, to: list[str] | None = None,
+    *,
+    event_type: str,
+    actor: ActorRef,
+    body: dict[str, Any],
+    correlation_id: str,
+    to: list[str] | None = None,
     root_correlation_id: str | None = None,
 ) -> dict[str, Any]:
     """Send a transient event to live streams only: no seq, no ``id:``, never replayed."""
@@ -176,9 +196,18 @@ def publish_transient(
 
 
 def message_created(
-    *, actor: ActorRef, content: str, to: list[str], correlation_id: str, root_correlation_id: str | None = None,
-    source_kind: str, reply_to_event_id: str | None = None, forwarded_event_id: str | None = None,
-    causation_id: str | None = None, idempotency_key: str | None = None, extra_body: dict[str, Any] | None = None,
+    *,
+    actor: ActorRef,
+    content: str,
+    to: list[str],
+    correlation_id: str,
+    root_correlation_id: str | None = None,
+    source_kind: str,
+    reply_to_event_id: str | None = None,
+    forwarded_event_id: str | None = None,
+    causation_id: str | None = None,
+    idempotency_key: str | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Event:
     return append_event(
         event_type=event_types.MESSAGE_CREATED,
@@ -196,8 +225,14 @@ def message_created(
 
 
 def turn_queued(
-    *, turn_id: str, source_event: Event, target_actor_id: str, adapter_id: str, hop_count: int,
-    transport: str = "structured", causation_id: str | None = None,
+    *,
+    turn_id: str,
+    source_event: Event,
+    target_actor_id: str,
+    adapter_id: str,
+    hop_count: int,
+    transport: str = "structured",
+    causation_id: str | None = None,
 ) -> Event:
     return append_event(
         event_type=event_types.TURN_QUEUED,
@@ -220,9 +255,18 @@ def turn_queued(
 
 
 def turn_event(
-    *, event_type: str, actor: ActorRef, turn_id: str, target_actor_id: str, correlation_id: str,
-    root_correlation_id: str, body: dict[str, Any], idempotency_key: str | None = None,
-    causation_id: str | None = None, source_kind: str = "system", returns_event: bool = True,
+    *,
+    event_type: str,
+    actor: ActorRef,
+    turn_id: str,
+    target_actor_id: str,
+    correlation_id: str,
+    root_correlation_id: str,
+    body: dict[str, Any],
+    idempotency_key: str | None = None,
+    causation_id: str | None = None,
+    source_kind: str = "system",
+    returns_event: bool = True,
 ) -> Event | None:
     """turn.dispatched | turn.started | turn.completed | failed | cancelled | interrupted and the
     turn's reasoning/tool records: all carry the turn id and the turn's correlation."""

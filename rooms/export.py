@@ -67,10 +67,18 @@ def _message_rows(moments: Range, after_seq: int) -> list[dict[str, Any]]:
         rows = rows.filter(occurred_at__gte=moments.start)
     if moments.end:
         rows = rows.filter(occurred_at__lt=moments.end)
-    return list(rows.order_by("seq").values(
-        "seq", "event_id", "actor_display_name", "actor_id", "occurred_at", "reply_to_event_id",
-        "forwarded_event_id", "body",
-    )[:PAGE])
+    return list(
+        rows.order_by("seq").values(
+            "seq",
+            "event_id",
+            "actor_display_name",
+            "actor_id",
+            "occurred_at",
+            "reply_to_event_id",
+            "forwarded_event_id",
+            "body",
+        )[:PAGE]
+    )
 
 
 def _referenced(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -94,7 +102,7 @@ def _reference_line(kind: str, event_id: str, references: dict[str, dict[str, An
         return f"> {label} an earlier message"
     quote = " ".join(_content(ref["body"]).split())
     if len(quote) > QUOTE_CHARS:
-        quote = quote[:QUOTE_CHARS - 1] + "…"
+        quote = quote[: QUOTE_CHARS - 1] + "…"
     return f"> {label} **{ref['actor_display_name']}** ({_clock(ref['occurred_at'])}): {quote}"
 
 
@@ -111,8 +119,10 @@ def render_message(row: dict[str, Any], references: dict[str, dict[str, Any]]) -
 def header(moments: Range, now: datetime) -> str:
     span = "the whole room"
     if moments.start or moments.end:
-        span = f"from {_clock(moments.start) if moments.start else 'the beginning'} " \
-               f"to {_clock(moments.end) if moments.end else 'now'}"
+        span = (
+            f"from {_clock(moments.start) if moments.start else 'the beginning'} "
+            f"to {_clock(moments.end) if moments.end else 'now'}"
+        )
     return f"# GroupX · {ROOM_ID}\n\nMessages of {span}, exported {_clock(now)}.\n\n---\n\n"
 
 

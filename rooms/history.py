@@ -69,8 +69,9 @@ def parse_page(params: dict[str, str]) -> tuple[int | None, int, int | None, dat
 # ---- pages of the log ---------------------------------------------------------------------------
 
 
-def page(before_seq: int | None, limit: int, after_seq: int | None = None,
-         since: datetime | None = None) -> dict[str, Any]:
+def page(
+    before_seq: int | None, limit: int, after_seq: int | None = None, since: datetime | None = None
+) -> dict[str, Any]:
     """Up to ``limit`` durable events with seq < ``before_seq`` (the newest ones when it is None),
     in seq order. ``previousPage.beforeSeq`` is the cursor of the next older page; it is absent
     once the page reaches the first event of the room.
@@ -85,7 +86,7 @@ def page(before_seq: int | None, limit: int, after_seq: int | None = None,
     if before_seq is not None:
         rows = rows.filter(seq__lt=before_seq)
     # One row more than asked says whether anything older exists, without a second query.
-    found = list(rows.values(*ENVELOPE_FIELDS)[:limit + 1])
+    found = list(rows.values(*ENVELOPE_FIELDS)[: limit + 1])
     older = len(found) > limit
     found = found[:limit]
     found.reverse()
@@ -102,7 +103,7 @@ def _forward_page(after_seq: int, since: datetime | None, before_seq: int | None
     if since is not None:
         # seq follows the clock that stamps occurredAt, so the first match is where the date starts.
         rows = rows.filter(occurred_at__gte=since)
-    found = list(rows.values(*ENVELOPE_FIELDS)[:limit + 1])
+    found = list(rows.values(*ENVELOPE_FIELDS)[: limit + 1])
     newer = len(found) > limit
     found = found[:limit]
     result: dict[str, Any] = {"events": [envelope_from_row(row) for row in found]}
@@ -117,27 +118,36 @@ def with_references(result: dict[str, Any], rows: list[dict[str, Any]]) -> dict[
     """Add ``referencedMessages``: an excerpt of every message the page's events reply to or
     forward that is not itself in the page, so "↩ an earlier message" can say which one."""
     present = {row["event_id"] for row in rows}
-    wanted = {ref for row in rows for ref in (row["reply_to_event_id"], row["forwarded_event_id"])
-              if ref and ref not in present}
+    wanted = {
+        ref
+        for row in rows
+        for ref in (row["reply_to_event_id"], row["forwarded_event_id"])
+        if ref and ref not in present
+    }
     if not wanted:
         return result
-    found = Event.objects.filter(event_id__in=wanted, event_type=MESSAGE).order_by("seq").values(
-        "seq", "event_id", "actor_id", "actor_kind", "actor_display_name", "occurred_at", "body")
-    result["referencedMessages"] = [{
-        "seq": row["seq"],
-        "eventId": row["event_id"],
-        "actor": {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]},
-        "occurredAt": iso(row["occurred_at"]),
-        "excerpt": _excerpt(row["body"]),
-    } for row in found]
+    found = (
+        Event.objects.filter(event_id__in=wanted, event_type=MESSAGE)
+        .order_by("seq")
+        .values("seq", "event_id", "actor_id", "actor_kind", "actor_display_name", "occurred_at", "body")
+    )
+    result["referencedMessages"] = [
+        {
+            "seq": row["seq"],
+            "eventId": row["event_id"],
+            "actor": {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]},
+            "occurredAt": iso(row["occurred_at"]),
+            "excerpt": _excerpt(row["body"]),
+        }
+        for row in found
+    ]
     return result
 
 
 def _excerpt(body: Any) -> str:
     content = body.get("content") if isinstance(body, dict) else None
     flat = " ".join(content.split()) if isinstance(content, str) else ""
-    return flat if len(flat) <= REFERENCE_EXCERPT_CHARS else flat[:REFERENCE_EXCERPT_CHARS - 1] + "…"
-
+    return flat if len(flat) <= REFERENCE_EXCERPT_CHARS else flat[: REFERENCE_EXCERPT_CHARS - 1] + "…"
 
 
 # ---- search over messages -------------------------------------------------------------------------
@@ -158,8 +168,14 @@ def matching_messages(query: str) -> QuerySet:
     each quoted so FTS5 syntax in what the user typed stays inert; shorter ones (and every term
     on a database without the index) use LIKE on the content. The messages of the last second or so,
     which the index takes in its next batch (rooms/search_index.py), match as they will then."""
-    return text_filter(Event.objects.filter(event_type=MESSAGE), search_index.FTS_TABLE, query, key="seq",
-                       content="body__content", indexed_through_sql=search_index.INDEXED_THROUGH_SQL)
+    return text_filter(
+        Event.objects.filter(event_type=MESSAGE),
+        search_index.FTS_TABLE,
+        query,
+        key="seq",
+        content="body__content",
+        indexed_through_sql=search_index.INDEXED_THROUGH_SQL,
+    )
 
 
 def snippet(content: str, terms: list[str]) -> str:
@@ -178,22 +194,35 @@ def search(query: str, before_seq: int | None, limit: int) -> dict[str, Any]:
     messages = matching_messages(query)
     if before_seq is not None:
         messages = messages.filter(seq__lt=before_seq)
-    rows = list(messages.order_by("-seq").values(
-        "seq", "event_id", "actor_id", "actor_kind", "actor_display_name", "occurred_at", "body",
-    )[:limit + 1])
+    rows = list(
+        messages.order_by("-seq").values(
+            "seq",
+            "event_id",
+            "actor_id",
+            "actor_kind",
+            "actor_display_name",
+            "occurred_at",
+            "body",
+        )[: limit + 1]
+    )
     terms = query.split()
     items = []
     for row in rows[:limit]:
         content = row["body"].get("content") if isinstance(row["body"], dict) else None
-        items.append({
-            "seq": row["seq"],
-            "eventId": row["event_id"],
-            "author": {"actorId": row["actor_id"], "kind": row["actor_kind"], "displayName": row["actor_display_name"]},
-            "occurredAt": iso(row["occurred_at"]),
-            "snippet": snippet(content if isinstance(content, str) else "", terms),
-        })
+        items.append(
+            {
+                "seq": row["seq"],
+                "eventId": row["event_id"],
+                "author": {
+                    "actorId": row["actor_id"],
+                    "kind": row["actor_kind"],
+                    "displayName": row["actor_display_name"],
+                },
+                "occurredAt": iso(row["occurred_at"]),
+                "snippet": snippet(content if isinstance(content, str) else "", terms),
+            }
+        )
     result: dict[str, Any] = {"query": query, "items": items}
     if len(rows) > limit:
         result["nextPage"] = {"beforeSeq": items[-1]["seq"]}
     return result
-

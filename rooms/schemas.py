@@ -14,18 +14,32 @@ from rooms import actions, export, history, sse, validation
 from setup_wizard.config import MESSAGE_CHARACTERS
 from turns import supervision as pairing
 
-ClientCommandId = Annotated[str, Field(
-    min_length=1, max_length=validation.MAX_CLIENT_COMMAND_ID, pattern=NON_BLANK,
-    description="Chosen by the client; a retry with the same id and body returns the stored result.")]
+ClientCommandId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=validation.MAX_CLIENT_COMMAND_ID,
+        pattern=NON_BLANK,
+        description="Chosen by the client; a retry with the same id and body returns the stored result.",
+    ),
+]
 EventReference = Annotated[str, Field(min_length=1, max_length=validation.MAX_REFERENCE)]
-MessageContent = Annotated[str, Field(
-    min_length=1, max_length=MESSAGE_CHARACTERS, pattern=NON_BLANK,
-    description=f"Non-blank; at most {MESSAGE_CHARACTERS} code points (longer: 413 MESSAGE_TOO_LARGE).")]
+MessageContent = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MESSAGE_CHARACTERS,
+        pattern=NON_BLANK,
+        description=f"Non-blank; at most {MESSAGE_CHARACTERS} code points (longer: 413 MESSAGE_TOO_LARGE).",
+    ),
+]
 Target = Annotated[str, Field(pattern=rf"{validation.AGENT_ACTOR_RE.pattern}|^@all$")]
 Decimal = Annotated[int, Field(ge=1, le=10**18 - 1)]
 # Blank is no bound, as when the parameter is absent.
-Moment = Annotated[str, WithJsonSchema({"type": "string", "anyOf": [
-    {"format": "date"}, {"format": "date-time"}, {"pattern": r"^\s*$"}]})]
+Moment = Annotated[
+    str,
+    WithJsonSchema({"type": "string", "anyOf": [{"format": "date"}, {"format": "date-time"}, {"pattern": r"^\s*$"}]}),
+]
 
 
 class Response(BaseModel):
@@ -45,8 +59,10 @@ class SupervisionIn(BaseModel):
     ``@all`` also made a worker is refused by the store (SUPERVISION_PAIR_INVALID)."""
 
     model_config = ConfigDict(extra="forbid", title="SupervisionIn")
-    observers: Annotated[list[Annotated[str, Field(pattern=validation.AGENT_ACTOR_RE.pattern)]], Field(
-        min_length=1, max_length=pairing.MAX_OBSERVERS, json_schema_extra={"uniqueItems": True})]
+    observers: Annotated[
+        list[Annotated[str, Field(pattern=validation.AGENT_ACTOR_RE.pattern)]],
+        Field(min_length=1, max_length=pairing.MAX_OBSERVERS, json_schema_extra={"uniqueItems": True}),
+    ]
     mode: Literal["live_steer"]
 
 
@@ -54,13 +70,18 @@ class PostMessageBody(Checked):
     """A user message to one or more agents. The sender is the channel (``user:web``): ``from``,
     ``actor``, ``provenance``, ``sender`` and ``eventId`` are refused first (SENDER_FIELD_FORBIDDEN)."""
 
-    model_config = ConfigDict(title="PostMessageBody", json_schema_extra={"examples": [
-        {"clientCommandId": "c-1", "to": ["@all"], "content": "Who has a minute for a review?"}]})
+    model_config = ConfigDict(
+        title="PostMessageBody",
+        json_schema_extra={
+            "examples": [{"clientCommandId": "c-1", "to": ["@all"], "content": "Who has a minute for a review?"}]
+        },
+    )
     check = actions.check_post_message
 
     clientCommandId: ClientCommandId
-    to: Annotated[list[Target], Field(min_length=1, max_length=validation.MAX_TARGETS, json_schema_extra={
-        "uniqueItems": True})]
+    to: Annotated[
+        list[Target], Field(min_length=1, max_length=validation.MAX_TARGETS, json_schema_extra={"uniqueItems": True})
+    ]
     content: MessageContent
     replyToEventId: EventReference | None = None
     forwardedEventId: EventReference | None = None
@@ -149,12 +170,18 @@ class EventsPageQuery(Checked):
 
     beforeSeq: Decimal = Field(None, description="Events with a smaller seq; the newest when absent.")
     afterSeq: Annotated[int, Field(ge=0, le=10**18 - 1)] = Field(
-        None, description="A forward page: the oldest events with a larger seq (0: the beginning of the room); "
-                          "beforeSeq, when sent too, bounds it.")
-    since: Moment = Field(None, alias="from", description="A forward page from this moment (ISO 8601; UTC when "
-                                                         "no zone is given): jump to a date.")
+        None,
+        description="A forward page: the oldest events with a larger seq (0: the beginning of the room); "
+        "beforeSeq, when sent too, bounds it.",
+    )
+    since: Moment = Field(
+        None,
+        alias="from",
+        description="A forward page from this moment (ISO 8601; UTC when no zone is given): jump to a date.",
+    )
     limit: Annotated[int, Field(ge=1, le=history.PAGE_LIMIT_MAX)] = Field(
-        None, description=f"Default {history.PAGE_LIMIT_DEFAULT}.")
+        None, description=f"Default {history.PAGE_LIMIT_DEFAULT}."
+    )
 
 
 class SearchHit(Response):
@@ -172,8 +199,11 @@ class SearchPage(Response):
 
 
 def _check_search(params: dict[str, str]) -> tuple[str, int | None, int]:
-    return (history.parse_query(params.get("q")), history.parse_before_seq(params.get("beforeSeq")),
-            history.parse_limit(params.get("limit"), history.SEARCH_LIMIT_DEFAULT))
+    return (
+        history.parse_query(params.get("q")),
+        history.parse_before_seq(params.get("beforeSeq")),
+        history.parse_limit(params.get("limit"), history.SEARCH_LIMIT_DEFAULT),
+    )
 
 
 class SearchQuery(Checked):
@@ -181,10 +211,12 @@ class SearchQuery(Checked):
     query_check = True
 
     q: Annotated[str, Field(max_length=history.QUERY_MAX_CHARS, pattern=NON_BLANK)] = Field(
-        description="Every whitespace-separated word must occur (case-insensitive).")
+        description="Every whitespace-separated word must occur (case-insensitive)."
+    )
     beforeSeq: Decimal = None
     limit: Annotated[int, Field(ge=1, le=history.PAGE_LIMIT_MAX)] = Field(
-        None, description=f"Default {history.SEARCH_LIMIT_DEFAULT}.")
+        None, description=f"Default {history.SEARCH_LIMIT_DEFAULT}."
+    )
 
 
 def _check_cursor(params: dict[str, str]) -> int:
@@ -197,10 +229,8 @@ class EventsQuery(Checked):
     query_check = True
 
     afterSeq: Annotated[int, Field(ge=0, le=10**18 - 1)] = Field(
-        None, description="Replay events with a larger seq (or send Last-Event-ID); 0 when both are absent.")
-
-
-
+        None, description="Replay events with a larger seq (or send Last-Event-ID); 0 when both are absent."
+    )
 
 
 def _check_range(params: dict[str, str]) -> export.Range:

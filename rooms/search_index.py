@@ -56,8 +56,10 @@ def index_next_batch() -> bool:
         if head <= mark:
             return False
         through = min(head, mark + BATCH_SEQS)
-        cursor.execute(f"INSERT INTO {FTS_TABLE}(rowid, content) SELECT seq, content FROM {VIEW} "
-                       "WHERE seq > %s AND seq <= %s", [mark, through])
+        cursor.execute(
+            f"INSERT INTO {FTS_TABLE}(rowid, content) SELECT seq, content FROM {VIEW} WHERE seq > %s AND seq <= %s",
+            [mark, through],
+        )
         cursor.execute(f"UPDATE {MARK_TABLE} SET indexed_through = %s", [through])
         return through < head
 

@@ -208,28 +208,75 @@ def on_this_engine(statement: dict[str, str]) -> str:
 
 E = Names(Event)
 # Every column but seq (the database assigns it), in the order insert_event binds them.
-EVENT_INSERT_FIELDS = ("event_id", "room_id", "event_type", "actor_id", "actor_kind", "actor_display_name",
-                       "instance_id", "targets", "reply_to_event_id", "forwarded_event_id", "causation_id",
-                       "correlation_id", "root_correlation_id", "idempotency_key", "occurred_at", "body",
-                       "provenance")
+EVENT_INSERT_FIELDS = (
+    "event_id",
+    "room_id",
+    "event_type",
+    "actor_id",
+    "actor_kind",
+    "actor_display_name",
+    "instance_id",
+    "targets",
+    "reply_to_event_id",
+    "forwarded_event_id",
+    "causation_id",
+    "correlation_id",
+    "root_correlation_id",
+    "idempotency_key",
+    "occurred_at",
+    "body",
+    "provenance",
+)
 _INSERT_EVENT = f"""
     INSERT INTO {E} ({E.list(EVENT_INSERT_FIELDS)})
     VALUES ({placeholders(EVENT_INSERT_FIELDS)})
     RETURNING {E.seq}"""
 
 
-def insert_event(*, event_id: str, room_id: str, event_type: str, actor_id: str, actor_kind: str,
-                 actor_display_name: str, instance_id: str | None, targets: list[str],
-                 reply_to_event_id: str | None, forwarded_event_id: str | None, causation_id: str | None,
-                 correlation_id: str, root_correlation_id: str, idempotency_key: str | None,
-                 occurred_at: datetime, body: dict[str, Any], provenance: dict[str, Any] | None) -> int:
+def insert_event(
+    *,
+    event_id: str,
+    room_id: str,
+    event_type: str,
+    actor_id: str,
+    actor_kind: str,
+    actor_display_name: str,
+    instance_id: str | None,
+    targets: list[str],
+    reply_to_event_id: str | None,
+    forwarded_event_id: str | None,
+    causation_id: str | None,
+    correlation_id: str,
+    root_correlation_id: str,
+    idempotency_key: str | None,
+    occurred_at: datetime,
+    body: dict[str, Any],
+    provenance: dict[str, Any] | None,
+) -> int:
     """Append one row to the room log; returns its seq. The parameters are ``EVENT_INSERT_FIELDS``, in
     that order (six calls per Turn: spelled out, not looped over)."""
-    return one_row(_INSERT_EVENT, [
-        event_id, room_id, event_type, actor_id, actor_kind, actor_display_name, instance_id, adapt_json(targets),
-        reply_to_event_id, forwarded_event_id, causation_id, correlation_id, root_correlation_id,
-        idempotency_key, adapt_datetime(occurred_at), adapt_json(body), adapt_json(provenance),
-    ])[0]
+    return one_row(
+        _INSERT_EVENT,
+        [
+            event_id,
+            room_id,
+            event_type,
+            actor_id,
+            actor_kind,
+            actor_display_name,
+            instance_id,
+            adapt_json(targets),
+            reply_to_event_id,
+            forwarded_event_id,
+            causation_id,
+            correlation_id,
+            root_correlation_id,
+            idempotency_key,
+            adapt_datetime(occurred_at),
+            adapt_json(body),
+            adapt_json(provenance),
+        ],
+    )[0]
 
 
 # ---- accepting a command (rooms/commands.py) -------------------------------------------------------
@@ -239,8 +286,15 @@ R = Names(ClientCommand)
 _FIND_RECEIPT = f"""
     SELECT {R.command_type}, {R.canonical_hash}, {R.result} FROM {R}
     WHERE {R.source_binding_id} = %s AND {R.client_command_id} = %s"""
-_RECEIPT_FIELDS = ("command_id", "source_binding_id", "client_command_id", "command_type", "canonical_hash",
-                   "result", "accepted_at")
+_RECEIPT_FIELDS = (
+    "command_id",
+    "source_binding_id",
+    "client_command_id",
+    "command_type",
+    "canonical_hash",
+    "result",
+    "accepted_at",
+)
 _INSERT_RECEIPT = f"INSERT INTO {R} ({R.list(_RECEIPT_FIELDS)}) VALUES ({placeholders(_RECEIPT_FIELDS)})"
 
 
@@ -250,7 +304,25 @@ def find_receipt(binding_id: str, client_command_id: str) -> tuple[str, str, Any
     return None if row is None else (row[0], row[1], json.loads(row[2]))
 
 
-def insert_receipt(*, command_id: str, binding_id: str, client_command_id: str, command_type: str, digest: str,
-                   result: Any, accepted_at: datetime) -> None:
-    execute(_INSERT_RECEIPT, [command_id, binding_id, client_command_id, command_type, digest, adapt_json(result),
-                              adapt_datetime(accepted_at)])
+def insert_receipt(
+    *,
+    command_id: str,
+    binding_id: str,
+    client_command_id: str,
+    command_type: str,
+    digest: str,
+    result: Any,
+    accepted_at: datetime,
+) -> None:
+    execute(
+        _INSERT_RECEIPT,
+        [
+            command_id,
+            binding_id,
+            client_command_id,
+            command_type,
+            digest,
+            adapt_json(result),
+            adapt_datetime(accepted_at),
+        ],
+    )

@@ -43,9 +43,17 @@ def parse_cursor(after_seq: str | None, last_event_id: str | None) -> int:
 
 def reset_frame(cursor: int, head: int) -> str:
     envelope = {
-        "schema": SCHEMA, "eventId": event_id(), "seq": None, "roomId": ROOM_ID, "type": "stream.reset",
-        "actor": SYSTEM.as_json(), "to": [], "correlationId": "stream", "rootCorrelationId": "stream",
-        "occurredAt": iso(timezone.now()), "durability": "transient",
+        "schema": SCHEMA,
+        "eventId": event_id(),
+        "seq": None,
+        "roomId": ROOM_ID,
+        "type": "stream.reset",
+        "actor": SYSTEM.as_json(),
+        "to": [],
+        "correlationId": "stream",
+        "rootCorrelationId": "stream",
+        "occurredAt": iso(timezone.now()),
+        "durability": "transient",
         "body": {"reason": "cursor_beyond_head", "cursor": cursor, "headSeq": head},
     }
     return transient_frame(envelope)

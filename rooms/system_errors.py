@@ -35,8 +35,12 @@ def _correlation(condition: str) -> str:
 
 def latest(condition: str) -> dict[str, Any] | None:
     """The body of the condition's latest ``system.error``, or None when it never happened."""
-    row = (Event.objects.filter(correlation_id=_correlation(condition), event_type=event_types.SYSTEM_ERROR)
-           .order_by("-seq").values_list("body", flat=True).first())
+    row = (
+        Event.objects.filter(correlation_id=_correlation(condition), event_type=event_types.SYSTEM_ERROR)
+        .order_by("-seq")
+        .values_list("body", flat=True)
+        .first()
+    )
     return row
 
 
@@ -81,17 +85,30 @@ def active_by_agent() -> dict[str, dict[str, dict[str, str]]]:
 
 def _latest_bodies(prefix: str) -> dict[str, dict[str, Any]]:
     """Each condition's latest body (there are few: one event per change of a condition)."""
-    bodies = (Event.objects.filter(event_type=event_types.SYSTEM_ERROR, correlation_id__startswith=_correlation(prefix))
-              .order_by("seq").values_list("body", flat=True))
+    bodies = (
+        Event.objects.filter(event_type=event_types.SYSTEM_ERROR, correlation_id__startswith=_correlation(prefix))
+        .order_by("seq")
+        .values_list("body", flat=True)
+    )
     return {body["condition"]: body for body in bodies}
 
 
 def _write(condition: str, code: str, message: str, status: str, actor_id: str | None) -> None:
-    body: dict[str, Any] = {"condition": condition, "code": code, "message": message[:MESSAGE_CHARACTERS],
-                            "status": status}
+    body: dict[str, Any] = {
+        "condition": condition,
+        "code": code,
+        "message": message[:MESSAGE_CHARACTERS],
+        "status": status,
+    }
     provenance: dict[str, Any] = {"sourceKind": "system"}
     if actor_id is not None:
         body["actorId"] = actor_id  # the agent card it concerns
         provenance["subjectActorId"] = actor_id
-    append_event(event_type=event_types.SYSTEM_ERROR, actor=SYSTEM, correlation_id=_correlation(condition),
-                 body=body, provenance=provenance, returns_event=False)
+    append_event(
+        event_type=event_types.SYSTEM_ERROR,
+        actor=SYSTEM,
+        correlation_id=_correlation(condition),
+        body=body,
+        provenance=provenance,
+        returns_event=False,
+    )

@@ -77,7 +77,9 @@ def targets(payload: dict[str, Any], *, allow_all: bool = True) -> list[str]:
         raise invalid(f"to lists {len(value)} targets; at most {MAX_TARGETS} are allowed")
     if len(set(map(str, value))) != len(value):
         raise invalid("to must not repeat a target")
-    malformed = [t for t in value if not isinstance(t, str) or not (AGENT_ACTOR_RE.match(t) or (allow_all and t == ALL_TOKEN))]
+    malformed = [
+        t for t in value if not isinstance(t, str) or not (AGENT_ACTOR_RE.match(t) or (allow_all and t == ALL_TOKEN))
+    ]
     if malformed:
         raise invalid("to must hold agent actor ids such as agent:codex", malformedTargets=[str(t) for t in malformed])
     return sorted(value)

@@ -127,29 +127,48 @@ def draft_from_config(config: GroupXConfig) -> dict[str, Any]:
     entries = []
     for agent_id, agent in agents.items():
         driver = agent.driver or agent_id
-        entries.append({
-            "id": agent_id, "driver": driver, "name": agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
-            "identity": agent.identity, "command": command_draft(agent.command, driver), "cwd": agent.cwd,
-            "enabled": agent.enabled, **({"ssh": agent.ssh} if agent.ssh else {}),
-        })
+        entries.append(
+            {
+                "id": agent_id,
+                "driver": driver,
+                "name": agent.name or DISPLAY_NAMES.get(agent_id, agent_id),
+                "identity": agent.identity,
+                "command": command_draft(agent.command, driver),
+                "cwd": agent.cwd,
+                "enabled": agent.enabled,
+                **({"ssh": agent.ssh} if agent.ssh else {}),
+            }
+        )
     # An existing file without an assistant keeps it off (PROTOCOL §10.6).
     assistant: dict[str, Any] = {"enabled": False, "name": ASSISTANT_NAME, "brain": None, "extraInstructions": ""}
     if config.assistant is not None:
         brain = config.assistant.brain
         assistant = {
-            "enabled": config.assistant.enabled, "name": config.assistant.name,
+            "enabled": config.assistant.enabled,
+            "name": config.assistant.name,
             "extraInstructions": config.assistant.extraInstructions,
-            "brain": brain and {"driver": brain.driver, "command": command_draft(brain.command, brain.driver),
-                                "cwd": brain.cwd},
+            "brain": brain
+            and {"driver": brain.driver, "command": command_draft(brain.command, brain.driver), "cwd": brain.cwd},
         }
-    return {"serverPort": config.server.port, "storagePath": config.storage.path, "agents": entries,
-            "assistant": assistant}
+    return {
+        "serverPort": config.server.port,
+        "storagePath": config.storage.path,
+        "agents": entries,
+        "assistant": assistant,
+    }
 
 
 def demo_drafts(workdir: Path) -> list[dict[str, Any]]:
     return [
-        {"id": agent_id, "driver": entry["driver"], "name": entry["name"], "identity": entry["identity"],
-         "command": {"executable": entry["command"], "prefixArgs": []}, "cwd": entry["cwd"], "enabled": True}
+        {
+            "id": agent_id,
+            "driver": entry["driver"],
+            "name": entry["name"],
+            "identity": entry["identity"],
+            "command": {"executable": entry["command"], "prefixArgs": []},
+            "cwd": entry["cwd"],
+            "enabled": True,
+        }
         for agent_id, entry in demo_agents(workdir).items()
     ]
 
@@ -158,8 +177,15 @@ def starter_draft(config_path: Path, drivers: list[detect.DriverStatus]) -> dict
     """First run: all five drivers listed, enabled only when found; the demo agents when none is."""
     workdir = str(config_path.parent.resolve())
     agents = [
-        {"id": d.driver, "driver": d.driver, "name": DISPLAY_NAMES[d.driver], "identity": "",
-         "command": {"executable": d.driver, "prefixArgs": []}, "cwd": workdir, "enabled": d.found}
+        {
+            "id": d.driver,
+            "driver": d.driver,
+            "name": DISPLAY_NAMES[d.driver],
+            "identity": "",
+            "command": {"executable": d.driver, "prefixArgs": []},
+            "cwd": workdir,
+            "enabled": d.found,
+        }
         for d in drivers
     ]
     if not any(d.found for d in drivers):
@@ -168,9 +194,10 @@ def starter_draft(config_path: Path, drivers: list[detect.DriverStatus]) -> dict
     assistant = {
         # The protocol turns it on for a first setup, on the first enabled agent's CLI.
         "enabled": ASSISTANT_AVAILABLE and brain_from is not None,
-        "name": ASSISTANT_NAME, "extraInstructions": "",
-        "brain": brain_from and {"driver": brain_from["driver"], "command": dict(brain_from["command"]),
-                                 "cwd": workdir},
+        "name": ASSISTANT_NAME,
+        "extraInstructions": "",
+        "brain": brain_from
+        and {"driver": brain_from["driver"], "command": dict(brain_from["command"]), "cwd": workdir},
     }
     return {"serverPort": DEFAULT_PORT, "storagePath": DEFAULT_STORAGE, "agents": agents, "assistant": assistant}
 
@@ -194,8 +221,7 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         try:  # the draft and its revision from the same bytes: a save from it is checked against them
             data, result["revision"] = current_file(config_path)
             if data is not None:  # None: removed since it was seen; the starter draft is shown
-                draft = draft_from_config(parse_config(parse_json(data.decode("utf-8"), source=source),
-                                                       source=source))
+                draft = draft_from_config(parse_config(parse_json(data.decode("utf-8"), source=source), source=source))
         except ConfigError as error:
             result["existingConfigError"] = str(error)
         except (OSError, UnicodeDecodeError) as error:
@@ -224,8 +250,13 @@ def _structural_issues(error: ValidationError) -> list[dict[str, str]]:
         if e["type"] == "extra_forbidden":
             key = loc[-1] if loc else ""
             if key in NOT_SETTINGS:
-                issues.append(issue(path, "forbidden_field",
-                                    f"{key} is not a GroupX setting: agents always run unrestricted and structured"))
+                issues.append(
+                    issue(
+                        path,
+                        "forbidden_field",
+                        f"{key} is not a GroupX setting: agents always run unrestricted and structured",
+                    )
+                )
             else:
                 issues.append(issue(path, "unknown_field", f"unknown field {key!r}"))
         else:
@@ -256,8 +287,14 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
         if agent.id in RESERVED_AGENT_IDS:
             issues.append(issue(f"{at}.id", "reserved_id", f"{agent.id!r} is reserved for the room assistant"))
         elif not AGENT_ID_RE.match(agent.id):
-            issues.append(issue(f"{at}.id", "invalid_id", "an id starts and ends with a letter or digit and uses "
-                                                          "only A-Z a-z 0-9 . _ - (at most 64 characters)"))
+            issues.append(
+                issue(
+                    f"{at}.id",
+                    "invalid_id",
+                    "an id starts and ends with a letter or digit and uses "
+                    "only A-Z a-z 0-9 . _ - (at most 64 characters)",
+                )
+            )
         elif agent.id in seen:
             issues.append(issue(f"{at}.id", "duplicate_id", f"another agent already has the id {agent.id!r}"))
         seen.add(agent.id)
@@ -273,11 +310,17 @@ def _semantic_issues(draft: Draft, config_dir: Path) -> list[dict[str, str]]:
     if draft.assistant and draft.assistant.brain:
         issues += _command_issues("config.assistant.brain.command", draft.assistant.brain.command)
         if not (config_dir / draft.assistant.brain.cwd).is_dir():
-            issues.append(issue("config.assistant.brain.cwd", "cwd_not_found",
-                                f"no such directory: {draft.assistant.brain.cwd}"))
+            issues.append(
+                issue("config.assistant.brain.cwd", "cwd_not_found", f"no such directory: {draft.assistant.brain.cwd}")
+            )
     elif draft.assistant and draft.assistant.enabled:
-        issues.append(issue("config.assistant.brain.cwd", "brain_required",
-                            "an enabled assistant needs a working directory for its CLI"))
+        issues.append(
+            issue(
+                "config.assistant.brain.cwd",
+                "brain_required",
+                "an enabled assistant needs a working directory for its CLI",
+            )
+        )
     return issues
 
 
@@ -299,8 +342,9 @@ def validate_draft(body: Any, config_dir: Path) -> Draft:
     else:
         issues = _semantic_issues(draft, config_dir)
     if issues:
-        raise GroupXError("INVALID_ENVELOPE", f"the setup has {len(issues)} problem(s)",
-                          details={"issues": issues[:50]})
+        raise GroupXError(
+            "INVALID_ENVELOPE", f"the setup has {len(issues)} problem(s)", details={"issues": issues[:50]}
+        )
     return draft
 
 
@@ -333,9 +377,15 @@ def build_config(draft: Draft, previous: dict[str, Any] | None) -> dict[str, Any
         "server": {**(previous.get("server") or {}), "host": "127.0.0.1", "port": draft.serverPort},
         "storage": {**(previous.get("storage") or {}), "path": draft.storagePath},
         "agents": {
-            agent.id: {"driver": agent.driver, "name": agent.name, "identity": agent.identity,
-                       "command": _command_raw(agent.command), "cwd": agent.cwd, "enabled": agent.enabled,
-                       **({"ssh": agent.ssh} if agent.ssh else {})}
+            agent.id: {
+                "driver": agent.driver,
+                "name": agent.name,
+                "identity": agent.identity,
+                "command": _command_raw(agent.command),
+                "cwd": agent.cwd,
+                "enabled": agent.enabled,
+                **({"ssh": agent.ssh} if agent.ssh else {}),
+            }
             for agent in draft.agents
         },
     }
@@ -384,14 +434,20 @@ def save_draft(config_path: Path, draft: Draft, *, revision: str | None = None) 
     with one_save_at_a_time(config_path):
         data, current = current_file(config_path)
         if revision is not None and revision != current:
-            raise GroupXError("CLIENT_COMMAND_CONFLICT", "groupx.json changed since this setup was read; "
-                              "reload the page to see the newer one", details={"revision": current})
+            raise GroupXError(
+                "CLIENT_COMMAND_CONFLICT",
+                "groupx.json changed since this setup was read; reload the page to see the newer one",
+                details={"revision": current},
+            )
         raw = build_config(draft, existing_raw(config_path, data))
         try:
             write_config(config_path, raw)  # validates the whole file again, then replaces it atomically
         except ConfigError as error:
-            raise GroupXError("INVALID_ENVELOPE", "the setup does not make a valid groupx.json",
-                              details={"issues": [issue("config", "invalid_config", str(error))]}) from None
+            raise GroupXError(
+                "INVALID_ENVELOPE",
+                "the setup does not make a valid groupx.json",
+                details={"issues": [issue("config", "invalid_config", str(error))]},
+            ) from None
         saved_revision = current_file(config_path)[1]
     return {
         "saved": True,

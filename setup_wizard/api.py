@@ -25,25 +25,36 @@ from setup_wizard.schemas import CliTestResult, SetupSaveBody, SetupSaved, Setup
 router = Router(tags=["setup"])
 
 
-@router.get("/setup", summary="The config draft, driver detection and whether the runtime is active",
-            **route({200: SetupSnapshot}))
+@router.get(
+    "/setup",
+    summary="The config draft, driver detection and whether the runtime is active",
+    **route({200: SetupSnapshot}),
+)
 async def get_setup(request: HttpRequest):
     # Off the event loop on a pool thread: detection runs the CLIs' --version (up to seconds).
-    body = await sync_to_async(actions.snapshot, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH,
-                                                                         runtime_active=True)
+    body = await sync_to_async(actions.snapshot, thread_sensitive=False)(
+        settings.GROUPX_CONFIG_PATH, runtime_active=True
+    )
     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
 
 
-@router.post("/setup", summary="Save the roster to groupx.json (takes effect after groupx restart)",
-             **route({200: SetupSaved}, errors={409: ["CLIENT_COMMAND_CONFLICT"]}, write=True))
+@router.post(
+    "/setup",
+    summary="Save the roster to groupx.json (takes effect after groupx restart)",
+    **route({200: SetupSaved}, errors={409: ["CLIENT_COMMAND_CONFLICT"]}, write=True),
+)
 async def post_setup(request: HttpRequest, body: SetupSaveBody):
-    saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(settings.GROUPX_CONFIG_PATH, body.checked,
-                                                                            revision=body.revision)
+    saved = await sync_to_async(actions.save_draft, thread_sensitive=False)(
+        settings.GROUPX_CONFIG_PATH, body.checked, revision=body.revision
+    )
     return JsonResponse(saved, json_dumps_params={"ensure_ascii": False})
 
 
-@router.post("/setup/test-cli", summary="Run one agent CLI's --version and native handshake, then close it",
-             **route({200: CliTestResult}, errors={404: ["UNKNOWN_ACTOR"]}, write=True, body=True))
+@router.post(
+    "/setup/test-cli",
+    summary="Run one agent CLI's --version and native handshake, then close it",
+    **route({200: CliTestResult}, errors={404: ["UNKNOWN_ACTOR"]}, write=True, body=True),
+)
 async def post_test_cli(request: HttpRequest, body: TestCliBody):
     t = settings.GROUPX_CONFIG.timeouts
     timeouts = Timeouts(handshake_ms=t.handshakeMs, request_ms=t.requestMs, cancel_ms=t.cancelMs, close_ms=t.closeMs)

@@ -48,8 +48,9 @@ def configured_agent(config_path: Path, agent_id: str) -> ResolvedAgent:
     for agent in resolve_agents(load_config(config_path), config_path):
         if agent.agent_id == agent_id:
             return agent
-    raise GroupXError("UNKNOWN_ACTOR", f"no agent {agent_id!r} in {config_path.name}", status=404,
-                      details={"agentId": agent_id})
+    raise GroupXError(
+        "UNKNOWN_ACTOR", f"no agent {agent_id!r} in {config_path.name}", status=404, details={"agentId": agent_id}
+    )
 
 
 async def probe_cli(config_path: Path, target: dict[str, str], timeouts: Timeouts) -> dict[str, Any]:
@@ -57,9 +58,17 @@ async def probe_cli(config_path: Path, target: dict[str, str], timeouts: Timeout
     if "agentId" in target:
         agent = await sync_to_async(configured_agent, thread_sensitive=False)(config_path, target["agentId"])
         if agent.ssh:
-            return {"driver": agent.driver, "agentId": agent.agent_id, "found": True, "version": None,
-                    "handshake": {"ok": False, "code": "ADAPTER_START_FAILED",
-                                  "message": f"runs on {agent.ssh}: `groupx doctor` checks it there"}}
+            return {
+                "driver": agent.driver,
+                "agentId": agent.agent_id,
+                "found": True,
+                "version": None,
+                "handshake": {
+                    "ok": False,
+                    "code": "ADAPTER_START_FAILED",
+                    "message": f"runs on {agent.ssh}: `groupx doctor` checks it there",
+                },
+            }
         driver, cwd, command = agent.driver, agent.cwd, resolve_executable(agent.command)
         out: dict[str, Any] = {"driver": driver, "agentId": agent.agent_id}
     else:
@@ -68,18 +77,36 @@ async def probe_cli(config_path: Path, target: dict[str, str], timeouts: Timeout
         command = (found,) if found else None
         out = {"driver": driver}
     if command is None:
-        return {**out, "found": False, "version": None, "installHint": DRIVERS[driver].install_hint
-                if driver in DRIVERS else "", "handshake": {"ok": False, "code": "ADAPTER_NOT_FOUND",
-                                                            "message": "the command was not found on PATH"}}
+        return {
+            **out,
+            "found": False,
+            "version": None,
+            "installHint": DRIVERS[driver].install_hint if driver in DRIVERS else "",
+            "handshake": {"ok": False, "code": "ADAPTER_NOT_FOUND", "message": "the command was not found on PATH"},
+        }
     version = await sync_to_async(cli_version, thread_sensitive=False)(command[0])
-    return {**out, "found": True, "command": " ".join(command), "version": version,
-            "handshake": await handshake(driver, command, cwd, timeouts)}
+    return {
+        **out,
+        "found": True,
+        "command": " ".join(command),
+        "version": version,
+        "handshake": await handshake(driver, command, cwd, timeouts),
+    }
 
 
 async def handshake(driver: str, command: tuple[str, ...], cwd: str, timeouts: Timeouts) -> dict[str, Any]:
     tag = secrets.token_hex(6)
-    profile = LaunchProfile(agent_id=driver, actor_id=f"agent:{driver}", driver=driver, command=command, cwd=cwd,
-                            instance_id=f"{driver}/test-cli@{tag}", binding_id="", mcp=None, timeouts=timeouts)
+    profile = LaunchProfile(
+        agent_id=driver,
+        actor_id=f"agent:{driver}",
+        driver=driver,
+        command=command,
+        cwd=cwd,
+        instance_id=f"{driver}/test-cli@{tag}",
+        binding_id="",
+        mcp=None,
+        timeouts=timeouts,
+    )
     # Each handshake step is bounded by handshake_ms already; this caps a start of several steps.
     bound = (timeouts.handshake_ms + timeouts.close_ms) / 1000
     try:

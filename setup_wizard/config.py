@@ -84,8 +84,10 @@ def check_postgresql_url(url: str) -> str:
     this machine, so any other host is a config error."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
-        raise ValueError("must be postgresql://127.0.0.1[:port]/dbname (loopback) or "
-                         "postgresql:///dbname?host=/socket/dir (a Unix socket)")
+        raise ValueError(
+            "must be postgresql://127.0.0.1[:port]/dbname (loopback) or "
+            "postgresql:///dbname?host=/socket/dir (a Unix socket)"
+        )
     try:
         parts.port  # noqa: B018 (urlsplit raises on a port that is not a number in range)
     except ValueError:
@@ -104,7 +106,6 @@ def check_postgresql_url(url: str) -> str:
     elif socket_dir is None or not socket_dir.startswith("/"):
         raise ValueError("without a host, ?host= must name the socket directory, an absolute path")
     return url
-
 
 
 def check_redis_url(url: str) -> str:
@@ -191,9 +192,11 @@ class AgentConfig(Strict):
     @classmethod
     def _ssh_destination(cls, destination: str | None) -> str | None:
         if destination is not None and not DESTINATION_RE.match(destination):
-            raise ValueError(f"{destination!r} is not an ssh destination: write user@host or a Host alias of your "
-                             "ssh config (no ssh://, no port, no spaces, not starting with '-'; put ports and jump "
-                             "hosts in the ssh config)")
+            raise ValueError(
+                f"{destination!r} is not an ssh destination: write user@host or a Host alias of your "
+                "ssh config (no ssh://, no port, no spaces, not starting with '-'; put ports and jump "
+                "hosts in the ssh config)"
+            )
         return destination
 
     @model_validator(mode="after")
@@ -201,8 +204,10 @@ class AgentConfig(Strict):
         if self.ssh is None:
             check_script_here(self.command)
         elif not self.cwd.startswith("/"):
-            raise ValueError(f"cwd must be an absolute path on {self.ssh} when ssh is set (it is not resolved "
-                             f"against this machine), not {self.cwd!r}")
+            raise ValueError(
+                f"cwd must be an absolute path on {self.ssh} when ssh is set (it is not resolved "
+                f"against this machine), not {self.cwd!r}"
+            )
         return self
 
 

@@ -50,8 +50,13 @@ def cli_version(path: str, *, timeout: float = VERSION_TIMEOUT_SECONDS) -> str |
         return _version_cache[key]
     try:
         done = subprocess.run(
-            [path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=timeout, check=False, errors="replace",
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            errors="replace",
         )
         lines = [line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()]
         version = lines[0][:120] if done.returncode == 0 and lines else None

@@ -70,8 +70,10 @@ def channel_layer_lines(config: GroupXConfig) -> tuple[list[str], bool]:
     found = probe_redis(url)
     if found.reachable:
         return [f"  channel layer: {shown_url(url)} ({found.detail})"], True
-    return [f"  channel layer: {shown_url(url)} is unreachable ({found.detail}); start redis-server there "
-            "or fix channelLayer.redisUrl"], False
+    return [
+        f"  channel layer: {shown_url(url)} is unreachable ({found.detail}); start redis-server there "
+        "or fix channelLayer.redisUrl"
+    ], False
 
 
 def config_lines(path: Path) -> tuple[list[str], list[str]]:
@@ -98,7 +100,8 @@ def config_lines(path: Path) -> tuple[list[str], list[str]]:
     remote_lines, remote_usable = ssh_lines(agents)
     layer_lines, usable = channel_layer_lines(config)
     problems = ([] if usable else ["the channel layer's Redis does not answer"]) + (
-        [] if remote_usable else ["an SSH destination or its CLI does not answer"])
+        [] if remote_usable else ["an SSH destination or its CLI does not answer"]
+    )
     return lines + remote_lines + layer_lines, problems
 
 
@@ -147,10 +150,15 @@ def run(config_path: Path, out=None) -> int:
     found = sum(d.found for d in drivers)
     if not found and demo_room(config_path):
         # The exit code stays FEATURES §2.2's (1 without an agent CLI); the line says why the room works.
-        lines.append(f"this is the demo room: its bundled demo agents answer, but none of the {len(drivers)} "
-                     "agent CLIs is installed; install one, then change the agents at /setup")
-    lines.append(f"result: {found} of {len(drivers)} agent CLIs found" + ("" if found else " (need at least one)")
-                 + "".join(f"; {problem}" for problem in problems))
+        lines.append(
+            f"this is the demo room: its bundled demo agents answer, but none of the {len(drivers)} "
+            "agent CLIs is installed; install one, then change the agents at /setup"
+        )
+    lines.append(
+        f"result: {found} of {len(drivers)} agent CLIs found"
+        + ("" if found else " (need at least one)")
+        + "".join(f"; {problem}" for problem in problems)
+    )
     out.write("\n".join(lines) + "\n")
     out.flush()
     return 0 if found and not problems else 1

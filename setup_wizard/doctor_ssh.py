@@ -35,14 +35,21 @@ def probe_script(command: tuple[str, ...]) -> str:
     """Find the executable on the remote PATH (or as given), then ask its version, bounded there too."""
     executable = shlex.quote(command[0])
     version = shlex.join([*command, "--version"])
-    return (f"p=$(command -v {executable}) || exit {NOT_FOUND}; echo \"$p\"; echo {MARK}; "
-            f"{version} </dev/null 2>&1 | head -n 3")
+    return (
+        f'p=$(command -v {executable}) || exit {NOT_FOUND}; echo "$p"; echo {MARK}; '
+        f"{version} </dev/null 2>&1 | head -n 3"
+    )
 
 
 def probe(agent: ResolvedAgent, *, config_file: str | None = None, deadline_s: float = PROBE_DEADLINE_S) -> SshProbe:
     assert agent.ssh is not None
-    argv = ["ssh", *ssh_options(config_file, connect_timeout_s=CONNECT_TIMEOUT_S), "--", agent.ssh,
-            f"sh -c {shlex.quote(probe_script(agent.command))}"]
+    argv = [
+        "ssh",
+        *ssh_options(config_file, connect_timeout_s=CONNECT_TIMEOUT_S),
+        "--",
+        agent.ssh,
+        f"sh -c {shlex.quote(probe_script(agent.command))}",
+    ]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=deadline_s)
     except FileNotFoundError:

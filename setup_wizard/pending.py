@@ -38,8 +38,15 @@ def pending_agents(config_path: Path, live_actor_ids: Collection[str]) -> list[d
     if config is None:
         return []
     return [
-        {"actorId": agent.actor_id, "displayName": agent.display_name, "driver": agent.driver,
-         "status": "pending_restart", "cwd": agent.cwd, "host": agent.host, "enabled": True}
+        {
+            "actorId": agent.actor_id,
+            "displayName": agent.display_name,
+            "driver": agent.driver,
+            "status": "pending_restart",
+            "cwd": agent.cwd,
+            "host": agent.host,
+            "enabled": True,
+        }
         for agent in resolve_agents(config, config_path)
         if agent.enabled and agent.actor_id not in live_actor_ids
     ]

@@ -57,9 +57,13 @@ class TestCliBody(Checked):
     """Which CLI to test: a configured agent's command, or a native driver's CLI found on PATH.
     Never a command or path of the request's own."""
 
-    model_config = ConfigDict(title="TestCliBody", json_schema_extra={
-        "examples": [{"driver": "kimi"}, {"agentId": "reviewer"}],
-        "oneOf": [{"required": ["agentId"]}, {"required": ["driver"]}]})
+    model_config = ConfigDict(
+        title="TestCliBody",
+        json_schema_extra={
+            "examples": [{"driver": "kimi"}, {"agentId": "reviewer"}],
+            "oneOf": [{"required": ["agentId"]}, {"required": ["driver"]}],
+        },
+    )
     check = cli_test.check_body
 
     agentId: Annotated[str, Field(min_length=1, max_length=64)] = None  # type: ignore[assignment]

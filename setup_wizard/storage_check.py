@@ -33,8 +33,10 @@ def storage_refusal(path: Path) -> str | None:
         tables = _tables(path)  # a room's latest tables may still be in its WAL
     if not tables or ROOM_TABLE in tables:  # a database without a table yet, or a room
         return None
-    return (f"{path} is another program's SQLite database (it has no GroupX room in it); GroupX leaves it "
-            "untouched: name a new file or an existing GroupX room's database")
+    return (
+        f"{path} is another program's SQLite database (it has no GroupX room in it); GroupX leaves it "
+        "untouched: name a new file or an existing GroupX room's database"
+    )
 
 
 def _tables(path: Path, *, immutable: bool = False) -> set[str]:

@@ -48,8 +48,11 @@ def turn_events(server: GroupXServer, turn_id: str) -> list[dict]:
 
 def wait_terminal(server: GroupXServer, turn_id: str, *, timeout: float = 30.0) -> dict:
     def terminal():
-        found = [e for e in turn_events(server, turn_id)
-                 if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
+        found = [
+            e
+            for e in turn_events(server, turn_id)
+            if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")
+        ]
         return found[0] if found else None
 
     return wait_until(terminal, timeout=timeout, interval=0.1, message=f"a terminal event for {turn_id}")
@@ -103,9 +106,15 @@ def mcp_calls(server: GroupXServer, flavor: str, tool: str | None = None) -> lis
         if tool and request["params"]["name"] != tool:
             continue
         response = record.get("resp") or {}
-        calls.append({"tool": request["params"]["name"], "args": request["params"].get("arguments"),
-                      "status": record.get("status"), "result": response.get("result"),
-                      "error": response.get("error")})
+        calls.append(
+            {
+                "tool": request["params"]["name"],
+                "args": request["params"].get("arguments"),
+                "status": record.get("status"),
+                "result": response.get("result"),
+                "error": response.get("error"),
+            }
+        )
     return calls
 
 
@@ -115,8 +124,12 @@ def tool_payload(call: dict) -> dict:
 
 
 def active_binding(server: GroupXServer, actor_id: str) -> str:
-    rows = db_rows(server, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = ? AND status = 'active'"
-                           " ORDER BY created_at DESC", actor_id)
+    rows = db_rows(
+        server,
+        "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = ? AND status = 'active'"
+        " ORDER BY created_at DESC",
+        actor_id,
+    )
     return rows[0]["binding_id"]
 
 
@@ -142,6 +155,8 @@ def admin_session(server: GroupXServer):
     server.manage("createsuperuser", "--noinput", "--username", "op", "--email", "op@example.invalid")
     with httpx.Client(base_url=server.base_url, timeout=10, follow_redirects=True) as browser:
         login = browser.get("/admin/login/")
-        browser.post("/admin/login/?next=/admin/", data={"csrfmiddlewaretoken": csrf(login.text),
-                                                          "username": "op", "password": "groupx-test-pass"})
+        browser.post(
+            "/admin/login/?next=/admin/",
+            data={"csrfmiddlewaretoken": csrf(login.text), "username": "op", "password": "groupx-test-pass"},
+        )
         yield browser

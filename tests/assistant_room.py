@@ -19,14 +19,22 @@ def assistant_config(workdir: Path, driver: str = "claude", **extra) -> dict:
     return {"enabled": True, "brain": {"driver": driver, "command": str(FAKES_BIN / driver), "cwd": str(cwd)}, **extra}
 
 
-def assistant_room(workdir: Path, *drivers: str, assistant: dict | None = None, agents_extra: dict | None = None,
-                   **config) -> GroupXServer:
+def assistant_room(
+    workdir: Path, *drivers: str, assistant: dict | None = None, agents_extra: dict | None = None, **config
+) -> GroupXServer:
     """A started room with fake agents named after ``drivers`` and an assistant (claude brain)."""
-    document = {"agents": {**fake_agents(workdir, *drivers), **(agents_extra or {})}, "timeouts": {"closeMs": 300},
-                "assistant": assistant or assistant_config(workdir), **config}
+    document = {
+        "agents": {**fake_agents(workdir, *drivers), **(agents_extra or {})},
+        "timeouts": {"closeMs": 300},
+        "assistant": assistant or assistant_config(workdir),
+        **config,
+    }
     server = GroupXServer(workdir, document).start()
-    wait_until(lambda: server.get("/api/assistant").json()["status"] not in ("disabled", "starting"),
-               timeout=60, message="the assistant's brain to start")
+    wait_until(
+        lambda: server.get("/api/assistant").json()["status"] not in ("disabled", "starting"),
+        timeout=60,
+        message="the assistant's brain to start",
+    )
     return server
 
 

@@ -16,7 +16,11 @@ def make_server(tmp_path_factory):
 
     def factory(agents: dict | None = None, *, workdir=None, **config) -> GroupXServer:
         workdir = workdir or tmp_path_factory.mktemp(f"groupx{next(_ids)}")
-        document = {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}, **config}
+        document = {
+            "server": {"host": "127.0.0.1", "port": 4310},
+            "timeouts": {"handshakeMs": 600000, "closeMs": 300},
+            **config,
+        }
         document["agents"] = agents if agents is not None else {"sleeper": hanging_agent(workdir)}
         server = GroupXServer(workdir, document)
         servers.append(server)

@@ -65,15 +65,24 @@ def isolated_path(workdir: Path, *clis: str) -> str:
 def cli_env(workdir: Path, **extra: str) -> dict:
     # No inherited GROUPX_CONFIG, and never a browser from a test (no display).
     inherited = {k: v for k, v in os.environ.items() if k not in {"GROUPX_CONFIG", "DISPLAY", "WAYLAND_DISPLAY"}}
-    return {**inherited, "PYTHONUNBUFFERED": "1", "GROUPX_FAKE_LOG_DIR": str(workdir / "fake-logs"),
-            "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"), **extra}
+    return {
+        **inherited,
+        "PYTHONUNBUFFERED": "1",
+        "GROUPX_FAKE_LOG_DIR": str(workdir / "fake-logs"),
+        "GROUPX_FAKE_STATE_DIR": str(workdir / "fake-state"),
+        **extra,
+    }
 
 
 def groupx(*args: str, workdir: Path, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
     """A command that ends by itself (stop, a reused start, doctor, …)."""
     return subprocess.run(
-        [sys.executable, "-m", "groupx_site", *args], cwd=REPO, env=env or cli_env(workdir),
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "groupx_site", *args],
+        cwd=REPO,
+        env=env or cli_env(workdir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -92,8 +101,11 @@ class Foreground:
         self.log_path = workdir / f"groupx-{len(list(workdir.glob('groupx-*.log')))}.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "groupx_site", *args], cwd=REPO, env=env or cli_env(workdir),
-                stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "groupx_site", *args],
+                cwd=REPO,
+                env=env or cli_env(workdir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     def output(self) -> str:

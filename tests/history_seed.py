@@ -24,17 +24,29 @@ ACTORS = {
 }
 
 
-def message(content: str, *, author: str = "user", at: datetime | None = None, reply_to: str | None = None,
-            event_id: str | None = None) -> dict:
-    return {"content": content, "author": author, "at": at, "reply_to": reply_to,
-            "event_id": event_id or f"evt_{uuid.uuid4().hex}"}
+def message(
+    content: str,
+    *,
+    author: str = "user",
+    at: datetime | None = None,
+    reply_to: str | None = None,
+    event_id: str | None = None,
+) -> dict:
+    return {
+        "content": content,
+        "author": author,
+        "at": at,
+        "reply_to": reply_to,
+        "event_id": event_id or f"evt_{uuid.uuid4().hex}",
+    }
 
 
 def numbered(n: int, *, start: datetime | None = None, text: str = "history line {i}") -> list[dict]:
     """``n`` messages, one a second from ``start``, by the user and Kimi in turn."""
     start = start or datetime(2026, 1, 1, tzinfo=UTC)
-    return [message(text.format(i=i), author=("user", "kimi")[i % 2], at=start + timedelta(seconds=i))
-            for i in range(n)]
+    return [
+        message(text.format(i=i), author=("user", "kimi")[i % 2], at=start + timedelta(seconds=i)) for i in range(n)
+    ]
 
 
 def seed_messages(server, messages: list[dict]) -> None:
@@ -43,11 +55,27 @@ def seed_messages(server, messages: list[dict]) -> None:
         actor_id, kind, name = ACTORS[m["author"]]
         # As Django stores a DateTimeField on SQLite (naive UTC, a space): range filters compare text.
         at = str((m["at"] or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None))
-        rows.append((m["event_id"], "room:main", "message.created", actor_id, kind, name, "[]", m["reply_to"],
-                     f"corr_{m['event_id']}", f"corr_{m['event_id']}", at, json.dumps({"content": m["content"]})))
-    insert = ("INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
-              " targets, reply_to_event_id, correlation_id, root_correlation_id, occurred_at, body)"
-              " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+        rows.append(
+            (
+                m["event_id"],
+                "room:main",
+                "message.created",
+                actor_id,
+                kind,
+                name,
+                "[]",
+                m["reply_to"],
+                f"corr_{m['event_id']}",
+                f"corr_{m['event_id']}",
+                at,
+                json.dumps({"content": m["content"]}),
+            )
+        )
+    insert = (
+        "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
+        " targets, reply_to_event_id, correlation_id, root_correlation_id, occurred_at, body)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    )
     if url := room_url_of(server.config_path):  # make test-pg: the room's PostgreSQL database
         write_rows(url, insert, rows)
         return

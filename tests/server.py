@@ -81,15 +81,23 @@ class GroupXServer:
             return None
         return self.workdir / storage.get("path", ".groupx/groupx.db")
 
-    def manage(self, *args: str, check: bool = True, timeout: float = 60,
-               input: str | None = None) -> subprocess.CompletedProcess:  # noqa: A002 (subprocess's name)
+    def manage(
+        self, *args: str, check: bool = True, timeout: float = 60, input: str | None = None
+    ) -> subprocess.CompletedProcess:  # noqa: A002 (subprocess's name)
         return subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=REPO, env=self.env, check=check, timeout=timeout,
-            capture_output=True, text=True, input=input,
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self.env,
+            check=check,
+            timeout=timeout,
+            capture_output=True,
+            text=True,
+            input=input,
         )
 
-    def start(self, *, timeout: float = 60.0, port: int = 0, migrate: bool = True,
-              wait_ready: bool = True) -> GroupXServer:
+    def start(
+        self, *, timeout: float = 60.0, port: int = 0, migrate: bool = True, wait_ready: bool = True
+    ) -> GroupXServer:
         """Start daphne on ``port`` (0: any free port) and wait until it listens and, unless
         ``wait_ready`` is False, until it is ready."""
         if migrate:
@@ -102,7 +110,10 @@ class GroupXServer:
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child owns it for its lifetime)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "groupx_site.asgi:application"],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         log.close()
 
@@ -194,8 +205,9 @@ def _copy_migrated_template(target: Path) -> None:
         folder = Path(tempfile.mkdtemp(prefix="groupx-template-"))
         (folder / "groupx.json").write_text('{"agents": {"kimi": {"cwd": "."}}}')
         env = {**os.environ, "GROUPX_CONFIG": str(folder / "groupx.json")}
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True,
-                       timeout=120)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True, timeout=120
+        )
         _TEMPLATE = folder / ".groupx" / "groupx.db"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_TEMPLATE, target)

@@ -12,8 +12,15 @@ import httpx
 
 
 class SseClient:
-    def __init__(self, base_url: str, *, after_seq: int | None = None, last_event_id: int | None = None,
-                 slow_seconds: float = 0.0, hold: threading.Event | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        after_seq: int | None = None,
+        last_event_id: int | None = None,
+        slow_seconds: float = 0.0,
+        hold: threading.Event | None = None,
+    ):
         params = {} if after_seq is None else {"afterSeq": str(after_seq)}
         headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
         self.frames: queue.Queue = queue.Queue()
@@ -27,9 +34,7 @@ class SseClient:
         self._hold = hold  # a reader that takes the headers, then reads nothing until this is set
         self._response: httpx.Response | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(10, read=60))
-        self._thread = threading.Thread(
-            target=self._run, args=(f"{base_url}/api/events", params, headers), daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=(f"{base_url}/api/events", params, headers), daemon=True)
         self._thread.start()
 
     def _run(self, url, params, headers):
@@ -82,8 +87,9 @@ class SseClient:
                 self.frames.get(timeout=min(remaining, 0.5))
 
     def wait_for_seq(self, seq: int, *, timeout: float = 15.0):
-        return self.wait_for(lambda e: e.get("seq") is not None and e["seq"] >= seq, timeout=timeout,
-                             message=f"seq {seq}")
+        return self.wait_for(
+            lambda e: e.get("seq") is not None and e["seq"] >= seq, timeout=timeout, message=f"seq {seq}"
+        )
 
     def close(self):
         """Stop reading. The reader thread is a daemon blocked in a socket read that another thread

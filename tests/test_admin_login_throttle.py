@@ -11,8 +11,9 @@ from tests.agents import csrf
 
 def attempt(browser: httpx.Client, username: str) -> httpx.Response:
     form = browser.get("/admin/login/")
-    return browser.post("/admin/login/", data={"csrfmiddlewaretoken": csrf(form.text), "username": username,
-                                               "password": "wrong"})
+    return browser.post(
+        "/admin/login/", data={"csrfmiddlewaretoken": csrf(form.text), "username": username, "password": "wrong"}
+    )
 
 
 def test_repeated_admin_log_in_attempts_for_one_name_are_refused_429(make_server):

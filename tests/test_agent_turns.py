@@ -45,9 +45,15 @@ def test_one_target_streams_its_answer_and_completes(room):
     assert len(reasoning) == 2 and tools and all(t["body"].get("toolCallId") for t in tools)
 
     durable = [e["type"] for e in turn_events(room, turn_id)]
-    assert durable == ["turn.queued", "turn.dispatched", "turn.started", "turn.reasoning.recorded",
-                       *["tool.progress.recorded"] * durable.count("tool.progress.recorded"),
-                       "message.created", "turn.completed"]
+    assert durable == [
+        "turn.queued",
+        "turn.dispatched",
+        "turn.started",
+        "turn.reasoning.recorded",
+        *["tool.progress.recorded"] * durable.count("tool.progress.recorded"),
+        "message.created",
+        "turn.completed",
+    ]
     reply = response_of(room, terminal)
     assert reply["actor"]["actorId"] == "agent:kimi" and reply["actor"]["kind"] == "agent"
     assert reply["actor"]["instanceId"]
@@ -63,8 +69,9 @@ def test_one_target_streams_its_answer_and_completes(room):
 
 
 def test_at_all_runs_three_agents_in_parallel_and_one_failure_spares_the_others(make_server, tmp_path):
-    room = make_server(fake_agents(tmp_path, "kimi", "hermes", "grok",
-                                   scenarios={"hermes": {"default_turn": ["fail"]}}))
+    room = make_server(
+        fake_agents(tmp_path, "kimi", "hermes", "grok", scenarios={"hermes": {"default_turn": ["fail"]}})
+    )
 
     accepted = send(room, "@all", "everyone, report in")
     terminals = {t["target"]: wait_terminal(room, t["turnId"]) for t in accepted["turns"]}
@@ -73,15 +80,19 @@ def test_at_all_runs_three_agents_in_parallel_and_one_failure_spares_the_others(
     assert terminals["agent:grok"]["type"] == "turn.completed"
     assert terminals["agent:hermes"]["type"] == "turn.failed"
     assert terminals["agent:hermes"]["body"]["errorCode"] == "TURN_INTERRUPTED"  # a model error (D38)
-    replies = {response_of(room, t)["actor"]["actorId"]: response_of(room, t)["body"]["content"]
-               for t in terminals.values() if t["type"] == "turn.completed"}
+    replies = {
+        response_of(room, t)["actor"]["actorId"]: response_of(room, t)["body"]["content"]
+        for t in terminals.values()
+        if t["type"] == "turn.completed"
+    }
     assert replies == {"agent:kimi": "echo: everyone, report in", "agent:grok": "echo: everyone, report in"}
 
 
 def test_a_lane_is_fifo_while_another_lane_runs(room):
     hanging = send(room, "agent:grok", "[[fake: hang]]")["turns"][0]["turnId"]
-    first = [send(room, "agent:kimi", f"job {i} [[fake: stream n=2 delay_ms=20]]")["turns"][0]["turnId"]
-             for i in range(3)]
+    first = [
+        send(room, "agent:kimi", f"job {i} [[fake: stream n=2 delay_ms=20]]")["turns"][0]["turnId"] for i in range(3)
+    ]
 
     terminals = [wait_terminal(room, turn_id) for turn_id in first]
 
@@ -102,8 +113,12 @@ def test_cancelling_a_queued_turn_is_immediate_and_a_running_one_goes_through_th
     queued = send(room, "agent:kimi", "after the hang")["turns"][0]["turnId"]
     wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)), timeout=15)
 
-    assert cancel(room, queued) == {"turnId": queued, "accepted": True, "status": "cancelled",
-                                    "transport": "structured"}
+    assert cancel(room, queued) == {
+        "turnId": queued,
+        "accepted": True,
+        "status": "cancelled",
+        "transport": "structured",
+    }
     assert wait_terminal(room, queued)["type"] == "turn.cancelled"
 
     answer = cancel(room, running)
@@ -133,11 +148,15 @@ def test_a_crash_fails_its_turn_once_and_the_next_turn_runs_on_a_rebuilt_session
     after = send(room, "agent:kimi", "are you back?")["turns"][0]["turnId"]
     assert wait_terminal(room, after)["type"] == "turn.completed"
 
-    instances = {e["actor"].get("instanceId") for e in turn_events(room, crashed) + turn_events(room, after)
-                 if e["type"] == "turn.started"}
+    instances = {
+        e["actor"].get("instanceId")
+        for e in turn_events(room, crashed) + turn_events(room, after)
+        if e["type"] == "turn.started"
+    }
     assert len(instances) == 2  # a new instance, the same actor
-    kimi_sessions = [e for e in room.events() if e["type"].startswith("session.") and
-                     e["actor"]["actorId"] == "agent:kimi"]
+    kimi_sessions = [
+        e for e in room.events() if e["type"].startswith("session.") and e["actor"]["actorId"] == "agent:kimi"
+    ]
     assert "session.resumed" in [e["type"] for e in kimi_sessions]
     assert len([t for t in [crashed, after] if wait_terminal(room, t)["type"] == "turn.failed"]) == 1
     loads = prompts_sent(room, "kimi", "session/load")
@@ -162,8 +181,9 @@ def test_a_permission_request_fails_only_its_turn_and_the_cli_sees_cancelled_the
     assert terminal["body"]["errorCode"] == "UNEXPECTED_NATIVE_INTERACTION"
     assert [e["type"] for e in turn_events(room, turn_id)].count("turn.failed") == 1
     inbound = [r["msg"] for r in wire(room, "kimi", kind="in")]
-    reply_index = next(i for i, m in enumerate(inbound)
-                       if m.get("result", {}).get("outcome", {}).get("outcome") == "cancelled")
+    reply_index = next(
+        i for i, m in enumerate(inbound) if m.get("result", {}).get("outcome", {}).get("outcome") == "cancelled"
+    )
     cancel_index = next(i for i, m in enumerate(inbound) if m.get("method") == "session/cancel")
     assert reply_index < cancel_index
     assert not any(e["type"].startswith(("approval.", "permission.")) for e in room.events())
@@ -221,8 +241,20 @@ def test_a_claimed_turn_snapshotted_under_another_transport_fails_on_restart_and
     [
         ("kimi", ["acp"], "auto"),
         ("hermes", ["--yolo", "acp"], "dont_ask"),
-        ("grok", ["--no-auto-update", "--permission-mode", "bypassPermissions", "--sandbox", "off",
-                  "--no-plan", "agent", "stdio"], None),
+        (
+            "grok",
+            [
+                "--no-auto-update",
+                "--permission-mode",
+                "bypassPermissions",
+                "--sandbox",
+                "off",
+                "--no-plan",
+                "agent",
+                "stdio",
+            ],
+            None,
+        ),
     ],
 )
 def test_each_flavour_gets_its_argv_and_sets_its_mode_before_the_first_prompt(room, flavor, argv, mode):

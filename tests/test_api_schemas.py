@@ -88,8 +88,13 @@ def test_post_message_is_documented_with_its_body_its_answer_and_each_code_at_it
 
     assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/PostMessageBody")
     assert responses["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/PostMessageAccepted")
-    code_at = {status: responses[status]["content"]["application/json"]["schema"]["properties"]["error"]
-               ["properties"]["code"]["enum"] for status in responses if not status.startswith("2")}
+    code_at = {
+        status: responses[status]["content"]["application/json"]["schema"]["properties"]["error"]["properties"]["code"][
+            "enum"
+        ]
+        for status in responses
+        if not status.startswith("2")
+    }
     assert code_at["400"] == ["INVALID_ENVELOPE", "SENDER_FIELD_FORBIDDEN", "SUPERVISION_PAIR_INVALID"]
     assert code_at["404"] == ["UNKNOWN_TARGET"]
     assert code_at["409"] == ["CLIENT_COMMAND_CONFLICT"]
@@ -135,10 +140,18 @@ def test_every_schema_the_page_names_is_a_component_of_the_document(document):
 
 
 def test_real_answers_match_the_schemas_the_page_reads_them_by(room, document):
-    accepted = room.post("/api/messages", {"clientCommandId": uuid.uuid4().hex, "to": ["agent:alpha"],
-                                           "content": "schemas"})
-    remembered = room.post("/api/memory", {"clientCommandId": uuid.uuid4().hex, "scope": {"type": "room",
-                                           "id": "room:main"}, "kind": "fact", "content": "schemas"})
+    accepted = room.post(
+        "/api/messages", {"clientCommandId": uuid.uuid4().hex, "to": ["agent:alpha"], "content": "schemas"}
+    )
+    remembered = room.post(
+        "/api/memory",
+        {
+            "clientCommandId": uuid.uuid4().hex,
+            "scope": {"type": "room", "id": "room:main"},
+            "kind": "fact",
+            "content": "schemas",
+        },
+    )
     refused = room.post("/api/messages", {"from": "user:web"})
 
     assert (accepted.status_code, remembered.status_code, refused.status_code) == (202, 201, 400)

@@ -13,10 +13,30 @@ from tests.assistant_room import assistant_room, operate, post_operator
 from tests.server import hanging_agent, wait_until
 
 OPERATOR_TOOLS = {
-    "send", "read", "roster", "worker_dispatch", "worker_ask", "dispatch_event", "supervision_status",
-    "turn_cancel", "turns_cancel", "agent_restart", "context_usage", "context_compact", "context_reset",
-    "memory_search", "memory_remember", "memory_supersede", "memory_retract", "agent_core_remember",
-    "identity_search", "identity_remember_for", "identity_supersede", "identity_retract", "setup_read", "setup_save",
+    "send",
+    "read",
+    "roster",
+    "worker_dispatch",
+    "worker_ask",
+    "dispatch_event",
+    "supervision_status",
+    "turn_cancel",
+    "turns_cancel",
+    "agent_restart",
+    "context_usage",
+    "context_compact",
+    "context_reset",
+    "memory_search",
+    "memory_remember",
+    "memory_supersede",
+    "memory_retract",
+    "agent_core_remember",
+    "identity_search",
+    "identity_remember_for",
+    "identity_supersede",
+    "identity_retract",
+    "setup_read",
+    "setup_save",
 }
 
 
@@ -38,8 +58,11 @@ def events_of(server, event_type: str) -> list[dict]:
 
 # ---- the door ------------------------------------------------------------------------------------
 def test_the_brains_session_lists_exactly_the_24_operator_tools(op):
-    token = db_rows(op, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'user:assistant' "
-                        "AND status = 'active' AND transport = 'structured'")[0]["binding_id"]
+    token = db_rows(
+        op,
+        "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'user:assistant' "
+        "AND status = 'active' AND transport = 'structured'",
+    )[0]["binding_id"]
     answer = post_operator(op, token)
     assert answer.status_code == 200, answer.text
     assert {tool["name"] for tool in answer.json()["result"]["tools"]} == OPERATOR_TOOLS
@@ -54,8 +77,9 @@ def test_anything_but_the_brains_token_is_refused_with_binding_mismatch(op, who)
 
 
 def test_the_brains_token_is_not_a_member_binding(op):
-    token = db_rows(op, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'user:assistant' "
-                        "AND status = 'active'")[0]["binding_id"]
+    token = db_rows(
+        op, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'user:assistant' AND status = 'active'"
+    )[0]["binding_id"]
     from tests.agents import call_tool
 
     refused = call_tool(op, token, "read", {})
@@ -74,15 +98,26 @@ def test_send_posts_a_public_message_authored_by_the_assistant_as_operator(op):
 
 def test_worker_dispatch_writes_an_operator_dispatch_and_a_paired_turn_but_no_chat_bubble(op):
     messages_before = len(events_of(op, "message.created"))
-    result = operate(op, "worker_dispatch", {
-        "to": ["agent:kimi"], "content": "check the build", "clientCommandId": cid(),
-        "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}})
+    result = operate(
+        op,
+        "worker_dispatch",
+        {
+            "to": ["agent:kimi"],
+            "content": "check the build",
+            "clientCommandId": cid(),
+            "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"},
+        },
+    )
     dispatch = next(e for e in op.events() if e["eventId"] == result["dispatchEventId"])
     assert dispatch["type"] == "operator.dispatch"
     assert dispatch["actor"]["actorId"] == "user:assistant"
     assert dispatch["provenance"]["sourceKind"] == "operator"
-    assert dispatch["body"] == {"content": "check the build", "operation": "worker_dispatch",
-                                "promptLength": len("check the build"), "targets": ["agent:kimi"]}
+    assert dispatch["body"] == {
+        "content": "check the build",
+        "operation": "worker_dispatch",
+        "promptLength": len("check the build"),
+        "targets": ["agent:kimi"],
+    }
     worker = result["turns"][0]
     assert worker["target"] == "agent:kimi"
     assert result["watchTurns"] and result["pairEventId"]
@@ -109,23 +144,30 @@ def test_a_retried_worker_dispatch_with_the_same_command_id_dispatches_once(op):
 
 
 def test_worker_ask_waits_and_returns_the_answers(op):
-    result = operate(op, "worker_ask", {"to": ["agent:hermes"], "content": "status?", "clientCommandId": cid(),
-                                        "timeoutMs": 60_000})
+    result = operate(
+        op, "worker_ask", {"to": ["agent:hermes"], "content": "status?", "clientCommandId": cid(), "timeoutMs": 60_000}
+    )
     assert result["state"] == "terminal"
     assert result["results"][0]["content"] == "echo: status?"
 
 
 def test_worker_ask_that_times_out_is_pending_and_says_poll_read(op):
-    result = operate(op, "worker_ask", {"to": ["agent:sleeper"], "content": "are you there?",
-                                        "clientCommandId": cid(), "timeoutMs": 200})
+    result = operate(
+        op,
+        "worker_ask",
+        {"to": ["agent:sleeper"], "content": "are you there?", "clientCommandId": cid(), "timeoutMs": 200},
+    )
     assert result["state"] == "pending"
     assert "poll read" in result["results"][0]["note"]
 
 
 def test_dispatch_event_reroutes_a_room_message_keeping_its_author(op):
     posted = send(op, "agent:sleeper", "a question for whoever is free")
-    result = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"], "to": ["agent:hermes"],
-                                            "clientCommandId": cid()})
+    result = operate(
+        op,
+        "dispatch_event",
+        {"sourceEventId": posted["messageEventId"], "to": ["agent:hermes"], "clientCommandId": cid()},
+    )
     turn = result["turns"][0]
     queued = next(e for e in events_of(op, "turn.queued") if e["body"]["turnId"] == turn["turnId"])
     assert queued["body"]["sourceEventId"] == posted["messageEventId"]
@@ -134,27 +176,47 @@ def test_dispatch_event_reroutes_a_room_message_keeping_its_author(op):
 
 def test_a_repeated_dispatch_event_to_an_agent_the_message_already_woke_is_a_duplicate_dispatch(op):
     posted = send(op, "agent:sleeper", "wake each agent once")
-    first = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"],
-                                           "clientCommandId": cid()})
+    first = operate(
+        op,
+        "dispatch_event",
+        {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"], "clientCommandId": cid()},
+    )
     assert first["turns"][0]["target"] == "agent:kimi"
 
-    again = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"],
-                                           "clientCommandId": cid()})
-    original_target = operate(op, "dispatch_event", {"sourceEventId": posted["messageEventId"],
-                                                     "to": ["agent:sleeper"], "clientCommandId": cid()})
+    again = operate(
+        op,
+        "dispatch_event",
+        {"sourceEventId": posted["messageEventId"], "to": ["agent:kimi"], "clientCommandId": cid()},
+    )
+    original_target = operate(
+        op,
+        "dispatch_event",
+        {"sourceEventId": posted["messageEventId"], "to": ["agent:sleeper"], "clientCommandId": cid()},
+    )
 
     assert again["code"] == original_target["code"] == "DUPLICATE_DISPATCH"
     assert again["details"]["targets"] == ["agent:kimi"] and original_target["details"]["targets"] == ["agent:sleeper"]
     queued = [e for e in events_of(op, "turn.queued") if e["body"]["sourceEventId"] == posted["messageEventId"]]
     assert len(queued) == 2  # the post's and the first re-route's: the refusals wrote nothing
-    woken = db_rows(op, "SELECT target_actor_id FROM turns_turn WHERE source_event_id = ? ORDER BY target_actor_id",
-                    posted["messageEventId"])
+    woken = db_rows(
+        op,
+        "SELECT target_actor_id FROM turns_turn WHERE source_event_id = ? ORDER BY target_actor_id",
+        posted["messageEventId"],
+    )
     assert [row["target_actor_id"] for row in woken] == ["agent:kimi", "agent:sleeper"]
 
 
 def test_send_with_supervision_pairs_an_observer_with_the_workers_it_wakes(op):
-    result = operate(op, "send", {"to": ["agent:sleeper"], "content": "watched work", "clientCommandId": cid(),
-                                  "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}})
+    result = operate(
+        op,
+        "send",
+        {
+            "to": ["agent:sleeper"],
+            "content": "watched work",
+            "clientCommandId": cid(),
+            "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"},
+        },
+    )
     assert [t["target"] for t in result["turns"]] == ["agent:sleeper"]
     assert [t["target"] for t in result["watchTurns"]] == ["agent:hermes"]
     paired = next(e for e in op.events() if e["eventId"] == result["pairEventId"])
@@ -163,10 +225,16 @@ def test_send_with_supervision_pairs_an_observer_with_the_workers_it_wakes(op):
     assert paired["body"]["workers"] == [{"actorId": "agent:sleeper", "turnId": result["turns"][0]["turnId"]}]
 
 
-@pytest.mark.parametrize(("args", "code"), [
-    ({"to": ["agent:sleeper"], "supervision": {"observers": ["agent:nobody"], "mode": "live_steer"}}, "UNKNOWN_TARGET"),
-    ({"to": [], "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}}, "INVALID_ENVELOPE"),
-])
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (
+            {"to": ["agent:sleeper"], "supervision": {"observers": ["agent:nobody"], "mode": "live_steer"}},
+            "UNKNOWN_TARGET",
+        ),
+        ({"to": [], "supervision": {"observers": ["agent:hermes"], "mode": "live_steer"}}, "INVALID_ENVELOPE"),
+    ],
+)
 def test_a_send_whose_supervision_cannot_be_paired_is_refused_and_writes_nothing(op, args, code):
     pairs_before = len(events_of(op, "supervision.paired"))
     content = f"not paired {cid()}"
@@ -178,15 +246,19 @@ def test_a_send_whose_supervision_cannot_be_paired_is_refused_and_writes_nothing
 
 def test_dispatch_event_refuses_an_operator_dispatch_as_its_source(op):
     dispatched = operate(op, "worker_dispatch", {"to": ["agent:sleeper"], "content": "later", "clientCommandId": cid()})
-    refused = operate(op, "dispatch_event", {"sourceEventId": dispatched["dispatchEventId"], "to": ["agent:hermes"],
-                                             "clientCommandId": cid()})
+    refused = operate(
+        op,
+        "dispatch_event",
+        {"sourceEventId": dispatched["dispatchEventId"], "to": ["agent:hermes"], "clientCommandId": cid()},
+    )
     assert refused["code"] == "INVALID_ENVELOPE"
 
 
 def test_dispatch_event_refuses_a_watch_brief_as_its_source(op):
     brief = next(e for e in events_of(op, "message.created") if (e["body"] or {}).get("kind"))
-    refused = operate(op, "dispatch_event", {"sourceEventId": brief["eventId"], "to": ["agent:hermes"],
-                                             "clientCommandId": cid()})
+    refused = operate(
+        op, "dispatch_event", {"sourceEventId": brief["eventId"], "to": ["agent:hermes"], "clientCommandId": cid()}
+    )
     assert refused["code"] == "INVALID_ENVELOPE"
 
 
@@ -230,9 +302,11 @@ def test_agent_restart_replaces_the_agents_cli(op):
     before = active_binding(op, "agent:kimi")
     result = operate(op, "agent_restart", {"actorId": "agent:kimi", "clientCommandId": cid()})
     assert result["accepted"]
+
     def new_binding():
-        rows = db_rows(op, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'agent:kimi' "
-                           "AND status = 'active'")
+        rows = db_rows(
+            op, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'agent:kimi' AND status = 'active'"
+        )
         return rows and rows[0]["binding_id"] != before
 
     wait_until(new_binding, timeout=60, message="a new kimi instance")
@@ -258,35 +332,64 @@ def test_context_compact_and_reset_run_as_operator(op):
 
 # ---- memory and identity -------------------------------------------------------------------------
 def test_memory_tools_remember_supersede_search_and_retract_as_the_assistant(op):
-    remembered = operate(op, "memory_remember", {"clientCommandId": cid(), "scope": {"type": "room", "id": "room:main"},
-                                                 "kind": "fact", "content": "the build is green"})
+    remembered = operate(
+        op,
+        "memory_remember",
+        {
+            "clientCommandId": cid(),
+            "scope": {"type": "room", "id": "room:main"},
+            "kind": "fact",
+            "content": "the build is green",
+        },
+    )
     memory_id = remembered["memory"]["memoryId"]
     assert remembered["memory"]["authorActorId"] == "user:assistant"
-    newer = operate(op, "memory_supersede", {"memoryId": memory_id, "clientCommandId": cid(),
-                                             "content": "the build is red"})["memory"]["memoryId"]
+    newer = operate(
+        op, "memory_supersede", {"memoryId": memory_id, "clientCommandId": cid(), "content": "the build is red"}
+    )["memory"]["memoryId"]
     found = operate(op, "memory_search", {"query": "build"})
     assert [m["memoryId"] for m in found["items"]][:1] == [newer]
-    assert operate(op, "memory_retract", {"memoryId": newer, "clientCommandId": cid()})["memory"]["status"] == "retracted"
+    assert (
+        operate(op, "memory_retract", {"memoryId": newer, "clientCommandId": cid()})["memory"]["status"] == "retracted"
+    )
 
 
 def test_memory_remember_refuses_an_agent_scope_and_agent_core_remember_writes_it(op):
-    refused = operate(op, "memory_remember", {"clientCommandId": cid(), "scope": {"type": "agent", "id": "agent:kimi"},
-                                              "kind": "fact", "content": "x"})
+    refused = operate(
+        op,
+        "memory_remember",
+        {"clientCommandId": cid(), "scope": {"type": "agent", "id": "agent:kimi"}, "kind": "fact", "content": "x"},
+    )
     assert refused["code"] == "INVALID_ENVELOPE"
-    core = operate(op, "agent_core_remember", {"subjectActorId": "agent:kimi", "clientCommandId": cid(),
-                                               "kind": "instruction", "content": "keep answers short"})
+    core = operate(
+        op,
+        "agent_core_remember",
+        {
+            "subjectActorId": "agent:kimi",
+            "clientCommandId": cid(),
+            "kind": "instruction",
+            "content": "keep answers short",
+        },
+    )
     assert core["memory"]["agentMemoryType"] == "core" and core["memory"]["scope"]["id"] == "agent:kimi"
 
 
 def test_identity_tools_remember_supersede_search_and_retract(op):
-    written = operate(op, "identity_remember_for", {"subjectActorId": "agent:hermes", "clientCommandId": cid(),
-                                                    "kind": "preference", "content": "likes tests"})
+    written = operate(
+        op,
+        "identity_remember_for",
+        {"subjectActorId": "agent:hermes", "clientCommandId": cid(), "kind": "preference", "content": "likes tests"},
+    )
     identity_id = written["identity"]["identityId"]
-    newer = operate(op, "identity_supersede", {"identityId": identity_id, "clientCommandId": cid(),
-                                               "content": "likes lean tests"})["identity"]["identityId"]
+    newer = operate(
+        op, "identity_supersede", {"identityId": identity_id, "clientCommandId": cid(), "content": "likes lean tests"}
+    )["identity"]["identityId"]
     found = operate(op, "identity_search", {"subjectActorId": "agent:hermes"})
     assert newer in [i["identityId"] for i in found["items"]]
-    assert operate(op, "identity_retract", {"identityId": newer, "clientCommandId": cid()})["identity"]["status"] == "retracted"
+    assert (
+        operate(op, "identity_retract", {"identityId": newer, "clientCommandId": cid()})["identity"]["status"]
+        == "retracted"
+    )
 
 
 # ---- setup (last: a save makes the assistant ask for a restart) ----------------------------------

@@ -50,9 +50,14 @@ def test_the_same_command_id_replays_the_stored_reply_without_a_second_row(side)
     again = say(side, "once only", "side-once").json()
     assert again["userMessage"] == first["userMessage"]
     assert again["assistantMessage"] == first["assistantMessage"]
-    rows = db_rows(side, "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? "
-                         "OR reply_to_id IN (SELECT message_id FROM assistant_conversation_messages "
-                         "WHERE client_command_id = ?)", "side-once", "side-once")
+    rows = db_rows(
+        side,
+        "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? "
+        "OR reply_to_id IN (SELECT message_id FROM assistant_conversation_messages "
+        "WHERE client_command_id = ?)",
+        "side-once",
+        "side-once",
+    )
     assert sorted(r["role"] for r in rows) == ["assistant", "user"]
 
 
@@ -65,22 +70,31 @@ def test_the_same_command_id_with_other_content_is_a_conflict(side):
 
 @pytest.mark.parametrize("field", ["from", "actor", "provenance"])
 def test_a_sender_field_is_refused_before_anything_else(side, field):
-    refused = side.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", field: "user:web",
-                                                    "to": ["agent:kimi"]})
+    refused = side.post(
+        "/api/assistant/messages", {"clientCommandId": "x", "content": "hi", field: "user:web", "to": ["agent:kimi"]}
+    )
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "SENDER_FIELD_FORBIDDEN"
 
 
-@pytest.mark.parametrize("field, value", [("to", ["agent:kimi"]), ("supervision", {"observers": ["agent:kimi"],
-                                                                                    "mode": "live_steer"})])
+@pytest.mark.parametrize(
+    "field, value", [("to", ["agent:kimi"]), ("supervision", {"observers": ["agent:kimi"], "mode": "live_steer"})]
+)
 def test_routing_fields_are_an_invalid_envelope(side, field, value):
     refused = side.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi", field: value})
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "INVALID_ENVELOPE"
 
 
-@pytest.mark.parametrize("body", [{"content": "no id"}, {"clientCommandId": "x"}, {"clientCommandId": "x",
-                                  "content": "  "}, {"clientCommandId": "x", "content": "hi", "extra": 1}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": "no id"},
+        {"clientCommandId": "x"},
+        {"clientCommandId": "x", "content": "  "},
+        {"clientCommandId": "x", "content": "hi", "extra": 1},
+    ],
+)
 def test_a_malformed_body_is_an_invalid_envelope_and_writes_nothing(side, body):
     before = len(side.get("/api/assistant/messages").json()["messages"])
     refused = side.post("/api/assistant/messages", body)
@@ -100,8 +114,9 @@ def test_a_brain_crash_is_stored_as_a_short_failure_and_the_next_message_is_answ
     assert crashed["assistantMessage"]["outcome"] == "failed"
     assert crashed["assistantMessage"]["content"].startswith("The assistant could not answer")
     assert len(crashed["assistantMessage"]["content"]) <= 500
-    wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60,
-               message="the brain restarted")
+    wait_until(
+        lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60, message="the brain restarted"
+    )
     assert say(side, "are you back?").json()["assistantMessage"]["content"] == "echo: are you back?"
 
 
@@ -153,18 +168,29 @@ def test_a_user_row_left_without_a_reply_runs_the_brain_again_without_a_second_r
     # row alone; after the restart the same clientCommandId answers it.
     content = "[[fake: stream n=30 delay_ms=100]] lone-token"
     in_background(lambda: _swallow(lambda: say(side, content, "side-lone", timeout=30)))
-    wait_until(lambda: db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE client_command_id = ?",
-                               "side-lone"), timeout=60, message="the user row")
+    wait_until(
+        lambda: db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE client_command_id = ?", "side-lone"),
+        timeout=60,
+        message="the user row",
+    )
     side.kill()
-    assert not db_rows(side, "SELECT 1 FROM assistant_conversation_messages WHERE reply_to_id IN (SELECT message_id "
-                             "FROM assistant_conversation_messages WHERE client_command_id = ?)", "side-lone")
+    assert not db_rows(
+        side,
+        "SELECT 1 FROM assistant_conversation_messages WHERE reply_to_id IN (SELECT message_id "
+        "FROM assistant_conversation_messages WHERE client_command_id = ?)",
+        "side-lone",
+    )
     side.start(migrate=False)
     wait_until(lambda: side.get("/api/assistant").json()["status"] == "ready", timeout=60, message="the brain")
     answer = say(side, content, "side-lone").json()
     assert "part-30" in answer["assistantMessage"]["content"]
-    rows = db_rows(side, "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? OR reply_to_id "
-                         "IN (SELECT message_id FROM assistant_conversation_messages WHERE client_command_id = ?)",
-                   "side-lone", "side-lone")
+    rows = db_rows(
+        side,
+        "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? OR reply_to_id "
+        "IN (SELECT message_id FROM assistant_conversation_messages WHERE client_command_id = ?)",
+        "side-lone",
+        "side-lone",
+    )
     assert sorted(r["role"] for r in rows) == ["assistant", "user"]
 
 
@@ -186,9 +212,12 @@ def test_a_disabled_assistant_is_not_available_but_a_bad_body_is_refused_first(r
 
 def test_an_assistant_enabled_by_a_save_is_not_available_until_a_restart_and_nothing_is_written(room):
     draft = room.get("/api/setup").json()["config"]
-    draft["assistant"] = {"enabled": True, "name": "Helper", "extraInstructions": "",
-                          "brain": {"driver": "claude", "command": {"executable": str(FAKES_BIN / "claude")},
-                                    "cwd": str(room.workdir)}}
+    draft["assistant"] = {
+        "enabled": True,
+        "name": "Helper",
+        "extraInstructions": "",
+        "brain": {"driver": "claude", "command": {"executable": str(FAKES_BIN / "claude")}, "cwd": str(room.workdir)},
+    }
     assert room.post("/api/setup", {"config": draft}).status_code == 200
     assert room.get("/api/assistant").json()["status"] == "restart_required"
     refused = room.post("/api/assistant/messages", {"clientCommandId": "after-save", "content": "hi"})
@@ -198,8 +227,9 @@ def test_an_assistant_enabled_by_a_save_is_not_available_until_a_restart_and_not
 
 def test_an_assistant_still_starting_is_not_available(make_server, tmp_path):
     brain = hanging_agent(tmp_path, "brain")
-    server = make_server(assistant={"enabled": True, "brain": {"driver": "claude", "command": brain["command"],
-                                                               "cwd": brain["cwd"]}})
+    server = make_server(
+        assistant={"enabled": True, "brain": {"driver": "claude", "command": brain["command"], "cwd": brain["cwd"]}}
+    )
     assert server.get("/api/assistant").json()["status"] == "starting"
     refused = server.post("/api/assistant/messages", {"clientCommandId": "x", "content": "hi"})
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
@@ -216,8 +246,12 @@ def test_the_brain_can_be_another_driver_and_reaches_the_operator_tools(tmp_path
 
 
 def test_a_brain_that_cannot_start_is_failed_and_each_message_gets_a_short_failure(make_server, tmp_path):
-    server = make_server(assistant={"enabled": True, "brain": {"driver": "claude", "command": str(tmp_path / "gone"),
-                                                               "cwd": str(tmp_path)}})
+    server = make_server(
+        assistant={
+            "enabled": True,
+            "brain": {"driver": "claude", "command": str(tmp_path / "gone"), "cwd": str(tmp_path)},
+        }
+    )
     wait_until(lambda: server.get("/api/assistant").json()["status"] == "failed", timeout=60, message="failed")
     assert "ADAPTER_NOT_FOUND" in server.get("/api/assistant").json()["detail"]
     answer = say(server, "anyone there?")

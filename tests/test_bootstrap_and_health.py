@@ -25,10 +25,14 @@ def test_bootstrap_is_a_snapshot_with_a_cursor_for_the_stream(make_server):
     assert snapshot["room"] == {"roomId": "room:main", "throughSeq": snapshot["recentEvents"][-1]["seq"]}
     mine = [e for e in snapshot["recentEvents"] if e["correlationId"] == accepted["correlationId"]]
     assert [e["type"] for e in mine] == ["message.created", "turn.queued"]
-    assert snapshot["activeTurns"] == [{
-        "turnId": accepted["turns"][0]["turnId"], "targetActorId": "agent:sleeper", "status": "queued",
-        "sourceEventId": accepted["messageEventId"],
-    }]
+    assert snapshot["activeTurns"] == [
+        {
+            "turnId": accepted["turns"][0]["turnId"],
+            "targetActorId": "agent:sleeper",
+            "status": "queued",
+            "sourceEventId": accepted["messageEventId"],
+        }
+    ]
     card = snapshot["agents"][0]
     assert card["actorId"] == "agent:sleeper"
     assert card["capabilities"]["access"] == "unrestricted"
@@ -49,8 +53,22 @@ def test_bootstrap_stays_bounded_with_ten_thousand_events(make_server, tmp_path)
     db.executemany(
         "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
         " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [(f"evt_seed{i}", "room:main", "message.created", "user:web", "user", "You", "[]", f"corr_{i}",
-          f"corr_{i}", now, '{"content": "seed"}') for i in range(10_000)],
+        [
+            (
+                f"evt_seed{i}",
+                "room:main",
+                "message.created",
+                "user:web",
+                "user",
+                "You",
+                "[]",
+                f"corr_{i}",
+                f"corr_{i}",
+                now,
+                '{"content": "seed"}',
+            )
+            for i in range(10_000)
+        ],
     )
     db.commit()
     db.close()
@@ -86,8 +104,10 @@ def test_the_scope_key_survives_a_roster_change_and_the_runtime_key_does_not(mak
     server = make_server()
     before = server.get("/api/health").json()
     server.stop()
-    config = {"agents": {"sleeper": hanging_agent(server.workdir), "other": hanging_agent(server.workdir, "other")},
-              "timeouts": {"handshakeMs": 600000, "closeMs": 300}}
+    config = {
+        "agents": {"sleeper": hanging_agent(server.workdir), "other": hanging_agent(server.workdir, "other")},
+        "timeouts": {"handshakeMs": 600000, "closeMs": 300},
+    }
     server.write_config(config)
     server.start()
 

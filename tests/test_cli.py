@@ -153,9 +153,16 @@ def lost_bind(monkeypatch, tmp_path, probes: list[str]):
 
     path = write_config(tmp_path, free_port())
     target = port_probe.Target(path, load_config(path))
-    same = {"service": "groupx", "protocol": "groupx.runtime/1", "runtimeKey": target.key,
-            "runtimeScopeKey": target.scope_key, "status": "ok"}
-    found = [port_probe.Probe("unreachable")] + [port_probe.Probe(kind, 200, same if kind == "groupx" else {}) for kind in probes]
+    same = {
+        "service": "groupx",
+        "protocol": "groupx.runtime/1",
+        "runtimeKey": target.key,
+        "runtimeScopeKey": target.scope_key,
+        "status": "ok",
+    }
+    found = [port_probe.Probe("unreachable")] + [
+        port_probe.Probe(kind, 200, same if kind == "groupx" else {}) for kind in probes
+    ]
     monkeypatch.setattr(port_probe, "probe", lambda host, port, timeout=0.5: found.pop(0))
     monkeypatch.setattr(serve, "serve", lambda config, **hooks: serve.ServeResult("address_in_use", "in use"))
     monkeypatch.setattr(cli.time, "sleep", lambda seconds: None)
@@ -279,8 +286,11 @@ def test_restart_agent_replaces_one_agents_cli_in_the_running_instance(tmp_path,
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Restarting agent:kimi (replacing {before['instanceId']})")
-    wait_until(lambda: kimi().get("status") == "ready" and kimi()["instanceId"] != before["instanceId"],
-               timeout=30, message="kimi ready on a new instance")
+    wait_until(
+        lambda: kimi().get("status") == "ready" and kimi()["instanceId"] != before["instanceId"],
+        timeout=30,
+        message="kimi ready on a new instance",
+    )
     assert refused.returncode == 1 and "UNKNOWN_ACTOR" in refused.stderr
 
 
@@ -312,8 +322,9 @@ def test_restart_with_nothing_running_suggests_start(tmp_path):
 def survivor(tmp_path_factory):
     """One server for the shutdown requests that must not stop anything."""
     workdir = tmp_path_factory.mktemp("survivor")
-    server = GroupXServer(workdir, {"agents": {"sleeper": hanging_agent(workdir)},
-                                    "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
+    server = GroupXServer(
+        workdir, {"agents": {"sleeper": hanging_agent(workdir)}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}}
+    )
     server.start()
     yield server
     server.stop()
@@ -348,8 +359,11 @@ def test_shutdown_with_the_scope_key_answers_202_then_releases_the_port(make_ser
     response = server.post("/api/runtime/shutdown", {"runtimeScopeKey": identity["runtimeScopeKey"]})
 
     assert response.status_code == 202
-    assert response.json() == {"accepted": True, "runtimeKey": identity["runtimeKey"],
-                               "runtimeScopeKey": identity["runtimeScopeKey"]}
+    assert response.json() == {
+        "accepted": True,
+        "runtimeKey": identity["runtimeKey"],
+        "runtimeScopeKey": identity["runtimeScopeKey"],
+    }
     assert server.proc.wait(timeout=20) == 0
 
 
@@ -382,8 +396,9 @@ def test_doctor_finds_a_cli_on_path_and_summarises_the_config(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "kimi").symlink_to(FAKES_BIN / "kimi")
-    config = write_config(tmp_path, 4310, {"kimi": fake(tmp_path, "kimi"), "off": {**fake(tmp_path, "grok"),
-                                                                                  "enabled": False}})
+    config = write_config(
+        tmp_path, 4310, {"kimi": fake(tmp_path, "kimi"), "off": {**fake(tmp_path, "grok"), "enabled": False}}
+    )
     env = cli_env(tmp_path, PATH=f"{bin_dir}{os.pathsep}/usr/bin:/bin")
 
     result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)
@@ -458,8 +473,18 @@ def test_groupx_manage_runs_management_commands_on_the_configs_room_including_th
     env = cli_env(tmp_path, DJANGO_SUPERUSER_PASSWORD="first-admin-pw")
     migrated = groupx("manage", "--config", str(config), "migrate", "-v0", workdir=tmp_path, env=env)
     assert migrated.returncode == 0, migrated.stderr
-    created = groupx("manage", f"--config={config}", "createsuperuser", "--noinput", "--username", "admin",
-                     "--email", "admin@example.com", workdir=tmp_path, env=env)
+    created = groupx(
+        "manage",
+        f"--config={config}",
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        "admin",
+        "--email",
+        "admin@example.com",
+        workdir=tmp_path,
+        env=env,
+    )
     assert created.returncode == 0, created.stderr
     db = sqlite3.connect(tmp_path / ".groupx" / "groupx.db")
     try:
@@ -473,9 +498,16 @@ def test_groupx_manage_runs_management_commands_on_the_configs_room_including_th
 def test_doctor_names_the_demo_room_and_exits_1_without_an_agent_cli(tmp_path):
     config = tmp_path / "groupx.json"
     # The demo room as the starter config writes it when no agent CLI is on PATH.
-    config.write_text(json.dumps({"agents": {
-        f"demo-{driver}": {"driver": driver, "command": f"groupx-demo:{driver}", "cwd": str(tmp_path)}
-        for driver in ("kimi", "codex")}}))
+    config.write_text(
+        json.dumps(
+            {
+                "agents": {
+                    f"demo-{driver}": {"driver": driver, "command": f"groupx-demo:{driver}", "cwd": str(tmp_path)}
+                    for driver in ("kimi", "codex")
+                }
+            }
+        )
+    )
     env = cli_env(tmp_path, PATH=isolated_path(tmp_path))
 
     result = groupx("doctor", "--config", str(config), workdir=tmp_path, env=env)

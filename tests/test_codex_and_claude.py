@@ -20,8 +20,9 @@ def room(make_server, tmp_path):
 
 
 def started(room, turn_id):
-    return wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, turn_id)), timeout=20,
-                      message="turn.started")
+    return wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(room, turn_id)), timeout=20, message="turn.started"
+    )
 
 
 def test_a_room_of_all_five_drivers_answers_at_all_each_streaming(make_server, tmp_path):
@@ -112,7 +113,9 @@ def test_after_a_groupx_restart_the_stored_native_session_is_resumed(room, drive
     else:
         first_id = starts[0]["argv"][starts[0]["argv"].index("--session-id") + 1]
         assert starts[-1]["argv"][starts[-1]["argv"].index("--resume") + 1] == first_id
-    resumed = [e for e in room.events() if e["type"] == "session.resumed" and e["actor"]["actorId"] == f"agent:{driver}"]
+    resumed = [
+        e for e in room.events() if e["type"] == "session.resumed" and e["actor"]["actorId"] == f"agent:{driver}"
+    ]
     assert resumed
 
 

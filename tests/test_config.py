@@ -22,7 +22,10 @@ def test_defaults_apply_and_missing_agents_mean_codex_grok_kimi(tmp_path):
     assert config.server.port == 4310 and config.storage.path == ".groupx/groupx.db"
     assert config.limits.queuePerAgent == 64 and config.timeouts.idleMs == 300_000
     assert [a.actor_id for a in resolve_agents(config, tmp_path / "groupx.json")] == [
-        "agent:codex", "agent:grok", "agent:kimi"]
+        "agent:codex",
+        "agent:grok",
+        "agent:kimi",
+    ]
 
 
 def test_direct_transport_is_refused_with_a_clear_message():
@@ -45,8 +48,7 @@ def test_direct_transport_is_refused_with_a_clear_message():
         ({"agents": {"reviewer": {"cwd": "."}}}, "driver is required"),
         ({"agents": {"kimi": {"cwd": ".", "sandbox": "off"}}}, "agents.kimi.sandbox: unknown key"),
         ({"agents": {"kimi": {}}}, "agents.kimi.cwd"),
-        ({"agents": {"kimi": {"cwd": ".", "command": {"executable": "kimi", "prefixArgs": ["--yolo"]}}}},
-         "prefixArgs"),
+        ({"agents": {"kimi": {"cwd": ".", "command": {"executable": "kimi", "prefixArgs": ["--yolo"]}}}}, "prefixArgs"),
         ({"channelLayer": {"redisUrl": "redis://10.0.0.5:6379/0"}}, "channelLayer.redisUrl"),
         ({"channelLayer": {"redisUrl": "redis://redis.example.com:6379"}}, "host must be loopback"),
         ({"channelLayer": {"redisUrl": "rediss://127.0.0.1:6379"}}, "channelLayer.redisUrl"),
@@ -69,15 +71,22 @@ def test_invalid_configs_name_the_offending_key(raw, names):
     assert names in str(error.value)
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "redis://localhost", "redis://[::1]:6380/2",
-                                 "redis://127.0.0.2:7000", "unix:///run/redis/redis.sock"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0",
+        "redis://localhost",
+        "redis://[::1]:6380/2",
+        "redis://127.0.0.2:7000",
+        "unix:///run/redis/redis.sock",
+    ],
+)
 def test_a_channel_layer_on_loopback_or_a_unix_socket_is_accepted(url):
     assert parse_config({"channelLayer": {"redisUrl": url}}).channelLayer.redisUrl == url
 
 
 def test_a_remote_agent_keeps_its_remote_cwd_as_written_and_a_local_one_runs_here(tmp_path):
-    config = parse_config({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@build-box.lan"},
-                                      "grok": {"cwd": "."}}})
+    config = parse_config({"agents": {"kimi": {"cwd": "/srv/repo", "ssh": "me@build-box.lan"}, "grok": {"cwd": "."}}})
     remote, local = resolve_agents(config, tmp_path / "groupx.json")
 
     assert (remote.cwd, remote.ssh, remote.host) == ("/srv/repo", "me@build-box.lan", "me@build-box.lan")
@@ -100,16 +109,35 @@ def test_without_a_channel_layer_the_config_names_none():
 def test_an_interpreter_may_run_exactly_one_existing_script(tmp_path):
     script = tmp_path / "agent.py"
     script.write_text("print()")
-    ok = parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
-                                        "command": {"executable": "python3", "prefixArgs": [str(script)]}}}})
+    ok = parse_config(
+        {
+            "agents": {
+                "x": {"driver": "kimi", "cwd": ".", "command": {"executable": "python3", "prefixArgs": [str(script)]}}
+            }
+        }
+    )
     assert ok.agents["x"].command.prefixArgs == [str(script)]
     for bad in ([str(script), str(script)], [str(tmp_path / "missing.py")]):
         with pytest.raises(ConfigError, match="prefixArgs"):
-            parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
-                                            "command": {"executable": "python3", "prefixArgs": bad}}}})
+            parse_config(
+                {
+                    "agents": {
+                        "x": {"driver": "kimi", "cwd": ".", "command": {"executable": "python3", "prefixArgs": bad}}
+                    }
+                }
+            )
     with pytest.raises(ConfigError, match="interpreter"):
-        parse_config({"agents": {"x": {"driver": "kimi", "cwd": ".",
-                                        "command": {"executable": "/bin/sh", "prefixArgs": [str(script)]}}}})
+        parse_config(
+            {
+                "agents": {
+                    "x": {
+                        "driver": "kimi",
+                        "cwd": ".",
+                        "command": {"executable": "/bin/sh", "prefixArgs": [str(script)]},
+                    }
+                }
+            }
+        )
 
 
 def test_legacy_generated_defaults_are_upgraded_and_custom_values_kept():
@@ -122,7 +150,10 @@ def test_legacy_generated_defaults_are_upgraded_and_custom_values_kept():
 def test_a_direct_config_stops_the_server_before_any_file_is_opened(tmp_path):
     (tmp_path / "groupx.json").write_text('{"transport": "direct"}')
     result = subprocess.run(
-        [sys.executable, "manage.py", "migrate"], cwd=REPO, capture_output=True, text=True,
+        [sys.executable, "manage.py", "migrate"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
         env={"GROUPX_CONFIG": str(tmp_path / "groupx.json"), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode != 0
@@ -150,28 +181,39 @@ def test_a_remote_agent_survives_a_round_trip_through_the_setup_draft():
     assert parse_config(written).agents["kimi"].ssh == "me@box"
 
 
-@pytest.mark.parametrize("url", ["postgresql://groupx@127.0.0.1:5432/groupx", "postgres://localhost/room_1",
-                                 "postgresql://u:p%40ss@[::1]/groupx?sslmode=disable",
-                                 "postgresql:///groupx?host=/var/run/postgresql"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://groupx@127.0.0.1:5432/groupx",
+        "postgres://localhost/room_1",
+        "postgresql://u:p%40ss@[::1]/groupx?sslmode=disable",
+        "postgresql:///groupx?host=/var/run/postgresql",
+    ],
+)
 def test_a_postgresql_url_on_loopback_or_a_unix_socket_is_the_store(url):
     from groupx_site.core.postgresql import postgresql_database
 
     config = parse_config({"storage": {"url": url}})
     assert config.storage.url == url and config.storage.path == ".groupx/groupx.db"
     settings = postgresql_database(url, busy_timeout_ms=5000)
-    assert settings["ENGINE"] == "django.db.backends.postgresql" and "lock_timeout=5000" in settings["OPTIONS"]["options"]
+    assert (
+        settings["ENGINE"] == "django.db.backends.postgresql" and "lock_timeout=5000" in settings["OPTIONS"]["options"]
+    )
 
 
-@pytest.mark.parametrize("url, reason", [
-    ("postgresql://db.example.com/groupx", "loopback"),
-    ("postgresql://10.0.0.5:5432/groupx", "loopback"),
-    ("mysql://127.0.0.1/groupx", "postgresql://"),
-    ("postgresql://127.0.0.1/", "name the database"),
-    ("postgresql://127.0.0.1:99999/groupx", "port"),
-    ("postgresql:///groupx", "socket directory"),
-    ("postgresql://127.0.0.1/groupx?host=/tmp", "not both"),
-    ("postgresql://127.0.0.1/groupx?options=-c%20x", "query parameters"),
-])
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("postgresql://db.example.com/groupx", "loopback"),
+        ("postgresql://10.0.0.5:5432/groupx", "loopback"),
+        ("mysql://127.0.0.1/groupx", "postgresql://"),
+        ("postgresql://127.0.0.1/", "name the database"),
+        ("postgresql://127.0.0.1:99999/groupx", "port"),
+        ("postgresql:///groupx", "socket directory"),
+        ("postgresql://127.0.0.1/groupx?host=/tmp", "not both"),
+        ("postgresql://127.0.0.1/groupx?options=-c%20x", "query parameters"),
+    ],
+)
 def test_a_postgresql_url_beyond_loopback_or_malformed_is_refused_with_the_reason(url, reason):
     with pytest.raises(ConfigError, match=reason):
         parse_config({"storage": {"url": url}})
@@ -181,7 +223,10 @@ def test_saving_the_setup_draft_keeps_the_postgresql_url_of_the_file():
     from setup_wizard.actions import Draft, build_config
 
     previous = {"storage": {"path": ".groupx/groupx.db", "url": "postgresql://127.0.0.1/groupx"}}
-    draft = {"serverPort": 4310, "storagePath": "data/room.db",
-             "agents": [{"id": "kimi", "driver": "kimi", "name": "Kimi", "command": {"executable": "kimi"}, "cwd": "."}]}
+    draft = {
+        "serverPort": 4310,
+        "storagePath": "data/room.db",
+        "agents": [{"id": "kimi", "driver": "kimi", "name": "Kimi", "command": {"executable": "kimi"}, "cwd": "."}],
+    }
     raw = build_config(Draft.model_validate(draft), previous)
     assert raw["storage"] == {"path": "data/room.db", "url": "postgresql://127.0.0.1/groupx"}

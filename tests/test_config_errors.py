@@ -8,11 +8,15 @@ import pytest
 from tests.groupx_cli import groupx
 
 
-@pytest.mark.parametrize("text, says", [
-    ('{"server": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-    ("\ufeff" + '{"server": {"port": 4310}}', "byte order mark (BOM)"),
-    ('{"server": {"port": 4310,}}', "not valid JSON (line 1, column 26)"),
-], ids=["100000-deep", "utf8-bom", "trailing-comma"])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"server": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("\ufeff" + '{"server": {"port": 4310}}', "byte order mark (BOM)"),
+        ('{"server": {"port": 4310,}}', "not valid JSON (line 1, column 26)"),
+    ],
+    ids=["100000-deep", "utf8-bom", "trailing-comma"],
+)
 def test_a_config_the_parser_cannot_take_is_one_line_that_says_why(tmp_path, text, says):
     config = tmp_path / "groupx.json"
     config.write_text(text, encoding="utf-8")

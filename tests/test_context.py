@@ -47,8 +47,13 @@ def active_summaries(server) -> list[dict]:
 
 
 def ready(server, *actors: str) -> None:
-    wait_until(lambda: {a["actorId"] for a in server.get("/api/health").json()["agents"]
-                        if a["status"] == "ready"} >= set(actors), timeout=20, message="agents ready")
+    wait_until(
+        lambda: (
+            {a["actorId"] for a in server.get("/api/health").json()["agents"] if a["status"] == "ready"} >= set(actors)
+        ),
+        timeout=20,
+        message="agents ready",
+    )
 
 
 def test_usage_counts_the_room_messages_by_the_protocol_formula(make_server, tmp_path):
@@ -59,8 +64,14 @@ def test_usage_counts_the_room_messages_by_the_protocol_formula(make_server, tmp
     usage = room.get("/api/context").json()
 
     messages = [e for e in room.events() if e["type"] == "message.created"]
-    expected = 160 + sum(len(m["body"]["content"]) + len(m["actor"]["actorId"]) + len(m["actor"]["displayName"])
-                         + len(m["occurredAt"]) + 96 for m in messages)
+    expected = 160 + sum(
+        len(m["body"]["content"])
+        + len(m["actor"]["actorId"])
+        + len(m["actor"]["displayName"])
+        + len(m["occurredAt"])
+        + 96
+        for m in messages
+    )
     assert usage["estimatedCharacters"] == expected
     assert usage["maxCharacters"] == 256_000 and usage["compactionTriggerCharacters"] == 192_000
     assert usage["uncompactedMessageCount"] == 4 and usage["compactable"] is False
@@ -68,10 +79,12 @@ def test_usage_counts_the_room_messages_by_the_protocol_formula(make_server, tmp
 
 
 def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_summary_its_attempt_records(
-        make_server, tmp_path):
+    make_server, tmp_path
+):
     scenarios = {"kimi": {"default_turn": ["reply text=SUMMARY-OK"]}}
-    room = make_server(fake_agents(tmp_path, "kimi", "hermes", "grok", scenarios=scenarios),
-                       limits={"contextCharacters": 4_000})
+    room = make_server(
+        fake_agents(tmp_path, "kimi", "hermes", "grok", scenarios=scenarios), limits={"contextCharacters": 4_000}
+    )
     ready(room, "agent:kimi", "agent:hermes", "agent:grok")
     chat(room, "agent:grok", 8, size=400)  # grok reads along turn by turn; its packets stay small
     assert room.get("/api/context").json()["utilizationPercent"] == 100
@@ -90,9 +103,14 @@ def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_
     assert attempt["summary_through_seq"] == summary[0]["through_seq"]
     cursor = db_rows(room, "SELECT last_summary_seq FROM agents_deliverycursor WHERE actor_id = 'agent:hermes'")[0]
     assert cursor["last_summary_seq"] == summary[0]["through_seq"]
-    assert {row["summary_through_seq"] for row in db_rows(
-        room, "SELECT a.summary_through_seq FROM turns_turnattempt a JOIN turns_turn t USING (turn_id)"
-              " WHERE t.target_actor_id = 'agent:grok'")} == {None}  # grok's packets carried no summary
+    assert {
+        row["summary_through_seq"]
+        for row in db_rows(
+            room,
+            "SELECT a.summary_through_seq FROM turns_turnattempt a JOIN turns_turn t USING (turn_id)"
+            " WHERE t.target_actor_id = 'agent:grok'",
+        )
+    } == {None}  # grok's packets carried no summary
     assert "history-0" not in packet and "history-7" in packet  # the oldest went into the summary
     assert packet.endswith("[current_message]\n[[fake: reply text=done]] what did we settle?")
     assert len(packet) <= 4_000
@@ -104,8 +122,15 @@ def test_a_long_room_is_compacted_automatically_and_the_next_packet_carries_the_
     assert usage["summaryThroughSeq"] == summary[0]["through_seq"]
     assert usage["estimatedCharacters"] < usage["compactionTriggerCharacters"]
     # Dated-memory sources the compaction passed were flushed first (best effort) by their owner.
-    assert db_rows(room, "SELECT 1 FROM memory_datedmemorysource WHERE actor_id = 'agent:grok' AND processed_at IS NULL"
-                         " AND source_seq <= ?", summary[0]["through_seq"]) == []
+    assert (
+        db_rows(
+            room,
+            "SELECT 1 FROM memory_datedmemorysource WHERE actor_id = 'agent:grok' AND processed_at IS NULL"
+            " AND source_seq <= ?",
+            summary[0]["through_seq"],
+        )
+        == []
+    )
 
 
 def test_manual_compaction_keeps_the_last_twelve_messages_and_is_single_flight(make_server, tmp_path):
@@ -160,8 +185,10 @@ def test_reset_moves_the_floor_and_a_second_reset_without_news_is_a_no_op(make_s
     result = reset.json()
     floor_event = [e for e in room.events() if e["type"] == "context.reset"]
     assert result["reset"] is True and result["usage"]["uncompactedMessageCount"] == 0
-    assert len(floor_event) == 1 and floor_event[0]["body"] == {"throughSeq": result["throughSeq"],
-                                                                 "resetNativeSessions": False}
+    assert len(floor_event) == 1 and floor_event[0]["body"] == {
+        "throughSeq": result["throughSeq"],
+        "resetNativeSessions": False,
+    }
     assert floor_event[0]["actor"]["actorId"] == "system:groupx" and floor_event[0]["seq"] > result["throughSeq"]
     assert room.post("/api/context/reset", {"clientCommandId": command_id()}).json()["reset"] is False
 
@@ -185,8 +212,14 @@ def test_the_management_commands_compact_and_reset_and_say_what_they_did(make_se
     assert room.manage("reset_context").stdout.startswith("nothing to reset")
 
 
-@pytest.mark.parametrize("body", [{"clientCommandId": "r", "from": "user:web"}, {"clientCommandId": "r", "x": 1},
-                                  {"clientCommandId": "r", "resetNativeSessions": "yes"}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"clientCommandId": "r", "from": "user:web"},
+        {"clientCommandId": "r", "x": 1},
+        {"clientCommandId": "r", "resetNativeSessions": "yes"},
+    ],
+)
 def test_a_malformed_reset_is_refused(room, body):
     response = room.post("/api/context/reset", body)
     assert response.status_code == 400
@@ -216,7 +249,8 @@ def test_a_reply_chain_is_shown_once_and_the_unread_delta_holds_the_rest_in_orde
 
 
 def test_a_message_larger_than_the_whole_context_budget_fails_its_turn_with_context_budget_exceeded(
-        make_server, tmp_path):
+    make_server, tmp_path
+):
     room = make_server(fake_agents(tmp_path, "kimi"), limits={"contextCharacters": 1_024})
     ready(room, "agent:kimi")
 

@@ -22,8 +22,9 @@ def partial_text(server, turn_id: str) -> str | None:
 
 def test_a_reply_cut_by_a_sigkill_keeps_its_checkpointed_text_after_the_restart(make_server, tmp_path):
     room = make_server(fake_agents(tmp_path, "kimi"))
-    turn_id = send(room, "agent:kimi", f"[[fake: reply text={CHECKPOINTED} chunks=5; reply text={TAIL}; "
-                                       "hang emit_first=0]]")["turns"][0]["turnId"]
+    turn_id = send(
+        room, "agent:kimi", f"[[fake: reply text={CHECKPOINTED} chunks=5; reply text={TAIL}; hang emit_first=0]]"
+    )["turns"][0]["turnId"]
     wait_until(lambda: partial_text(room, turn_id), timeout=30, message="the first checkpoint of the reply")
 
     port = room.port

@@ -20,9 +20,16 @@ def test_createadmin_makes_an_admin_who_can_log_in_and_refuses_a_taken_name_or_a
     with httpx.Client(base_url=room.url("")) as client:
         login_page = client.get("/admin/login/")
         token = client.cookies["csrftoken"]
-        answer = client.post("/admin/login/?next=/admin/", data={"username": "grace", "password": "a long enough secret",
-                                                                  "csrfmiddlewaretoken": token, "next": "/admin/"},
-                             headers={"Origin": room.url("").rstrip("/")})
+        answer = client.post(
+            "/admin/login/?next=/admin/",
+            data={
+                "username": "grace",
+                "password": "a long enough secret",
+                "csrfmiddlewaretoken": token,
+                "next": "/admin/",
+            },
+            headers={"Origin": room.url("").rstrip("/")},
+        )
         assert "No account yet?" in login_page.text
         assert answer.status_code == 302 and answer.headers["location"] == "/admin/"
         assert client.get("/admin/").status_code == 200

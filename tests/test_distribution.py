@@ -29,12 +29,21 @@ LAUNCHERS = ["claude", "codex", "demo-assistant", "grok", "hermes", "kimi"]
 
 def test_the_wheel_carries_what_the_room_runs_and_passes_check_wheel_contents(tmp_path):
     # As `make dist` builds them: the sdist, then the wheel from the sdist (so the sdist is complete too).
-    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(tmp_path), str(REPO)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(tmp_path), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("groupx-*.whl")
-    checked = subprocess.run([sys.executable, "-m", "check_wheel_contents", str(wheel)], cwd=REPO,
-                             capture_output=True, text=True, timeout=120)
+    checked = subprocess.run(
+        [sys.executable, "-m", "check_wheel_contents", str(wheel)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert checked.returncode == 0 and checked.stdout.strip().endswith("OK"), checked.stdout + checked.stderr
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
@@ -47,5 +56,11 @@ def test_the_wheel_carries_what_the_room_runs_and_passes_check_wheel_contents(tm
     (sdist,) = tmp_path.glob("groupx-*.tar.gz")
     with tarfile.open(sdist) as archive:
         top = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {"setup.py", "pyproject.toml", "CHANGELOG.md", "templates/rooms/room.html", "static/rooms/api.js",
-            "agents/fakes/bin/kimi"} <= top
+    assert {
+        "setup.py",
+        "pyproject.toml",
+        "CHANGELOG.md",
+        "templates/rooms/room.html",
+        "static/rooms/api.js",
+        "agents/fakes/bin/kimi",
+    } <= top

@@ -20,8 +20,12 @@ def test_the_names_orders_and_labels_are_those_groupx_used_before_the_table():
     assert DEMO_DRIVERS == ("kimi", "hermes", "grok", "codex", "claude")
     assert DISPLAY_NAMES == {"codex": "Codex", "grok": "Grok", "kimi": "Kimi", "hermes": "Hermes", "claude": "Claude"}
     assert {name: instances.protocol_label(name) for name in DRIVER_NAMES} == {
-        "codex": "codex-app-server-stdio-jsonrpc-v2", "claude": "claude-cli-stream-json-v1",
-        "kimi": "acp", "hermes": "acp", "grok": "acp"}
+        "codex": "codex-app-server-stdio-jsonrpc-v2",
+        "claude": "claude-cli-stream-json-v1",
+        "kimi": "acp",
+        "hermes": "acp",
+        "grok": "acp",
+    }
 
 
 def test_every_demo_driver_has_its_fake_cli_shim():
@@ -56,4 +60,5 @@ def test_the_setup_snapshot_hands_the_wizard_the_driver_list(room):
 
     assert snapshot["driverChoices"] == [
         {"name": name, "displayName": spec.display_name, "protocol": spec.protocol, "installHint": spec.install_hint}
-        for name, spec in DRIVERS.items()]
+        for name, spec in DRIVERS.items()
+    ]

@@ -27,8 +27,9 @@ def test_a_reader_from_zero_gets_every_durable_event_once_in_order_while_writes_
     for i in range(10):
         post(server, f"before {i}")
     with SseClient(server.base_url, after_seq=0) as reader:
-        writers = [threading.Thread(target=lambda n=n: [post(server, f"w{n}-{i}") for i in range(10)])
-                   for n in range(4)]
+        writers = [
+            threading.Thread(target=lambda n=n: [post(server, f"w{n}-{i}") for i in range(10)]) for n in range(4)
+        ]
         for w in writers:
             w.start()
         for w in writers:
@@ -81,8 +82,9 @@ def test_after_seq_and_last_event_id_may_both_be_sent_when_they_agree(server):
     assert first_id == "id: 3"
 
 
-@pytest.mark.parametrize(("query", "header"), [("afterSeq=1", "2"), ("afterSeq=-1", None), ("afterSeq=abc", None),
-                                               (None, "x1")])
+@pytest.mark.parametrize(
+    ("query", "header"), [("afterSeq=1", "2"), ("afterSeq=-1", None), ("afterSeq=abc", None), (None, "x1")]
+)
 def test_a_bad_or_conflicting_cursor_is_invalid_envelope(server, query, header):
     url = server.url("/api/events" + (f"?{query}" if query else ""))
     response = httpx.get(url, headers={"Last-Event-ID": header} if header else {}, timeout=5)

@@ -45,6 +45,7 @@ def test_many_streams_attached_while_commits_burst_each_get_every_seq_once_in_or
     early = [SseClient(server.base_url, after_seq=0) for _ in range(30)]
     late: list[tuple[int, SseClient]] = []
     try:
+
         def write(n: int) -> None:
             for i in range(15):
                 post(server, f"w{n}-{i}")
@@ -91,8 +92,22 @@ def insert_rows(server, count: int, *, body_size: int = 0) -> None:
         db.executemany(
             "INSERT INTO rooms_event (event_id, room_id, event_type, actor_id, actor_kind, actor_display_name,"
             " targets, correlation_id, root_correlation_id, occurred_at, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [(f"evt_other{uuid.uuid4().hex}", "room:main", "message.created", "user:web", "user", "You", "[]",
-              f"corr_o{i}", f"corr_o{i}", now, body) for i in range(count)],
+            [
+                (
+                    f"evt_other{uuid.uuid4().hex}",
+                    "room:main",
+                    "message.created",
+                    "user:web",
+                    "user",
+                    "You",
+                    "[]",
+                    f"corr_o{i}",
+                    f"corr_o{i}",
+                    now,
+                    body,
+                )
+                for i in range(count)
+            ],
         )
         db.commit()
     finally:
@@ -131,8 +146,9 @@ def test_deltas_reach_every_attached_stream_complete_and_in_order(make_server, t
         terminal = wait_terminal(room, turn_id)
         for reader in readers:
             reader.wait_for(lambda e: e.get("eventId") == terminal["eventId"])
-            deltas = [e for e in reader.transient
-                      if e["type"] == "turn.content.delta" and e["body"]["turnId"] == turn_id]
+            deltas = [
+                e for e in reader.transient if e["type"] == "turn.content.delta" and e["body"]["turnId"] == turn_id
+            ]
             assert [d["body"]["chunkIndex"] for d in deltas] == [0, 1, 2, 3, 4]
     finally:
         for reader in readers:

@@ -16,8 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 APP_PACKAGES = ("agents", "groupx_site", "memory", "rooms", "setup_wizard", "turns")
 EVENT_TYPE_LIKE = re.compile(r"^(message|operator|turn|tool|session|memory|identity|context|routing)\.[a-z_.]+$")
 # Command types (receipts, turns.command_type), not event types: they share the dotted spelling.
-COMMAND_TYPES = {"memory.remember", "memory.retract", "memory.supersede", "memory.core_remember",
-                 "identity.remember", "identity.retract", "identity.supersede", "context.compact"}
+COMMAND_TYPES = {
+    "memory.remember",
+    "memory.retract",
+    "memory.supersede",
+    "memory.core_remember",
+    "identity.remember",
+    "identity.retract",
+    "identity.supersede",
+    "context.compact",
+}
 
 
 def app_sources():
@@ -49,8 +57,12 @@ def test_every_event_type_the_code_spells_out_is_declared():
 def test_every_event_type_the_page_names_is_declared():
     named = set()
     for path in (ROOT / "static" / "rooms").glob("*.js"):
-        named.update(re.findall(r'"((?:message|turn|session|memory|identity|context|routing|operator)\.[a-z_.]*[a-z_])"',
-                                path.read_text()))
+        named.update(
+            re.findall(
+                r'"((?:message|turn|session|memory|identity|context|routing|operator)\.[a-z_.]*[a-z_])"',
+                path.read_text(),
+            )
+        )
     assert sorted(named - set(REGISTRY)) == []
 
 
@@ -59,13 +71,16 @@ def test_the_context_and_audit_lists_derive_from_the_audiences():
     assert set(AUDIT_TYPES) == {"turn.reasoning.recorded", "tool.progress.recorded"}
     from memory.transcript import CONTEXT_TYPES as transcript_types
     from turns.member_actions import AUDIT_ONLY_TYPES
+
     assert transcript_types == CONTEXT_TYPES and AUDIT_ONLY_TYPES == AUDIT_TYPES
 
 
 def test_a_turn_terminal_exists_for_every_final_status():
     from turns.states import CANCELLED, COMPLETED, FAILED, INTERRUPTED
+
     assert {f"turn.{status}" for status in (COMPLETED, FAILED, CANCELLED, INTERRUPTED)} == set(
-        event_types.TURN_TERMINALS.values())
+        event_types.TURN_TERMINALS.values()
+    )
 
 
 def test_an_undeclared_type_is_refused_with_an_error_not_an_assert():
@@ -91,7 +106,11 @@ def test_bootstrap_hands_the_page_the_table_and_the_forbidden_namespaces(room):
 
     assert snapshot["eventTypes"]["forbiddenPrefixes"] == ["approval.", "permission.", "user_input."]
     by_name = {entry["type"]: entry for entry in snapshot["eventTypes"]["types"]}
-    assert by_name["message.created"] == {"type": "message.created", "durability": "durable",
-                                          "audience": "context", "body": ["content"]}
+    assert by_name["message.created"] == {
+        "type": "message.created",
+        "durability": "durable",
+        "audience": "context",
+        "body": ["content"],
+    }
     assert by_name["turn.content.delta"]["durability"] == "transient"
     assert set(by_name) == set(REGISTRY)

@@ -48,16 +48,18 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
     port = free_port()
     config = tmp_path / "groupx.json"
 
-    room = foreground(tmp_path, "start", "--config", str(config), "--port", str(port), "--no-open",
-                      env=fresh_env(tmp_path))
+    room = foreground(
+        tmp_path, "start", "--config", str(config), "--port", str(port), "--no-open", env=fresh_env(tmp_path)
+    )
     ready = room.wait_ready(port)
 
     written = json.loads(config.read_text())
     assert written["server"] == {"host": "127.0.0.1", "port": port}
     # Named in a form resolved at run time (the installed package's launchers), never by a path of
     # this install: a demo room survives a reinstall of GroupX elsewhere.
-    assert {a["command"] for a in written["agents"].values()} == {f"groupx-demo:{d}" for d in
-                                                                  ("kimi", "hermes", "grok", "codex", "claude")}
+    assert {a["command"] for a in written["agents"].values()} == {
+        f"groupx-demo:{d}" for d in ("kimi", "hermes", "grok", "codex", "claude")
+    }
     assert all((FAKES_BIN / d).is_file() for d in ("kimi", "hermes", "grok", "codex", "claude", "demo-assistant"))
     agent_ids = [a["actorId"] for a in ready["agents"]]
     assert sorted(agent_ids) == sorted(f"agent:{agent_id}" for agent_id in written["agents"])
@@ -65,8 +67,11 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
     assert f"GroupX is ready at http://127.0.0.1:{port}" in room.output()
     assert stat.S_IMODE((tmp_path / ".groupx").stat().st_mode) == 0o700  # it holds the bindings (D39)
     with SseClient(f"http://127.0.0.1:{port}", after_seq=0) as stream:
-        accepted = httpx.post(f"http://127.0.0.1:{port}/api/messages", timeout=10, json={
-            "clientCommandId": f"first-{uuid.uuid4()}", "to": agent_ids, "content": "hello, demo room"})
+        accepted = httpx.post(
+            f"http://127.0.0.1:{port}/api/messages",
+            timeout=10,
+            json={"clientCommandId": f"first-{uuid.uuid4()}", "to": agent_ids, "content": "hello, demo room"},
+        )
         assert accepted.status_code == 202, accepted.text
         turn_ids = {turn["turnId"] for turn in accepted.json()["turns"]}
         assert len(turn_ids) == len(agent_ids)
@@ -77,10 +82,16 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
         wait_until(all_completed, timeout=60, interval=0.1, message="turn.completed from every demo agent")
     # The demo assistant (issue 20) asks every agent for a status through the operator tools.
     assistant = f"http://127.0.0.1:{port}/api/assistant"
-    wait_until(lambda: httpx.get(assistant, timeout=10).json()["status"] == "ready", timeout=60,
-               message="the demo assistant ready")
-    answer = httpx.post(f"{assistant}/messages", timeout=180, json={
-        "clientCommandId": "first-assistant", "content": "ask every agent for a status and summarise"})
+    wait_until(
+        lambda: httpx.get(assistant, timeout=10).json()["status"] == "ready",
+        timeout=60,
+        message="the demo assistant ready",
+    )
+    answer = httpx.post(
+        f"{assistant}/messages",
+        timeout=180,
+        json={"clientCommandId": "first-assistant", "content": "ask every agent for a status and summarise"},
+    )
     assert answer.status_code == 200, answer.text
     summary = answer.json()["assistantMessage"]["content"]
     assert summary.startswith(f"I asked {len(agent_ids)} agent(s) for a status:")
@@ -93,12 +104,16 @@ def test_init_without_a_config_starts_the_room_and_points_at_the_setup_page(tmp_
     port = free_port()
     config = tmp_path / "groupx.json"
 
-    room = foreground(tmp_path, "init", "--config", str(config), "--port", str(port), "--no-open",
-                      env=fresh_env(tmp_path))
+    room = foreground(
+        tmp_path, "init", "--config", str(config), "--port", str(port), "--no-open", env=fresh_env(tmp_path)
+    )
     room.wait_ready(port)
 
-    wait_until(lambda: f"Change the agents at http://127.0.0.1:{port}/setup" in room.output(), timeout=10,
-               message="the /setup address on stdout")
+    wait_until(
+        lambda: f"Change the agents at http://127.0.0.1:{port}/setup" in room.output(),
+        timeout=10,
+        message="the /setup address on stdout",
+    )
     assert httpx.get(f"http://127.0.0.1:{port}/api/setup", timeout=10).json()["existing"] is True
     again = groupx("init", "--config", str(config), "--no-open", workdir=tmp_path)
     assert again.returncode == 0 and f"http://127.0.0.1:{port}/setup" in again.stdout
@@ -107,8 +122,9 @@ def test_init_without_a_config_starts_the_room_and_points_at_the_setup_page(tmp_
 def test_agent_clis_found_on_path_are_the_starter_roster_instead_of_the_demo_agents(tmp_path):
     env = cli_env(tmp_path, PATH=isolated_path(tmp_path, "kimi", "claude"), GROUPX_CONFIG=str(tmp_path / "groupx.json"))
 
-    written = subprocess.run([sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60,
-                             capture_output=True, text=True)
+    written = subprocess.run(
+        [sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60, capture_output=True, text=True
+    )
 
     assert written.returncode == 0, written.stderr
     assert "agent:kimi, agent:claude" in written.stdout and "demo" not in written.stdout
@@ -119,8 +135,9 @@ def test_agent_clis_found_on_path_are_the_starter_roster_instead_of_the_demo_age
 def test_a_first_setup_with_a_real_cli_turns_the_room_assistant_on_with_that_cli_as_its_brain(tmp_path):
     env = cli_env(tmp_path, PATH=isolated_path(tmp_path, "claude"), GROUPX_CONFIG=str(tmp_path / "groupx.json"))
 
-    written = subprocess.run([sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60,
-                             capture_output=True, text=True)
+    written = subprocess.run(
+        [sys.executable, "manage.py", "init_config"], cwd=REPO, env=env, timeout=60, capture_output=True, text=True
+    )
 
     assert written.returncode == 0, written.stderr
     assistant = json.loads((tmp_path / "groupx.json").read_text())["assistant"]
@@ -144,9 +161,14 @@ def runserver(workdir: Path, address: str, *options: str) -> subprocess.Popen:
     """``manage.py runserver`` in its own process group: with the autoreloader the server is a
     child of the command, and both must go at the end."""
     log = open(workdir / "runserver.log", "ab")  # noqa: SIM115 (the child owns it)
-    return subprocess.Popen([sys.executable, "manage.py", "runserver", address, *options], cwd=REPO,
-                            env=fresh_env(workdir, GROUPX_CONFIG=str(workdir / "groupx.json")),
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", address, *options],
+        cwd=REPO,
+        env=fresh_env(workdir, GROUPX_CONFIG=str(workdir / "groupx.json")),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop_group(process: subprocess.Popen) -> None:
@@ -168,19 +190,29 @@ def ipv6_loopback() -> bool:
     return True
 
 
-@pytest.mark.parametrize(("address", "origin", "options"), [
-    ("127.0.0.1:{port}", "http://127.0.0.1:{port}", ("--noreload",)),
-    ("{port}", "http://127.0.0.1:{port}", ()),  # the bare port, with Django's autoreloader as people run it
-    ("localhost:{port}", "http://localhost:{port}", ("--noreload",)),
-    pytest.param("[::1]:{port}", "http://[::1]:{port}", ("--noreload",),
-                 marks=pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback here")),
-], ids=["ipv4", "bare-port-with-reloader", "localhost", "ipv6"])
-def test_runserver_on_a_fresh_checkout_writes_the_config_migrates_and_serves_a_ready_room(tmp_path, address,
-                                                                                         origin, options):
+@pytest.mark.parametrize(
+    ("address", "origin", "options"),
+    [
+        ("127.0.0.1:{port}", "http://127.0.0.1:{port}", ("--noreload",)),
+        ("{port}", "http://127.0.0.1:{port}", ()),  # the bare port, with Django's autoreloader as people run it
+        ("localhost:{port}", "http://localhost:{port}", ("--noreload",)),
+        pytest.param(
+            "[::1]:{port}",
+            "http://[::1]:{port}",
+            ("--noreload",),
+            marks=pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback here"),
+        ),
+    ],
+    ids=["ipv4", "bare-port-with-reloader", "localhost", "ipv6"],
+)
+def test_runserver_on_a_fresh_checkout_writes_the_config_migrates_and_serves_a_ready_room(
+    tmp_path, address, origin, options
+):
     port = free_port()
     origin = origin.format(port=port)
     server = runserver(tmp_path, address.format(port=port), *options)
     try:
+
         def ready():
             assert server.poll() is None, (tmp_path / "runserver.log").read_text()
             try:
@@ -237,9 +269,14 @@ def test_runserver_restarts_its_serving_child_when_a_project_file_changes(tmp_pa
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "[::]", "0"])
 def test_runserver_refuses_an_address_off_loopback_without_binding(tmp_path, host):
     port = free_port()
-    refused = subprocess.run([sys.executable, "manage.py", "runserver", f"{host}:{port}"], cwd=REPO, timeout=60,
-                             env=fresh_env(tmp_path, GROUPX_CONFIG=str(tmp_path / "groupx.json")),
-                             capture_output=True, text=True)
+    refused = subprocess.run(
+        [sys.executable, "manage.py", "runserver", f"{host}:{port}"],
+        cwd=REPO,
+        timeout=60,
+        env=fresh_env(tmp_path, GROUPX_CONFIG=str(tmp_path / "groupx.json")),
+        capture_output=True,
+        text=True,
+    )
 
     assert refused.returncode != 0
     assert "GroupX listens on loopback only" in refused.stderr

@@ -42,8 +42,9 @@ def damage_table_pages(path: Path, table: str) -> None:
     header, page 1, is left alone)."""
     db = sqlite3.connect(path)
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
-    roots = [row[0] for row in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = ? AND rootpage > 1",
-                                          (table,))]
+    roots = [
+        row[0] for row in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = ? AND rootpage > 1", (table,))
+    ]
     db.close()
     assert roots
     with open(path, "r+b") as file:
@@ -55,8 +56,9 @@ def damage_table_pages(path: Path, table: str) -> None:
 def test_health_says_starting_and_writes_are_refused_until_a_slow_agent_has_started(tmp_path):
     release = tmp_path / "release-the-handshake"
     agents = fake_agents(tmp_path, "kimi", scenarios={"kimi": {"initialize_wait_for_file": str(release)}})
-    server = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
-                          env=WAIT_FOR_SESSIONS)
+    server = GroupXServer(
+        tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}}, env=WAIT_FOR_SESSIONS
+    )
     try:
         server.start(wait_ready=False)
 
@@ -72,8 +74,9 @@ def test_health_says_starting_and_writes_are_refused_until_a_slow_agent_has_star
         assert not [e for e in snapshot["recentEvents"] if e["type"] == "message.created"]
 
         release.touch()
-        ready = wait_until(lambda: (body := health(server))["readiness"] == "ready" and body, timeout=60,
-                           message="readiness ready")
+        ready = wait_until(
+            lambda: (body := health(server))["readiness"] == "ready" and body, timeout=60, message="readiness ready"
+        )
         # Sessions start before readiness (FEATURES §7): the first "ready" already has the agent up.
         assert agent(ready, "agent:kimi")["status"] == "ready"
         accepted = send(server, "agent:kimi", "now")
@@ -128,8 +131,7 @@ def test_a_database_from_a_newer_groupx_is_refused_at_start_and_health_says_why(
 
     server.start(migrate=False, wait_ready=False)
 
-    failed = wait_until(lambda: (body := health(server))["readiness"] == "failed" and body,
-                        message="readiness failed")
+    failed = wait_until(lambda: (body := health(server))["readiness"] == "failed" and body, message="readiness failed")
     assert failed["status"] == "degraded" and failed["store"]["schemaVersion"] == 10
     assert "schema version 10" in failed["lastError"]["message"]
     refused = server.post("/api/messages", {**message("no"), "to": ["agent:sleeper"]})
@@ -162,9 +164,11 @@ def test_an_agent_whose_cli_keeps_exiting_at_start_is_degraded_until_a_start_wor
 
 
 def test_readiness_stops_waiting_for_a_hanging_handshake_after_the_session_start_wait(tmp_path):
-    server = GroupXServer(tmp_path, {"agents": {"sleeper": hanging_agent(tmp_path)},
-                                     "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
-                          env={"GROUPX_SESSION_START_WAIT_MS": "300"})
+    server = GroupXServer(
+        tmp_path,
+        {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
+        env={"GROUPX_SESSION_START_WAIT_MS": "300"},
+    )
     try:
         server.start()
 

@@ -50,14 +50,23 @@ def test_a_page_holds_the_same_envelopes_as_bootstrap_and_the_stream(make_server
 
     assert newest["events"] == snapshot["recentEvents"]
     assert newest["previousPage"] == snapshot["previousPage"]
-    assert [e["seq"] for e in older.json()["events"]] == list(range(snapshot["previousPage"]["beforeSeq"] - 5,
-                                                                     snapshot["previousPage"]["beforeSeq"]))
+    assert [e["seq"] for e in older.json()["events"]] == list(
+        range(snapshot["previousPage"]["beforeSeq"] - 5, snapshot["previousPage"]["beforeSeq"])
+    )
     assert older.json()["events"][0]["durability"] == "durable"
 
 
-@pytest.mark.parametrize("params", [
-    {"limit": "501"}, {"limit": "0"}, {"limit": "-1"}, {"limit": "ten"}, {"beforeSeq": "0"}, {"beforeSeq": "x"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": "501"},
+        {"limit": "0"},
+        {"limit": "-1"},
+        {"limit": "ten"},
+        {"beforeSeq": "0"},
+        {"beforeSeq": "x"},
+    ],
+)
 def test_a_page_limit_or_cursor_out_of_bounds_is_an_invalid_envelope(room, params):
     response = room.get("/api/events/page", params=params)
 
@@ -77,15 +86,23 @@ def test_the_largest_page_is_500_events(make_server):
 
 def test_search_finds_an_old_message_by_a_word_whoever_wrote_it(make_server):
     server = make_server()
-    old = [message("the quarterly Zebra migration plan", author="kimi"),
-           message("a system note about zebras", author="system")]
+    old = [
+        message("the quarterly Zebra migration plan", author="kimi"),
+        message("a system note about zebras", author="system"),
+    ]
     seed_messages(server, old + numbered(1_000))
-    accepted = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
-                                              "content": "one more zebra, posted live"}).json()
+    accepted = server.post(
+        "/api/messages",
+        {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"], "content": "one more zebra, posted live"},
+    ).json()
 
     found = server.get("/api/search", params={"q": "ZEBRA"}).json()
 
-    assert [i["eventId"] for i in found["items"]] == [accepted["messageEventId"], old[1]["event_id"], old[0]["event_id"]]
+    assert [i["eventId"] for i in found["items"]] == [
+        accepted["messageEventId"],
+        old[1]["event_id"],
+        old[0]["event_id"],
+    ]
     oldest = found["items"][-1]
     assert oldest["author"] == {"actorId": "agent:kimi", "kind": "agent", "displayName": "Kimi"}
     assert oldest["snippet"] == "the quarterly Zebra migration plan"
@@ -96,8 +113,14 @@ def test_search_finds_an_old_message_by_a_word_whoever_wrote_it(make_server):
 def test_search_finds_a_message_at_once_and_the_same_after_the_room_has_indexed_it_by_itself(make_server):
     server = make_server()
     seed_messages(server, [message("a walrus in the Österreich backlog")] + numbered(50))
-    accepted = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
-                                              "content": "a Walrus from ÖSTERREICH, posted live"}).json()
+    accepted = server.post(
+        "/api/messages",
+        {
+            "clientCommandId": str(uuid.uuid4()),
+            "to": ["agent:sleeper"],
+            "content": "a Walrus from ÖSTERREICH, posted live",
+        },
+    ).json()
 
     at_once = server.get("/api/search", params={"q": "walrus österreich"}).json()["items"]
     head = server.get("/api/events/page", params={"limit": 1}).json()["events"][-1]["seq"]
@@ -105,8 +128,10 @@ def test_search_finds_a_message_at_once_and_the_same_after_the_room_has_indexed_
         wait_until(lambda: indexed_through(server) >= head, timeout=30, message="the search index's next batch")
     indexed = server.get("/api/search", params={"q": "walrus österreich"}).json()["items"]
 
-    assert [i["snippet"] for i in at_once] == ["a Walrus from ÖSTERREICH, posted live",
-                                               "a walrus in the Österreich backlog"]
+    assert [i["snippet"] for i in at_once] == [
+        "a Walrus from ÖSTERREICH, posted live",
+        "a walrus in the Österreich backlog",
+    ]
     assert indexed == at_once and at_once[0]["eventId"] == accepted["messageEventId"]
 
 
@@ -158,8 +183,9 @@ def seed_three_days(server) -> list[dict]:
     first = message("Monday: we agreed on **SQLite**", at=DAY)
     messages = [
         first,
-        message("Tuesday: Kimi wrote the migration", author="kimi", at=DAY + timedelta(days=1),
-                reply_to=first["event_id"]),
+        message(
+            "Tuesday: Kimi wrote the migration", author="kimi", at=DAY + timedelta(days=1), reply_to=first["event_id"]
+        ),
         message("Tuesday afternoon: tests pass", at=DAY + timedelta(days=1, hours=5)),
         message("Wednesday: shipped", at=DAY + timedelta(days=2)),
     ]
@@ -197,8 +223,9 @@ def test_the_whole_room_exports_in_pages_and_an_empty_range_says_so(make_server)
     assert "No messages in this range" in empty
 
 
-@pytest.mark.parametrize("params", [{"from": "yesterday"}, {"to": "2026-13-01"},
-                                    {"from": "2026-03-03", "to": "2026-03-02"}])
+@pytest.mark.parametrize(
+    "params", [{"from": "yesterday"}, {"to": "2026-13-01"}, {"from": "2026-03-03", "to": "2026-03-02"}]
+)
 def test_an_export_range_that_is_not_iso_or_is_backwards_is_an_invalid_envelope(room, params):
     response = room.get("/api/export.md", params=params)
 
@@ -272,9 +299,15 @@ def test_a_page_from_a_date_starts_at_the_first_event_of_that_moment(make_server
     assert [e["body"]["content"] for e in late["events"]] == ["hour 22"]
 
 
-@pytest.mark.parametrize("params", [
-    {"from": "yesterday"}, {"afterSeq": "-1"}, {"afterSeq": "x"}, {"afterSeq": "1", "beforeSeq": "0"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"from": "yesterday"},
+        {"afterSeq": "-1"},
+        {"afterSeq": "x"},
+        {"afterSeq": "1", "beforeSeq": "0"},
+    ],
+)
 def test_a_forward_page_with_a_bad_cursor_or_date_is_an_invalid_envelope(room, params):
     response = room.get("/api/events/page", params=params)
 

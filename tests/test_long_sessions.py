@@ -25,8 +25,12 @@ LINE_LIMIT = 1 << 20  # NATIVE_PROTOCOLS: one stdout line of a CLI is at most 1 
 
 
 def native_session(room, actor_id: str) -> str:
-    rows = db_rows(room, "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND "
-                         "native_session_id IS NOT NULL ORDER BY last_ready_at DESC", actor_id)
+    rows = db_rows(
+        room,
+        "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND "
+        "native_session_id IS NOT NULL ORDER BY last_ready_at DESC",
+        actor_id,
+    )
     return rows[0]["native_session_id"]
 
 
@@ -68,9 +72,12 @@ def test_a_thousand_turn_session_is_resumed_after_a_restart_and_answers(make_ser
         assert pages and pages[-1]["returned"] == 1
     elif driver == "kimi":
         # ACP replays the history on session/load, one update a line; the driver waits it out.
-        replayed = [r for r in wire(room, "kimi", kind="out")
-                    if r["msg"].get("method") == "session/update"
-                    and r["msg"]["params"]["update"]["sessionUpdate"] == "user_message_chunk"]
+        replayed = [
+            r
+            for r in wire(room, "kimi", kind="out")
+            if r["msg"].get("method") == "session/update"
+            and r["msg"]["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+        ]
         assert len(replayed) >= LONG
     else:
         starts = wire(room, "claude", kind="start")
@@ -87,17 +94,24 @@ def test_a_session_that_cannot_be_resumed_falls_back_to_a_fresh_one_and_says_why
     with SseClient(room.base_url, after_seq=head) as stream:
         response = room.post("/api/agents/agent:codex/restart", {"clientCommandId": f"r-{uuid.uuid4()}"})
         assert response.status_code == 202, response.text
-        ready = stream.wait_for(lambda e: e["type"] == "session.ready" and e["actor"]["actorId"] == "agent:codex",
-                                timeout=30, message="session.ready")
+        ready = stream.wait_for(
+            lambda e: e["type"] == "session.ready" and e["actor"]["actorId"] == "agent:codex",
+            timeout=30,
+            message="session.ready",
+        )
         retrying = [e for e in stream.transient if e["type"] == "session.retrying"]
 
     assert len(retrying) == 1, retrying
     assert retrying[0]["body"]["errorCode"] == "SESSION_NOT_AVAILABLE"
     assert "could not be resumed" in retrying[0]["body"]["reason"]
     assert ready["body"]["continuity"] == "new_session_after_resume_failure"
-    assert ready["body"]["resumeErrorCode"] == "SESSION_NOT_AVAILABLE" and "could not be resumed" in ready["body"]["reason"]
-    health = wait_until(lambda: (h := agent_health(room, "agent:codex"))["status"] == "ready" and h,
-                        timeout=10, message="codex ready")
+    assert (
+        ready["body"]["resumeErrorCode"] == "SESSION_NOT_AVAILABLE"
+        and "could not be resumed" in ready["body"]["reason"]
+    )
+    health = wait_until(
+        lambda: (h := agent_health(room, "agent:codex"))["status"] == "ready" and h, timeout=10, message="codex ready"
+    )
     assert not health.get("lastError"), health  # never "ready" beside an error
     assert native_session(room, "agent:codex") != lost
     assert wait_terminal(room, send(room, "agent:codex", "again")["turns"][0]["turnId"])["type"] == "turn.completed"
@@ -116,7 +130,10 @@ def test_a_start_that_keeps_failing_retries_with_backoff_then_fails_visibly(make
 
     # The stored thread is tried once (and given up with its reason), then three fresh starts.
     assert [(b["attempt"], b["nextDelayMs"], "reason" in b) for b in retrying] == [
-        (1, 0, True), (1, 400, False), (2, 800, False)]
+        (1, 0, True),
+        (1, 400, False),
+        (2, 800, False),
+    ]
     assert all(b["errorCode"] == "ADAPTER_START_FAILED" and b["maxAttempts"] == 3 for b in retrying)
     assert failed["body"]["errorCode"] == "ADAPTER_START_FAILED" and failed["body"]["attempts"] == 3
     health = agent_health(room, "agent:codex")

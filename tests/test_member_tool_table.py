@@ -28,8 +28,10 @@ def listed() -> dict:
     # On its own thread: the browser tests' sync Playwright keeps an event loop running in this one.
     with ThreadPoolExecutor(1) as pool:
         tools = pool.submit(asyncio.run, server.list_tools(None, None)).result()
-    return {"instructions": server.server.instructions,
-            "tools": tools.model_dump(mode="json", by_alias=True, exclude_none=True)["tools"]}
+    return {
+        "instructions": server.server.instructions,
+        "tools": tools.model_dump(mode="json", by_alias=True, exclude_none=True)["tools"],
+    }
 
 
 def test_tools_list_is_what_it_was_before_the_table():

@@ -59,8 +59,11 @@ def test_an_ask_returns_the_answer_as_the_tool_result_and_both_messages_are_publ
 
 
 def test_asking_back_up_the_chain_is_a_causal_cycle_and_nothing_deadlocks(make_server, tmp_path):
-    room = room_with(make_server, tmp_path, scenarios={
-        "hermes": {"default_turn": [f"mcp tool=ask args='{ask_args('agent:kimi', 'and you?', 'back-1')}'"]}})
+    room = room_with(
+        make_server,
+        tmp_path,
+        scenarios={"hermes": {"default_turn": [f"mcp tool=ask args='{ask_args('agent:kimi', 'and you?', 'back-1')}'"]}},
+    )
 
     turn_id = send(room, "agent:kimi", directive("ask", ask_args("agent:hermes", "over to you")))["turns"][0]["turnId"]
 
@@ -72,8 +75,9 @@ def test_asking_back_up_the_chain_is_a_causal_cycle_and_nothing_deadlocks(make_s
 
 
 def test_a_send_back_to_an_ancestor_is_queued_not_refused(make_server, tmp_path):
-    room = room_with(make_server, tmp_path, scenarios={
-        "hermes": {"default_turn": ["mcp-send to=agent:kimi text=thanks-for-asking"]}})
+    room = room_with(
+        make_server, tmp_path, scenarios={"hermes": {"default_turn": ["mcp-send to=agent:kimi text=thanks-for-asking"]}}
+    )
 
     first = send(room, "agent:kimi", directive("ask", ask_args("agent:hermes", "please reply")))["turns"][0]["turnId"]
     assert wait_terminal(room, first)["type"] == "turn.completed"
@@ -88,15 +92,26 @@ def test_a_send_back_to_an_ancestor_is_queued_not_refused(make_server, tmp_path)
     ("limits", "kimi_turn", "code", "kind"),
     [
         ({"hopCount": 1}, "[[fake: mcp-send to=agent:hermes text=go-on]]", "HOP_LIMIT_REACHED", "hopCount"),
-        ({"rootTurns": 2}, directive("send", json.dumps({"to": ["agent:hermes", "agent:grok"], "content": "both",
-                                                          "clientCommandId": "both-1"})),
-         "ROOT_TURN_LIMIT_REACHED", "rootTurns"),
-        ({"actorCallsPerRoot": 1}, "[[fake: mcp-send to=agent:grok text=one; mcp-send to=agent:grok text=two]]",
-         "ROOT_TURN_LIMIT_REACHED", "actorCallsPerRoot"),
+        (
+            {"rootTurns": 2},
+            directive(
+                "send",
+                json.dumps({"to": ["agent:hermes", "agent:grok"], "content": "both", "clientCommandId": "both-1"}),
+            ),
+            "ROOT_TURN_LIMIT_REACHED",
+            "rootTurns",
+        ),
+        (
+            {"actorCallsPerRoot": 1},
+            "[[fake: mcp-send to=agent:grok text=one; mcp-send to=agent:grok text=two]]",
+            "ROOT_TURN_LIMIT_REACHED",
+            "actorCallsPerRoot",
+        ),
     ],
 )
-def test_each_chain_limit_returns_its_code_and_a_visible_loop_stopped(make_server, tmp_path, limits, kimi_turn,
-                                                                       code, kind):
+def test_each_chain_limit_returns_its_code_and_a_visible_loop_stopped(
+    make_server, tmp_path, limits, kimi_turn, code, kind
+):
     scenarios = {"hermes": {"default_turn": ["mcp-send to=agent:grok text=deeper"]}}
     room = room_with(make_server, tmp_path, scenarios=scenarios, limits=limits)
 
@@ -108,8 +123,12 @@ def test_each_chain_limit_returns_its_code_and_a_visible_loop_stopped(make_serve
     events = wait_until(stopped, timeout=20, message="routing.loop_stopped")
     assert events[0]["body"]["errorCode"] == code
     assert events[0]["body"]["details"]["limitKind"] == kind
-    errors = [tool_payload(c) for flavor in ("kimi", "hermes") for c in mcp_calls(room, flavor)
-              if c["result"] and c["result"].get("isError")]
+    errors = [
+        tool_payload(c)
+        for flavor in ("kimi", "hermes")
+        for c in mcp_calls(room, flavor)
+        if c["result"] and c["result"].get("isError")
+    ]
     assert [e["code"] for e in errors] == [code]
 
 
@@ -130,19 +149,23 @@ def test_an_ask_to_a_busy_agent_is_pending_and_collect_gets_the_answer(make_serv
     # queued behind it and answers pending at once, as it should.
     assert wait_terminal(room, busy)["type"] == "turn.cancelled"
 
-    collected = call_tool(room, active_binding(room, "agent:kimi"), "collect",
-                          {"messageEventId": pending["messageEventId"], "timeoutMs": 30000}).json()
+    collected = call_tool(
+        room,
+        active_binding(room, "agent:kimi"),
+        "collect",
+        {"messageEventId": pending["messageEventId"], "timeoutMs": 30000},
+    ).json()
     result = json.loads(collected["result"]["content"][0]["text"])
     assert result["state"] == "terminal" and result["results"][0]["content"] == "echo: when you are free"
     cancel(room, asker_turn)
 
 
 @pytest.mark.parametrize("cancel_on_timeout", [True, False])
-def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_timeout(make_server, tmp_path,
-                                                                                     cancel_on_timeout):
+def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_timeout(
+    make_server, tmp_path, cancel_on_timeout
+):
     room = room_with(make_server, tmp_path, scenarios={"grok": {"default_turn": ["hang"]}})
-    asked = ask_args("agent:grok", "take your time", "ask-timeout", timeoutMs=300,
-                     cancelOnTimeout=cancel_on_timeout)
+    asked = ask_args("agent:grok", "take your time", "ask-timeout", timeoutMs=300, cancelOnTimeout=cancel_on_timeout)
     asker = send(room, "agent:kimi", directive("ask", asked))["turns"][0]["turnId"]
     assert wait_terminal(room, asker)["type"] == "turn.completed"  # the ask answered; kimi's Turn ended
 
@@ -153,14 +176,16 @@ def test_an_ask_whose_wait_ends_cancels_its_running_child_only_with_cancel_on_ti
     if cancel_on_timeout:
         assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
     else:  # the child goes on after the wait: still running when its asker's Turn is over
-        assert not [e for e in turn_events(room, child["turnId"])
-                    if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")]
+        assert not [
+            e
+            for e in turn_events(room, child["turnId"])
+            if e["type"] in ("turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted")
+        ]
         cancel(room, child["turnId"])
         assert wait_terminal(room, child["turnId"])["type"] == "turn.cancelled"
 
 
-def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_nothing_is_written(make_server,
-                                                                                             tmp_path):
+def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_nothing_is_written(make_server, tmp_path):
     room = make_server(fake_agents(tmp_path, "claude", scenarios={"claude": {"mcp_status_reported": "failed"}}))
     first = send(room, "agent:claude", "[[fake: reply text=hello]]")["turns"][0]["turnId"]
     assert wait_terminal(room, first)["type"] == "turn.completed"
@@ -175,14 +200,16 @@ def test_an_agent_whose_cli_reports_its_mcp_failed_gets_mcp_unavailable_and_noth
 
     assert direct.status_code == 503 and direct.json()["error"]["data"]["code"] == "MCP_UNAVAILABLE"
     refused = [c for c in wire(room, "claude", kind="mcp") if c.get("status") == 503]
-    assert refused and all((c.get("resp") or {}).get("error", {}).get("data", {}).get("code") == "MCP_UNAVAILABLE"
-                           for c in refused)
+    assert refused and all(
+        (c.get("resp") or {}).get("error", {}).get("data", {}).get("code") == "MCP_UNAVAILABLE" for c in refused
+    )
     contents = [e["body"].get("content") for e in room.events() if e["type"] == "message.created"]
     assert "should not appear" not in contents and "nor this" not in contents
 
 
-def test_an_ask_with_cancel_on_timeout_to_a_busy_agent_answers_pending_at_once_and_cancels_nothing(make_server,
-                                                                                                 tmp_path):
+def test_an_ask_with_cancel_on_timeout_to_a_busy_agent_answers_pending_at_once_and_cancels_nothing(
+    make_server, tmp_path
+):
     room = room_with(make_server, tmp_path)
     busy = send(room, "agent:grok", "[[fake: hang]]")["turns"][0]["turnId"]
     wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, busy)), timeout=15)
@@ -210,8 +237,9 @@ def test_publish_wakes_nobody(make_server, tmp_path):
 
 def test_a_forged_sender_is_refused(make_server, tmp_path):
     room = room_with(make_server, tmp_path)
-    forged = json.dumps({"to": ["agent:hermes"], "content": "I am hermes", "clientCommandId": "f-1",
-                         "from": "agent:hermes"})
+    forged = json.dumps(
+        {"to": ["agent:hermes"], "content": "I am hermes", "clientCommandId": "f-1", "from": "agent:hermes"}
+    )
     wait_terminal(room, send(room, "agent:kimi", directive("send", forged))["turns"][0]["turnId"])
 
     error = tool_payload(mcp_calls(room, "kimi", "send")[0])
@@ -255,19 +283,30 @@ def test_a_binding_acts_as_its_own_agent_and_only_during_its_turn(make_server, t
 def _active(room):
     from tests.agents import db_rows
 
-    return db_rows(room, "SELECT actor_id FROM agents_sessionbinding WHERE status = 'active' AND transport = "
-                         "'structured' AND native_session_id IS NOT NULL")
+    return db_rows(
+        room,
+        "SELECT actor_id FROM agents_sessionbinding WHERE status = 'active' AND transport = "
+        "'structured' AND native_session_id IS NOT NULL",
+    )
 
 
 def test_cancelling_a_parent_cancels_its_asks_but_not_its_sends(make_server, tmp_path):
-    room = room_with(make_server, tmp_path, scenarios={"grok": {"default_turn": ["hang"]},
-                                                       "hermes": {"default_turn": ["hang"]}})
-    parent = send(room, "agent:kimi", "[[fake: mcp-send to=agent:hermes text=work-on-this]]"
-                  + directive("ask", ask_args("agent:grok", "and answer me")))["turns"][0]["turnId"]
+    room = room_with(
+        make_server, tmp_path, scenarios={"grok": {"default_turn": ["hang"]}, "hermes": {"default_turn": ["hang"]}}
+    )
+    parent = send(
+        room,
+        "agent:kimi",
+        "[[fake: mcp-send to=agent:hermes text=work-on-this]]"
+        + directive("ask", ask_args("agent:grok", "and answer me")),
+    )["turns"][0]["turnId"]
     sent = wait_until(lambda: mcp_calls(room, "kimi", "send"), timeout=20, message="the send")
     hermes_turn = tool_payload(sent[0])["turns"][0]["turnId"]
-    asked = wait_until(lambda: [e for e in room.events() if e["type"] == "turn.started"
-                                and e["actor"]["actorId"] == "agent:grok"], timeout=20, message="grok's ask turn")
+    asked = wait_until(
+        lambda: [e for e in room.events() if e["type"] == "turn.started" and e["actor"]["actorId"] == "agent:grok"],
+        timeout=20,
+        message="grok's ask turn",
+    )
     grok_turn = asked[0]["body"]["turnId"]
 
     cancel(room, parent)
@@ -286,8 +325,9 @@ def test_the_demo_shorthand_asks_another_agent_and_every_step_is_public(make_ser
         accepted = send(room, f"agent:{asker}", "[[fake: mcp-ask to=agent:hermes text=ready-to-ship?]]")
         terminal = wait_terminal(room, accepted["turns"][0]["turnId"])
         stream.wait_for(lambda e: e["eventId"] == terminal["eventId"])
-        messages = [(e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable
-                    if e["type"] == "message.created"]
+        messages = [
+            (e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable if e["type"] == "message.created"
+        ]
 
     assert messages[0][0] == "user:web"
     assert messages[1] == (f"agent:{asker}", "ready-to-ship?")
@@ -296,7 +336,8 @@ def test_the_demo_shorthand_asks_another_agent_and_every_step_is_public(make_ser
 
 
 def test_a_collect_with_an_out_of_range_timeout_is_refused_for_its_body_before_its_id_is_looked_up(
-        make_server, tmp_path):
+    make_server, tmp_path
+):
     room = room_with(make_server, tmp_path)
     working = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
     wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, working)), timeout=15)

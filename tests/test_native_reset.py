@@ -17,8 +17,13 @@ FAMILIES = ("kimi", "codex", "claude")
 
 
 def ready(server, *actors: str) -> None:
-    wait_until(lambda: {a["actorId"] for a in server.get("/api/health").json()["agents"]
-                        if a["status"] == "ready"} >= set(actors), timeout=30, message="agents ready")
+    wait_until(
+        lambda: (
+            {a["actorId"] for a in server.get("/api/health").json()["agents"] if a["status"] == "ready"} >= set(actors)
+        ),
+        timeout=30,
+        message="agents ready",
+    )
 
 
 def completed(server, agent: str, text: str) -> None:
@@ -28,9 +33,15 @@ def completed(server, agent: str, text: str) -> None:
 
 def native_ids(server, actor_id: str) -> list[str]:
     """The native session of each of the agent's bindings, oldest first (closed ones included)."""
-    return [row["native_session_id"] for row in db_rows(
-        server, "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND native_session_id IS NOT"
-                " NULL ORDER BY created_at", actor_id)]
+    return [
+        row["native_session_id"]
+        for row in db_rows(
+            server,
+            "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND native_session_id IS NOT"
+            " NULL ORDER BY created_at",
+            actor_id,
+        )
+    ]
 
 
 def opened(server, flavor: str) -> dict[str, list[str]]:
@@ -40,18 +51,27 @@ def opened(server, flavor: str) -> dict[str, list[str]]:
         argvs = [r["argv"] for r in wire(server, flavor, kind="start")]
         pick = lambda flag: [argv[argv.index(flag) + 1] for argv in argvs if flag in argv]  # noqa: E731
         return {"new": pick("--session-id"), "resumed": pick("--resume")}
-    new_method, resume_method, key = (("thread/start", "thread/resume", "threadId") if flavor == "codex"
-                                      else ("session/new", "session/load", "sessionId"))
+    new_method, resume_method, key = (
+        ("thread/start", "thread/resume", "threadId")
+        if flavor == "codex"
+        else ("session/new", "session/load", "sessionId")
+    )
     # Request ids start again in every process: an answer is matched by (process, id).
     answers = {(r["pid"], r["msg"].get("id")): r["msg"].get("result") or {} for r in wire(server, flavor, kind="out")}
-    new_ids = [(answer := answers[r["pid"], r["msg"]["id"]]).get(key) or answer["thread"]["id"]
-               for r in inbound if r["msg"].get("method") == new_method]
-    return {"new": new_ids,
-            "resumed": [r["msg"]["params"][key] for r in inbound if r["msg"].get("method") == resume_method]}
+    new_ids = [
+        (answer := answers[r["pid"], r["msg"]["id"]]).get(key) or answer["thread"]["id"]
+        for r in inbound
+        if r["msg"].get("method") == new_method
+    ]
+    return {
+        "new": new_ids,
+        "resumed": [r["msg"]["params"][key] for r in inbound if r["msg"].get("method") == resume_method],
+    }
 
 
 def test_a_native_reset_starts_every_agent_on_a_fresh_native_session_and_never_resumes_the_old_one(
-        make_server, tmp_path):
+    make_server, tmp_path
+):
     room = make_server(fake_agents(tmp_path, *FAMILIES))
     ready(room, *(f"agent:{a}" for a in FAMILIES))
     for agent in FAMILIES:
@@ -65,9 +85,15 @@ def test_a_native_reset_starts_every_agent_on_a_fresh_native_session_and_never_r
     event = [e for e in room.events() if e["type"] == "context.reset"][-1]
     assert event["body"]["resetNativeSessions"] is True and event["provenance"]["sourceKind"] == "web"
     # Idle agents close their session at once and start a fresh one, before any new Turn.
-    renewed = wait_until(lambda: (found := [e for e in room.events(event["seq"]) if e["type"] in (
-        "session.stopped", "session.ready")]) and len(found) == 2 * len(FAMILIES) and found, timeout=30,
-        message="every agent's session renewed")
+    renewed = wait_until(
+        lambda: (
+            (found := [e for e in room.events(event["seq"]) if e["type"] in ("session.stopped", "session.ready")])
+            and len(found) == 2 * len(FAMILIES)
+            and found
+        ),
+        timeout=30,
+        message="every agent's session renewed",
+    )
     assert {e["body"].get("reason") for e in renewed if e["type"] == "session.stopped"} == {"context_reset"}
     for agent in FAMILIES:
         completed(room, agent, f"after-{agent}")
@@ -82,7 +108,8 @@ def test_a_native_reset_starts_every_agent_on_a_fresh_native_session_and_never_r
 
 
 def test_a_native_reset_from_the_operator_command_reaches_the_running_server_before_the_next_turn(
-        make_server, tmp_path):
+    make_server, tmp_path
+):
     room = make_server(fake_agents(tmp_path, "claude"))
     ready(room, "agent:claude")
     completed(room, "claude", "before")

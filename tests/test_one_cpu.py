@@ -13,7 +13,8 @@ from tests.server import wait_until
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
-    reason="pinning threads needs Linux's thread affinity and at least two CPUs")
+    reason="pinning threads needs Linux's thread affinity and at least two CPUs",
+)
 
 
 def threads_cpus(pid: int) -> set[str]:

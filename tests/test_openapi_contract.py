@@ -45,9 +45,18 @@ EXAMPLES = int(os.environ.get("GROUPX_FUZZ_EXAMPLES") or 15)
 # A setup the document accepts can still be wrong for this machine or as a whole roster (a storage
 # path that names a file which is not a GroupX room: D99).
 # (``brain_required``: an enabled assistant needs its brain's working directory, a rule between two fields.)
-SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {"cwd_not_found", "duplicate_id", "invalid_id", "none_enabled", "reserved_id",
-                                  "invalid_command", "invalid_config", "cwd_not_absolute", "brain_required",
-                                  "storage_not_a_room"}
+SETUP_ISSUES_NO_SCHEMA_CAN_SAY = {
+    "cwd_not_found",
+    "duplicate_id",
+    "invalid_id",
+    "none_enabled",
+    "reserved_id",
+    "invalid_command",
+    "invalid_config",
+    "cwd_not_absolute",
+    "brain_required",
+    "storage_not_a_room",
+}
 # Rules between two fields, which the document states in words.
 CROSS_FIELD_RULES = {"from must be earlier than to", supervision.WORKER_AND_OBSERVER}
 # Refusals the store makes against the room as it is (FEATURES §12: an observer that is not an
@@ -82,8 +91,14 @@ def written_as_float(body, issue: dict) -> bool:
     return isinstance(value, float) and value.is_integer()
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          negative_data_rejection, positive_data_refused_only_after_a_lookup]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+    positive_data_refused_only_after_a_lookup,
+]
 CHECKS_WITHOUT_AN_ASSISTANT = [check for check in CHECKS if check is not not_a_server_error]
 
 
@@ -91,8 +106,9 @@ CHECKS_WITHOUT_AN_ASSISTANT = [check for check in CHECKS if check is not not_a_s
 def api_schema(room):
     print(f"schemathesis seed {SEED} (replay: GROUPX_FUZZ_SEED={SEED})")
     # A body over a documented limit may be refused as too large (413) rather than malformed.
-    config = schemathesis.Config.from_dict({"checks": {"negative_data_rejection": {
-        "expected-statuses": [400, 403, 404, 409, 413, 415, 429]}}})
+    config = schemathesis.Config.from_dict(
+        {"checks": {"negative_data_rejection": {"expected-statuses": [400, 403, 404, 409, 413, 415, 429]}}}
+    )
     return schemathesis.openapi.from_url(room.url("/api/openapi.json"), config=config)
 
 
@@ -103,9 +119,11 @@ def node_id_for_schemathesis(request):
         request.node._nodeid = request.node.nodeid
 
 
-schema = (schemathesis.pytest.from_fixture("api_schema")
-          .exclude(method="GET", path="/api/events")
-          .exclude(method="POST", path="/api/context/compact"))
+schema = (
+    schemathesis.pytest.from_fixture("api_schema")
+    .exclude(method="GET", path="/api/events")
+    .exclude(method="POST", path="/api/context/compact")
+)
 
 
 def log_state(room) -> tuple[int, int, str]:
@@ -121,8 +139,9 @@ def log_state(room) -> tuple[int, int, str]:
 
 @schema.parametrize()
 @hypothesis.seed(SEED)
-@hypothesis.settings(max_examples=EXAMPLES, deadline=None, derandomize=False, database=None,
-                     suppress_health_check=list(HealthCheck))
+@hypothesis.settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=False, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_every_answer_matches_the_document_and_a_refused_request_changes_nothing(case, room):
     before = log_state(room)
 

@@ -135,8 +135,9 @@ def test_it_rejects_blank_or_non_string_content(room, content):
 
 
 def test_it_answers_415_when_the_body_is_not_json(room):
-    response = httpx.post(room.url("/api/messages"), content=b'{"to":["agent:alpha"]}',
-                          headers={"Content-Type": "text/plain"})
+    response = httpx.post(
+        room.url("/api/messages"), content=b'{"to":["agent:alpha"]}', headers={"Content-Type": "text/plain"}
+    )
 
     assert response.status_code == 415
     assert error_of(response)["code"] == "INVALID_ENVELOPE"

@@ -19,9 +19,11 @@ DEADLINE_MS = 600
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("timeouts")
-    room = GroupXServer(workdir, {"agents": {"sleeper": hanging_agent(workdir)},
-                                  "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
-                        env={"GROUPX_HEADERS_TIMEOUT_MS": str(DEADLINE_MS), "GROUPX_BODY_TIMEOUT_MS": str(DEADLINE_MS)})
+    room = GroupXServer(
+        workdir,
+        {"agents": {"sleeper": hanging_agent(workdir)}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
+        env={"GROUPX_HEADERS_TIMEOUT_MS": str(DEADLINE_MS), "GROUPX_BODY_TIMEOUT_MS": str(DEADLINE_MS)},
+    )
     room.start()
     yield room
     room.stop()
@@ -64,8 +66,10 @@ def test_headers_that_drip_in_are_answered_408_and_the_connection_is_closed(serv
 
 def test_a_body_that_drips_in_is_answered_408_and_the_connection_is_closed(server):
     body = b'{"clientCommandId":"slow","to":["agent:sleeper"],"content":"' + b"a" * 5000 + b'"}'
-    head = (b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    head = (
+        b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
 
     answer = drip_until_closed(server, head, body)
 

@@ -8,8 +8,9 @@ import uuid
 
 def test_it_prints_events_from_a_seq_filtered_by_type_and_correlation(make_server):
     server = make_server()
-    first = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
-                                          "content": "one"}).json()
+    first = server.post(
+        "/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"], "content": "one"}
+    ).json()
     server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"], "content": "two"})
 
     every = [json.loads(line) for line in server.manage("replay_events").stdout.splitlines()]

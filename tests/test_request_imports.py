@@ -16,10 +16,15 @@ def _imports(log: str) -> list[str]:
 
 
 def test_the_refusals_of_a_busy_room_import_no_module_after_it_is_ready(tmp_path):
-    server = GroupXServer(tmp_path, {"agents": {"alpha": hanging_agent(tmp_path, "alpha")},
-                                     "limits": {"queuePerAgent": 1},
-                                     "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
-                          env={"PYTHONPROFILEIMPORTTIME": "1"}).start()
+    server = GroupXServer(
+        tmp_path,
+        {
+            "agents": {"alpha": hanging_agent(tmp_path, "alpha")},
+            "limits": {"queuePerAgent": 1},
+            "timeouts": {"handshakeMs": 600000, "closeMs": 300},
+        },
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+    ).start()
     try:
         accepted = server.post("/api/messages", {"clientCommandId": "first", "to": ["agent:alpha"], "content": "a"})
         assert accepted.status_code == 202  # its Turn stays queued: the agent hangs in its handshake

@@ -27,8 +27,10 @@ FAMILIES = ("codex", "claude", "kimi", "hermes", "grok")  # the App Server, stre
 
 
 def bindings(server) -> list[str]:
-    return [row["binding_id"] for row in db_rows(server, "SELECT binding_id FROM agents_sessionbinding "
-                                                         "WHERE transport = 'structured'")]
+    return [
+        row["binding_id"]
+        for row in db_rows(server, "SELECT binding_id FROM agents_sessionbinding WHERE transport = 'structured'")
+    ]
 
 
 def claude_config_path(server) -> str | None:
@@ -73,8 +75,9 @@ def test_claudes_mcp_config_is_a_private_file_that_lives_as_long_as_its_session(
     first = send(room, "agent:claude", "[[fake: mcp-publish text=hi]]")["turns"][0]["turnId"]
     assert wait_terminal(room, first)["type"] == "turn.completed"
     path = Path(claude_config_path(room))
-    live = db_rows(room, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'agent:claude' "
-                         "AND status = 'active'")[0]["binding_id"]
+    live = db_rows(
+        room, "SELECT binding_id FROM agents_sessionbinding WHERE actor_id = 'agent:claude' AND status = 'active'"
+    )[0]["binding_id"]
 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700

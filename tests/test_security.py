@@ -50,8 +50,11 @@ def test_a_foreign_host_header_is_refused(room):
 
 
 def test_a_foreign_host_header_is_refused_on_a_write_and_on_a_page_too(room):
-    write = httpx.post(room.url("/api/messages"), json={"clientCommandId": "h", "to": ["agent:alpha"], "content": "x"},
-                       headers={"Host": "attacker.example"})
+    write = httpx.post(
+        room.url("/api/messages"),
+        json={"clientCommandId": "h", "to": ["agent:alpha"], "content": "x"},
+        headers={"Host": "attacker.example"},
+    )
     page = httpx.get(room.url("/"), headers={"Host": "attacker.example"})
 
     assert write.status_code == 400
@@ -107,11 +110,16 @@ def test_the_member_mcp_path_refuses_a_foreign_host_even_with_a_real_binding(roo
     from tests.agents import active_binding
 
     binding = active_binding(room, "agent:alpha")
-    response = room.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                         headers={"Host": "evil.example", "X-GroupX-Binding": binding,
-                                  "Accept": "application/json, text/event-stream"})
-    good = room.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                     headers={"X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"})
+    response = room.post(
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Host": "evil.example", "X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"},
+    )
+    good = room.post(
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"X-GroupX-Binding": binding, "Accept": "application/json, text/event-stream"},
+    )
 
     assert response.status_code == 421
     assert good.status_code == 200

@@ -14,9 +14,16 @@ from tests.server import FAKES_BIN, GroupXServer, hanging_agent
 
 
 def agent(agent_id: str, cwd, *, driver: str = "kimi", enabled: bool = True, **extra) -> dict:
-    return {"id": agent_id, "driver": driver, "name": agent_id.title(), "identity": "",
-            "command": {"executable": str(FAKES_BIN / driver), "prefixArgs": []}, "cwd": str(cwd),
-            "enabled": enabled, **extra}
+    return {
+        "id": agent_id,
+        "driver": driver,
+        "name": agent_id.title(),
+        "identity": "",
+        "command": {"executable": str(FAKES_BIN / driver), "prefixArgs": []},
+        "cwd": str(cwd),
+        "enabled": enabled,
+        **extra,
+    }
 
 
 def draft(*agents: dict, port: int = 4310, **extra) -> dict:
@@ -37,8 +44,9 @@ def issues_of(response: httpx.Response) -> dict[str, str]:
 def running(tmp_path_factory):
     """One server for the tests that leave groupx.json as it is (reads and refused saves)."""
     workdir = tmp_path_factory.mktemp("setup")
-    server = GroupXServer(workdir, {"agents": {"sleeper": hanging_agent(workdir)},
-                                    "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
+    server = GroupXServer(
+        workdir, {"agents": {"sleeper": hanging_agent(workdir)}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}}
+    )
     server.start()
     yield server
     server.stop()
@@ -75,11 +83,23 @@ def test_the_snapshot_shows_the_file_the_drivers_and_an_editable_draft(running):
         (lambda cwd: [agent("kimi", cwd, sandbox="off")], {"config.agents.0.sandbox": "forbidden_field"}),
         (lambda cwd: [agent("kimi", cwd, colour="red")], {"config.agents.0.colour": "unknown_field"}),
         (lambda cwd: [agent("kimi", cwd, ssh="-oProxyCommand=sh")], {"config.agents.0.ssh": "string_pattern_mismatch"}),
-        (lambda cwd: [{**agent("kimi", cwd), "cwd": "repo", "ssh": "me@box"}],
-         {"config.agents.0.cwd": "cwd_not_absolute"}),
+        (
+            lambda cwd: [{**agent("kimi", cwd), "cwd": "repo", "ssh": "me@box"}],
+            {"config.agents.0.cwd": "cwd_not_absolute"},
+        ),
     ],
-    ids=["duplicate", "reserved", "reserved-dunder", "malformed", "none-enabled", "missing-cwd", "sandbox",
-         "unknown", "ssh-option", "ssh-relative-cwd"],
+    ids=[
+        "duplicate",
+        "reserved",
+        "reserved-dunder",
+        "malformed",
+        "none-enabled",
+        "missing-cwd",
+        "sandbox",
+        "unknown",
+        "ssh-option",
+        "ssh-relative-cwd",
+    ],
 )
 def test_a_bad_draft_is_refused_with_messages_next_to_the_fields(running, agents, expected):
     server = running
@@ -140,8 +160,13 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
     assert response.status_code == 200, response.text
     saved = response.json()
     assert re.fullmatch(r"[0-9a-f]{64}", saved.pop("revision"))  # the file's new revision
-    assert saved == {"saved": True, "configPath": str(server.config_path), "agentCount": 2,
-                     "enabledAgentCount": 2, "restartRequired": True}
+    assert saved == {
+        "saved": True,
+        "configPath": str(server.config_path),
+        "agentCount": 2,
+        "enabledAgentCount": 2,
+        "restartRequired": True,
+    }
     written = json.loads(server.config_path.read_text())
     assert written["agents"]["reviewer"]["command"] == reviewer["command"]["executable"]
     assert written["limits"] == {"queuePerAgent": 7}  # kept, not part of the draft
@@ -149,12 +174,20 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
     # shown as pending restart, not started and not a target
     snapshot = server.get("/api/bootstrap").json()
     assert [a["actorId"] for a in snapshot["agents"]] == ["agent:sleeper"]
-    assert snapshot["pendingAgents"] == [{
-        "actorId": "agent:reviewer", "displayName": "Reviewer", "driver": "kimi", "status": "pending_restart",
-        "cwd": str(server.workdir), "host": "local", "enabled": True,
-    }]
-    refused = server.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:reviewer"],
-                                            "content": "hello"})
+    assert snapshot["pendingAgents"] == [
+        {
+            "actorId": "agent:reviewer",
+            "displayName": "Reviewer",
+            "driver": "kimi",
+            "status": "pending_restart",
+            "cwd": str(server.workdir),
+            "host": "local",
+            "enabled": True,
+        }
+    ]
+    refused = server.post(
+        "/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:reviewer"], "content": "hello"}
+    )
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "UNKNOWN_TARGET"
     assert [a["actorId"] for a in server.get("/api/health").json()["agents"]] == ["agent:sleeper"]
 
@@ -162,8 +195,9 @@ def test_saving_in_a_running_instance_requires_a_restart_and_marks_new_agents_pe
 def test_a_cross_origin_save_is_refused(running):
     server = running
 
-    response = server.post("/api/setup", draft(agent("kimi", server.workdir)),
-                           headers={"Origin": "http://evil.example"})
+    response = server.post(
+        "/api/setup", draft(agent("kimi", server.workdir)), headers={"Origin": "http://evil.example"}
+    )
 
     assert response.status_code == 403
 

@@ -35,10 +35,13 @@ def test_many_saves_at_once_all_succeed_and_leave_one_whole_file(make_server):
     with ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(save, range(64)))
 
-    assert sorted({answer.status_code for answer in answers}) == [200], [a.text for a in answers if a.status_code != 200]
+    assert sorted({answer.status_code for answer in answers}) == [200], [
+        a.text for a in answers if a.status_code != 200
+    ]
     written = json.loads(server.config_path.read_text())
     assert [agent_id for agent_id in written["agents"] if agent_id.startswith("extra-")] in (
-        [[f"extra-{index}"] for index in range(64)])
+        [[f"extra-{index}"] for index in range(64)]
+    )
     assert not [p.name for p in server.workdir.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
 
 
@@ -47,26 +50,32 @@ def test_a_save_from_a_stale_snapshot_is_a_conflict_and_the_newer_file_stays(mak
     first, second = server.get("/api/setup").json(), server.get("/api/setup").json()
     assert first["revision"] == second["revision"] and len(first["revision"]) == 64
 
-    newer = server.post("/api/setup", {"config": {**first["config"], "serverPort": 4411},
-                                       "revision": first["revision"]})
+    newer = server.post(
+        "/api/setup", {"config": {**first["config"], "serverPort": 4411}, "revision": first["revision"]}
+    )
     assert newer.status_code == 200, newer.text
     written = server.config_path.read_bytes()
-    stale = server.post("/api/setup", {"config": {**second["config"], "serverPort": 4412},
-                                       "revision": second["revision"]})
+    stale = server.post(
+        "/api/setup", {"config": {**second["config"], "serverPort": 4412}, "revision": second["revision"]}
+    )
 
     assert stale.status_code == 409
     error = stale.json()["error"]
     assert error["code"] == "CLIENT_COMMAND_CONFLICT"
     assert error["details"]["revision"] == newer.json()["revision"] == server.get("/api/setup").json()["revision"]
     assert server.config_path.read_bytes() == written
-    again = server.post("/api/setup", {"config": {**second["config"], "serverPort": 4412},
-                                       "revision": newer.json()["revision"]})
+    again = server.post(
+        "/api/setup", {"config": {**second["config"], "serverPort": 4412}, "revision": newer.json()["revision"]}
+    )
     assert again.status_code == 200 and json.loads(server.config_path.read_text())["server"]["port"] == 4412
 
 
 def test_a_save_keeps_every_key_of_the_file_the_form_does_not_show(make_server):
-    server = make_server(server={"host": "127.0.0.1", "port": 4310, "threadsOnOneCpu": False},
-                         limits={"queuePerAgent": 7}, timeouts={"closeMs": 300, "idleMs": 123_456})
+    server = make_server(
+        server={"host": "127.0.0.1", "port": 4310, "threadsOnOneCpu": False},
+        limits={"queuePerAgent": 7},
+        timeouts={"closeMs": 300, "idleMs": 123_456},
+    )
     current = server.get("/api/setup").json()["config"]
 
     saved = server.post("/api/setup", {"config": {**current, "serverPort": 4499}})

@@ -21,19 +21,24 @@ def server(tmp_path_factory):
     (path_dir / "codex").symlink_to(FAKES_BIN / "codex")  # the only native CLI "installed" here
     # Disabled: the runtime starts no session of theirs, so every fake CLI alive is the test's.
     refusing = fake_agent("kimi", workdir, suffix="refusing", enabled=False)
-    (workdir / "cwd-kimi-refusing" / ".groupx-fake.json").write_text(json.dumps(
-        {"session_new_error": {"code": -32000, "message": "Authentication required"}}))
+    (workdir / "cwd-kimi-refusing" / ".groupx-fake.json").write_text(
+        json.dumps({"session_new_error": {"code": -32000, "message": "Authentication required"}})
+    )
     agents = {"sleeper": hanging_agent(workdir), "kimi": fake_agent("kimi", workdir, enabled=False), "locked": refusing}
-    server = GroupXServer(workdir, {"agents": agents, "timeouts": {"handshakeMs": 5000, "closeMs": 300}},
-                          env={"PATH": f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"})
+    server = GroupXServer(
+        workdir,
+        {"agents": agents, "timeouts": {"handshakeMs": 5000, "closeMs": 300}},
+        env={"PATH": f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"},
+    )
     server.start()
     yield server
     server.stop()
 
 
 def fake_children(server: GroupXServer) -> list[list[str]]:
-    return [argv for argv in descendants(server.proc.pid).values() if any(str(FAKES_BIN) in a or "fake_" in a
-                                                                          for a in argv)]
+    return [
+        argv for argv in descendants(server.proc.pid).values() if any(str(FAKES_BIN) in a or "fake_" in a for a in argv)
+    ]
 
 
 def test_a_configured_agent_passes_its_version_probe_and_handshake_and_leaves_no_process(server):
@@ -64,10 +69,18 @@ def test_a_driver_found_on_path_is_tested_and_one_that_is_not_gets_an_install_hi
     assert "@anthropic-ai/claude-code" in missing["installHint"]
 
 
-@pytest.mark.parametrize("body", [
-    {}, {"driver": "kimi", "agentId": "kimi"}, {"driver": "/bin/sh"}, {"driver": "kimi", "command": "/bin/sh"},
-    {"agentId": 3}, [], {"agentId": ""},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"driver": "kimi", "agentId": "kimi"},
+        {"driver": "/bin/sh"},
+        {"driver": "kimi", "command": "/bin/sh"},
+        {"agentId": 3},
+        [],
+        {"agentId": ""},
+    ],
+)
 def test_a_body_that_does_not_name_one_known_cli_is_refused_with_a_code(server, body):
     answer = server.post("/api/setup/test-cli", body)
     assert answer.status_code == 400, answer.text

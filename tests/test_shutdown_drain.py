@@ -91,14 +91,24 @@ def test_while_a_stop_drains_health_says_closing_and_a_write_gets_503_store_unav
     identity = server.get("/api/health").json()
 
     assert server.post("/api/runtime/shutdown", {"runtimeScopeKey": identity["runtimeScopeKey"]}).status_code == 202
-    health = wait_until(lambda: (r := server.get("/api/health")).status_code == 503 and r, timeout=20,
-                        message="health to answer 503 while draining")
-    refused = server.post("/api/messages", {"clientCommandId": f"late-{uuid.uuid4()}", "to": ["agent:alpha"],
-                                            "content": "too late"})
+    health = wait_until(
+        lambda: (r := server.get("/api/health")).status_code == 503 and r,
+        timeout=20,
+        message="health to answer 503 while draining",
+    )
+    refused = server.post(
+        "/api/messages", {"clientCommandId": f"late-{uuid.uuid4()}", "to": ["agent:alpha"], "content": "too late"}
+    )
 
-    assert health.json() == {"status": "closing", "readiness": "closing", "service": "groupx",
-                             "protocol": "groupx.runtime/1", "runtimeKey": identity["runtimeKey"],
-                             "runtimeScopeKey": identity["runtimeScopeKey"], "version": identity["version"]}
+    assert health.json() == {
+        "status": "closing",
+        "readiness": "closing",
+        "service": "groupx",
+        "protocol": "groupx.runtime/1",
+        "runtimeKey": identity["runtimeKey"],
+        "runtimeScopeKey": identity["runtimeScopeKey"],
+        "version": identity["version"],
+    }
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
     assert server.proc.wait(timeout=60) == 0

@@ -50,7 +50,9 @@ def test_a_fresh_room_answers_starting_from_its_first_health_request(tmp_path, m
     try:
         answers = every_health_answer_until_ready(port, web)
 
-        assert [r.status_code for r in answers] == [200] * len(answers), [r.text for r in answers if r.status_code != 200]
+        assert [r.status_code for r in answers] == [200] * len(answers), [
+            r.text for r in answers if r.status_code != 200
+        ]
         assert {r.json()["readiness"] for r in answers} <= {"starting", "ready"}
         assert "Traceback" not in web.output()
     finally:
@@ -73,11 +75,15 @@ def test_a_roster_over_the_cap_is_refused_at_start_with_one_clear_line(tmp_path)
 def test_an_instance_another_took_the_room_from_says_it_was_superseded(tmp_path):
     fast_beat = {"GROUPX_LEASE_HEARTBEAT_MS": "200"}
     timeouts = {"handshakeMs": 600000, "closeMs": 300}
-    first = GroupXServer(tmp_path / "first", {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": timeouts},
-                         env=fast_beat)
+    first = GroupXServer(
+        tmp_path / "first", {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": timeouts}, env=fast_beat
+    )
     store = first.workdir / ".groupx" / "groupx.db"
-    second = GroupXServer(tmp_path / "second", {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": timeouts,
-                                                "storage": {"path": str(store)}}, env=fast_beat)
+    second = GroupXServer(
+        tmp_path / "second",
+        {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": timeouts, "storage": {"path": str(store)}},
+        env=fast_beat,
+    )
     try:
         first.start()
         second.start()
@@ -87,8 +93,9 @@ def test_an_instance_another_took_the_room_from_says_it_was_superseded(tmp_path)
             return body if body["readiness"] == "failed" else None
 
         health = wait_until(superseded, timeout=30, message="the first instance to notice")
-        refused = first.post("/api/messages", {"clientCommandId": f"t-{uuid.uuid4()}", "to": ["agent:sleeper"],
-                                               "content": "hello"})
+        refused = first.post(
+            "/api/messages", {"clientCommandId": f"t-{uuid.uuid4()}", "to": ["agent:sleeper"], "content": "hello"}
+        )
 
         assert health["status"] == "degraded"
         assert health["superseded"]["by"]["pid"] == second.proc.pid
@@ -96,12 +103,21 @@ def test_an_instance_another_took_the_room_from_says_it_was_superseded(tmp_path)
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "SESSION_NOT_AVAILABLE"
         assert "superseded" in refused.json()["error"]["message"]
         assert second.get("/api/health").json()["status"] == "ok"
-        lost = wait_until(lambda: [e for e in second.events() if e["type"] == "system.error"
-                                   and e["body"]["condition"].startswith("lease.lost:")],
-                          timeout=30, message="the lost lease made public")
+        lost = wait_until(
+            lambda: [
+                e
+                for e in second.events()
+                if e["type"] == "system.error" and e["body"]["condition"].startswith("lease.lost:")
+            ],
+            timeout=30,
+            message="the lost lease made public",
+        )
         assert lost[0]["body"]["code"] == "SESSION_NOT_AVAILABLE" and str(second.proc.pid) in lost[0]["body"]["message"]
-        wait_until(lambda: statuses(second, lost[0]["body"]["condition"]) == ["active", "resolved"], timeout=30,
-                   message="the lost lease healed by the instance that runs the room")
+        wait_until(
+            lambda: statuses(second, lost[0]["body"]["condition"]) == ["active", "resolved"],
+            timeout=30,
+            message="the lost lease healed by the instance that runs the room",
+        )
     finally:
         first.stop()
         second.stop()

@@ -44,8 +44,9 @@ def test_an_agent_whose_cli_keeps_failing_to_start_is_one_system_error_until_a_s
         assert error["body"]["code"] == "ADAPTER_START_FAILED"
         assert "could not start" in error["body"]["message"] and error["actor"]["actorId"] == "system:groupx"
         [card] = server.get("/api/bootstrap").json()["agents"]
-        assert card["problems"] == {"session:agent:kimi": {"code": "ADAPTER_START_FAILED",
-                                                           "message": error["body"]["message"]}}
+        assert card["problems"] == {
+            "session:agent:kimi": {"code": "ADAPTER_START_FAILED", "message": error["body"]["message"]}
+        }
 
         # The next Turn tries three more starts, which fail too: the Turn fails, the room hears nothing new.
         failing = send(server, "agent:kimi", "are you there?")["turns"][0]["turnId"]
@@ -64,7 +65,8 @@ def test_an_agent_whose_cli_keeps_failing_to_start_is_one_system_error_until_a_s
 
 
 def test_a_dated_memory_rollup_that_keeps_failing_is_one_system_error_until_one_is_written(
-        make_server, tmp_path, monkeypatch):
+    make_server, tmp_path, monkeypatch
+):
     monkeypatch.setenv("GROUPX_DATED_MEMORY_QUIET_MS", "0")
     monkeypatch.setenv("GROUPX_DATED_MEMORY_BACKOFF_MS", "200")
     monkeypatch.setenv("GROUPX_MEMORY_TICK_MS", "100")
@@ -80,8 +82,9 @@ def test_a_dated_memory_rollup_that_keeps_failing_is_one_system_error_until_one_
     assert "dated memory" in error["body"]["message"]
 
     fake_scenario(agents, "kimi", {"default_turn": ["reply text=RECOVERED-NOTE"]})
-    wait_until(lambda: statuses(room, "memory.dated:agent:kimi")[-1] == "resolved", timeout=30,
-               message="the rollup's recovery")
+    wait_until(
+        lambda: statuses(room, "memory.dated:agent:kimi")[-1] == "resolved", timeout=30, message="the rollup's recovery"
+    )
     assert statuses(room, "memory.dated:agent:kimi") == ["active", "resolved"]
 
 
@@ -105,15 +108,19 @@ def test_a_compaction_no_agent_could_write_is_one_system_error_until_one_works(m
 
 
 def test_a_failed_integrity_check_is_a_system_error_of_the_room(tmp_path):
-    server = GroupXServer(tmp_path, {"agents": {"sleeper": hanging_agent(tmp_path)},
-                                     "timeouts": {"handshakeMs": 600000, "closeMs": 300}}, env=FAST_BEAT)
+    server = GroupXServer(
+        tmp_path,
+        {"agents": {"sleeper": hanging_agent(tmp_path)}, "timeouts": {"handshakeMs": 600000, "closeMs": 300}},
+        env=FAST_BEAT,
+    )
     try:
         server.start()
         damage_table_pages(tmp_path / ".groupx" / "groupx.db", "auth_group")  # a table the room never reads
         assert server.get("/api/health?integrity=check").json()["store"]["integrityOk"] is False
 
-        [error] = wait_until(lambda: system_errors(server, "store.integrity"), timeout=30,
-                             message="the integrity system.error")
+        [error] = wait_until(
+            lambda: system_errors(server, "store.integrity"), timeout=30, message="the integrity system.error"
+        )
         assert error["body"]["status"] == "active" and error["body"]["code"] == "STORE_UNAVAILABLE"
         assert "damaged" in error["body"]["message"] and "actorId" not in error["body"]
     finally:
@@ -135,7 +142,10 @@ def test_a_room_assistant_whose_cli_cannot_start_is_one_system_error_until_it_st
         server.write_config({**config, "assistant": assistant_config(tmp_path)})  # the command is fixed
         server.start()
 
-        wait_until(lambda: statuses(server, "assistant.brain") == ["active", "resolved"], timeout=60,
-                   message="the brain's error healed")
+        wait_until(
+            lambda: statuses(server, "assistant.brain") == ["active", "resolved"],
+            timeout=60,
+            message="the brain's error healed",
+        )
     finally:
         server.stop()

@@ -54,14 +54,17 @@ def test_depth_is_counted_in_arrays_and_objects_without_recursion():
     assert depth_exceeds({"a": [{"b": []}]}, 3)
 
 
-@pytest.mark.parametrize("raw, code", [
-    (b"", "INVALID_ENVELOPE"),
-    (b"{not json", "INVALID_ENVELOPE"),
-    (b"\xff\xfe", "INVALID_ENVELOPE"),
-    (b"[" * 50_000 + b"]" * 50_000, "INVALID_ENVELOPE"),
-    (b'{"content": "\\udfff"}', "INVALID_ENVELOPE"),
-    (b'"' + b"x" * (2 * 1024 * 1024) + b'"', "MESSAGE_TOO_LARGE"),
-])
+@pytest.mark.parametrize(
+    "raw, code",
+    [
+        (b"", "INVALID_ENVELOPE"),
+        (b"{not json", "INVALID_ENVELOPE"),
+        (b"\xff\xfe", "INVALID_ENVELOPE"),
+        (b"[" * 50_000 + b"]" * 50_000, "INVALID_ENVELOPE"),
+        (b'{"content": "\\udfff"}', "INVALID_ENVELOPE"),
+        (b'"' + b"x" * (2 * 1024 * 1024) + b'"', "MESSAGE_TOO_LARGE"),
+    ],
+)
 def test_a_body_that_breaks_a_rule_is_refused_with_its_code(raw, code):
     with pytest.raises(GroupXError) as refused:
         parse_json_body(raw)

@@ -15,15 +15,24 @@ def test_the_admin_cancels_a_running_and_a_queued_turn_through_the_rest_cancel(m
     room = make_server(fake_agents(tmp_path, "kimi"))
     running = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
     queued = send(room, "agent:kimi", "after it")["turns"][0]["turnId"]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)), timeout=20,
-               message="the first Turn running")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)),
+        timeout=20,
+        message="the first Turn running",
+    )
 
     with admin_session(room) as browser:
         listing = browser.get("/admin/turns/turn/")
         assert running in listing.text and queued in listing.text
-        done = browser.post("/admin/turns/turn/", data={
-            "csrfmiddlewaretoken": csrf(listing.text), "action": "cancel_turns",
-            "_selected_action": [running, queued], "index": "0"})
+        done = browser.post(
+            "/admin/turns/turn/",
+            data={
+                "csrfmiddlewaretoken": csrf(listing.text),
+                "action": "cancel_turns",
+                "_selected_action": [running, queued],
+                "index": "0",
+            },
+        )
 
     assert done.status_code == 200 and "Cancel asked for" in done.text
     assert wait_terminal(room, queued)["type"] == "turn.cancelled"

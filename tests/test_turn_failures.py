@@ -47,10 +47,11 @@ def test_a_model_error_fails_the_turn_with_turn_interrupted_on_every_driver_and_
         assert len(wire(room, driver, kind="start")) == 1
 
 
-def test_a_cli_silent_after_taking_the_prompt_fails_with_the_first_event_timeout_on_every_driver(
-        make_server, tmp_path):
-    room = make_server(fake_agents(tmp_path, *DRIVERS),
-                       timeouts={"handshakeMs": 600_000, "closeMs": 300, "firstEventMs": 1_000, "idleMs": 3_000})
+def test_a_cli_silent_after_taking_the_prompt_fails_with_the_first_event_timeout_on_every_driver(make_server, tmp_path):
+    room = make_server(
+        fake_agents(tmp_path, *DRIVERS),
+        timeouts={"handshakeMs": 600_000, "closeMs": 300, "firstEventMs": 1_000, "idleMs": 3_000},
+    )
 
     codes = {driver: fails(room, driver, "[[fake: silent]]")["errorCode"] for driver in DRIVERS}
 
@@ -59,8 +60,11 @@ def test_a_cli_silent_after_taking_the_prompt_fails_with_the_first_event_timeout
 
 def test_an_acp_cli_that_names_another_agent_fails_the_queued_turn_without_retrying_it(make_server, tmp_path):
     room = make_server(fake_agents(tmp_path, "hermes", scenarios={"hermes": {"agent_info": {"name": "kimi-cli"}}}))
-    failed = wait_until(lambda: [a for a in room.get("/api/health").json()["agents"] if a["status"] == "failed"],
-                        timeout=30, message="hermes failed to start")[0]
+    failed = wait_until(
+        lambda: [a for a in room.get("/api/health").json()["agents"] if a["status"] == "failed"],
+        timeout=30,
+        message="hermes failed to start",
+    )[0]
     assert failed["lastError"]["code"] == "ADAPTER_START_FAILED"
     assert "kimi-cli" in failed["lastError"]["message"] and "hermes-agent" in failed["lastError"]["message"]
 
@@ -80,8 +84,11 @@ def test_a_crash_mid_turn_stays_in_health_as_the_last_error_until_a_turn_complet
     actor_id = f"agent:{driver}"
     fails(room, driver, "[[fake: crash code=7 after=delta]]")
 
-    rebuilt = wait_until(lambda: (h := agent_health(room, actor_id))["status"] == "ready" and h.get("lastError") and h,
-                         timeout=30, message="the rebuilt session, with the crash as its last error")
+    rebuilt = wait_until(
+        lambda: (h := agent_health(room, actor_id))["status"] == "ready" and h.get("lastError") and h,
+        timeout=30,
+        message="the rebuilt session, with the crash as its last error",
+    )
     assert rebuilt["lastError"]["code"] == "PROTOCOL_INVALID_MESSAGE"
     assert "exit code 7" in rebuilt["lastError"]["message"] and rebuilt["lastError"]["at"]
     assert room.get("/api/bootstrap").json()["agents"][0]["lastError"] == rebuilt["lastError"]
@@ -94,9 +101,15 @@ def test_an_agent_whose_cli_dies_under_three_turns_in_a_row_is_degraded_until_a_
     room = make_server(fake_agents(tmp_path, "kimi"))
     for crash in range(1, 4):
         fails(room, "kimi", f"[[fake: crash code={crash} after=delta]]")
-        rebuilt = wait_until(lambda: (h := agent_health(room, "agent:kimi"))["nativeSessionAvailable"]
-                             and h["consecutiveFailures"] == crash and h, timeout=30,  # noqa: B023
-                             message=f"the session rebuilt after crash {crash}")
+        rebuilt = wait_until(
+            lambda: (
+                (h := agent_health(room, "agent:kimi"))["nativeSessionAvailable"]
+                and h["consecutiveFailures"] == crash  # noqa: B023  (waited on inside this iteration)
+                and h
+            ),
+            timeout=30,
+            message=f"the session rebuilt after crash {crash}",
+        )
         assert rebuilt["status"] == ("degraded" if crash == 3 else "ready"), rebuilt
     assert room.get("/api/health").json()["status"] == "degraded"
 
@@ -106,12 +119,17 @@ def test_an_agent_whose_cli_dies_under_three_turns_in_a_row_is_degraded_until_a_
 
 
 @pytest.mark.parametrize("change", ["disabled", "removed"])
-def test_turns_queued_for_an_agent_gone_from_the_config_fail_visibly_when_groupx_restarts(make_server, tmp_path, change):
+def test_turns_queued_for_an_agent_gone_from_the_config_fail_visibly_when_groupx_restarts(
+    make_server, tmp_path, change
+):
     room = make_server(fake_agents(tmp_path, "kimi", "grok"))
     running = send(room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
     waiting = send(room, "agent:kimi", "still queued")["turns"][0]["turnId"]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)), timeout=20,
-               message="the first Turn running")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(room, running)),
+        timeout=20,
+        message="the first Turn running",
+    )
     room.stop()
     config = json.loads(room.config_path.read_text())
     if change == "disabled":
@@ -128,4 +146,6 @@ def test_turns_queued_for_an_agent_gone_from_the_config_fail_visibly_when_groupx
     assert wait_terminal(room, running)["type"] == "turn.interrupted"
     assert room.get("/api/health").json()["queuedTurns"] == 0
     assert room.get("/api/bootstrap").json()["activeTurns"] == []
-    assert wait_terminal(room, send(room, "agent:grok", "still here?")["turns"][0]["turnId"])["type"] == "turn.completed"
+    assert (
+        wait_terminal(room, send(room, "agent:grok", "still here?")["turns"][0]["turnId"])["type"] == "turn.completed"
+    )

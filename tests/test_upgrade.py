@@ -29,8 +29,12 @@ def room_from(release: str, workdir: Path) -> GroupXServer:
     store = workdir / ".groupx" / "groupx.db"
     store.parent.mkdir(parents=True)
     shutil.copyfile(FIXTURES / release / "groupx.db", store)
-    config = {"agents": fake_agents(workdir, *DRIVERS), "timeouts": {"closeMs": 300},
-              "assistant": assistant_config(workdir), "storage": {"path": ".groupx/groupx.db"}}
+    config = {
+        "agents": fake_agents(workdir, *DRIVERS),
+        "timeouts": {"closeMs": 300},
+        "assistant": assistant_config(workdir),
+        "storage": {"path": ".groupx/groupx.db"},
+    }
     return GroupXServer(workdir, config, env={"GROUPX_FAKE_TIME_SCALE": "0"})
 
 
@@ -66,7 +70,9 @@ def test_a_room_of_an_earlier_release_opens_with_every_row_and_byte_identical_ol
         assert {wait_terminal(room, turn["turnId"])["type"] for turn in new["turns"]} == {"turn.completed"}
         db = sqlite3.connect(f"file:{room.sqlite_store()}?mode=ro", uri=True)
         try:
-            (stored,) = db.execute("SELECT body FROM rooms_event WHERE event_id = ?", [new["messageEventId"]]).fetchone()
+            (stored,) = db.execute(
+                "SELECT body FROM rooms_event WHERE event_id = ?", [new["messageEventId"]]
+            ).fetchone()
         finally:
             db.close()
         assert "🆙 升级之后" in stored and "\\u" not in stored  # new text is stored as UTF-8
@@ -89,14 +95,23 @@ def test_a_database_with_migrations_this_code_does_not_know_is_refused_at_start_
     db = sqlite3.connect(store)
     db.execute("PRAGMA journal_mode=WAL")  # as a room leaves it: opening it then changes no byte
     with db:
-        db.execute("INSERT INTO django_migrations (app, name, applied) VALUES "
-                   "('rooms', '9001_from_a_newer_release', '2027-01-01 00:00:00')")
+        db.execute(
+            "INSERT INTO django_migrations (app, name, applied) VALUES "
+            "('rooms', '9001_from_a_newer_release', '2027-01-01 00:00:00')"
+        )
     db.close()
     digest = content_digest(store)
     port = free_port()
-    (tmp_path / "groupx.json").write_text(json.dumps({
-        "server": {"host": "127.0.0.1", "port": port}, "storage": {"path": ".groupx/groupx.db"},
-        "agents": fake_agents(tmp_path, "kimi"), "timeouts": {"closeMs": 300}}))
+    (tmp_path / "groupx.json").write_text(
+        json.dumps(
+            {
+                "server": {"host": "127.0.0.1", "port": port},
+                "storage": {"path": ".groupx/groupx.db"},
+                "agents": fake_agents(tmp_path, "kimi"),
+                "timeouts": {"closeMs": 300},
+            }
+        )
+    )
     env = cli_env(tmp_path)
     started = groupx("start", "--no-open", "--config", str(tmp_path / "groupx.json"), workdir=tmp_path, env=env)
     assert started.returncode == 1

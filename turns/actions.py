@@ -68,8 +68,14 @@ def queue_metadata(target_actor_id: str, enqueue_seq: int, ahead_count: int | No
 
 
 def do_enqueue_turns(
-    *, source_event: Event, agents: list[ResolvedAgent], command_type: str, hop_count: int = 0,
-    parent_turn: Turn | None = None, active_counts: dict[str, int] | None = None, causation_id: str | None = None,
+    *,
+    source_event: Event,
+    agents: list[ResolvedAgent],
+    command_type: str,
+    hop_count: int = 0,
+    parent_turn: Turn | None = None,
+    active_counts: dict[str, int] | None = None,
+    causation_id: str | None = None,
 ) -> list[QueuedTurn]:
     """One ``turn.queued`` event and one Turn per target, in sorted target order.
 
@@ -140,5 +146,10 @@ def accept_cancel(turn_id: str, client_command_id: str) -> dict[str, Any]:
         accepted, status = lifecycle.request_cancel(turn_id)
         return {"turnId": turn_id, "accepted": accepted, "status": status, "transport": "structured"}
 
-    return commands.run_once(binding_id=WEB_BINDING_ID, client_command_id=client_command_id,
-                             command_type="web.cancel", canonical={"turnId": turn_id}, run=run)
+    return commands.run_once(
+        binding_id=WEB_BINDING_ID,
+        client_command_id=client_command_id,
+        command_type="web.cancel",
+        canonical={"turnId": turn_id},
+        run=run,
+    )

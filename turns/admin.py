@@ -17,8 +17,18 @@ class AttemptInline(admin.TabularInline):
     model = TurnAttempt
     extra = 0
     can_delete = False
-    readonly_fields = ("attempt_id", "dispatch_phase", "delivery_certainty", "instance_id", "native_turn_id",
-                       "context_through_seq", "claimed_at", "prompt_invoked_at", "started_at", "terminal_at")
+    readonly_fields = (
+        "attempt_id",
+        "dispatch_phase",
+        "delivery_certainty",
+        "instance_id",
+        "native_turn_id",
+        "context_through_seq",
+        "claimed_at",
+        "prompt_invoked_at",
+        "started_at",
+        "terminal_at",
+    )
     fields = readonly_fields
 
     def has_add_permission(self, request, obj=None):
@@ -76,8 +86,12 @@ class PairTurnInline(admin.TabularInline):
 
     @admin.display(description="steers")
     def steers(self, row: SupervisionPairTurn) -> int:
-        return SupervisionSteerCount.objects.filter(subject_turn_id=row.turn_id).values_list(
-            "steer_count", flat=True).first() or 0
+        return (
+            SupervisionSteerCount.objects.filter(subject_turn_id=row.turn_id)
+            .values_list("steer_count", flat=True)
+            .first()
+            or 0
+        )
 
 
 @admin.register(SupervisionPair)

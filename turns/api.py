@@ -22,9 +22,16 @@ router = Router(tags=["turns"])
 TurnId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": TURN_ID.pattern})]]
 
 
-@router.post("/turns/{turn_id}/cancel", summary="Ask to cancel a Turn",
-             description="SSE brings the outcome.", **route(
-    {202: CancelAccepted}, write=True, body=True,
-    errors={404: ("UNKNOWN_TARGET",), 409: ("CLIENT_COMMAND_CONFLICT",)}))
+@router.post(
+    "/turns/{turn_id}/cancel",
+    summary="Ask to cancel a Turn",
+    description="SSE brings the outcome.",
+    **route(
+        {202: CancelAccepted},
+        write=True,
+        body=True,
+        errors={404: ("UNKNOWN_TARGET",), 409: ("CLIENT_COMMAND_CONFLICT",)},
+    ),
+)
 async def post_cancel(request: HttpRequest, turn_id: TurnId, body: CancelBody):
     return json_response(await db.write(accept_cancel)(turn_id, body.checked), 202)

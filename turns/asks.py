@@ -68,7 +68,9 @@ def _queued_behind_other_work(result: dict[str, Any]) -> bool:
     return any(r["status"] == "pending" and r["queuePosition"] > 0 for r in result["results"])
 
 
-async def wait_for_children(message_event_id: str, timeout_ms: int, *, return_when_queued: bool = True) -> dict[str, Any]:
+async def wait_for_children(
+    message_event_id: str, timeout_ms: int, *, return_when_queued: bool = True
+) -> dict[str, Any]:
     """Return at once when a child waits behind other work (unless ``return_when_queued`` is False:
     the operator's worker_ask, which no Turn of its own holds up, waits its whole time); otherwise
     wait until every child is terminal or the time is up. Durable commits wake the wait (the bus),
@@ -139,12 +141,12 @@ def find_ask(binding_id: str, message_id: str) -> None:
         or source["root_correlation_id"] != caller.turn.root_correlation_id
         or not Turn.objects.filter(source_event_id=message_id).exists()
     ):
-        raise GroupXError("UNKNOWN_TARGET", "no ask with this messageEventId in your chain",
-                          details={"unknownTargets": [message_id]})
+        raise GroupXError(
+            "UNKNOWN_TARGET", "no ask with this messageEventId in your chain", details={"unknownTargets": [message_id]}
+        )
 
 
 async def member_collect(binding_id: str, payload: Any) -> dict[str, Any]:
     message_id, wait_ms = check_collect(payload)  # validation only: no thread
     await db.write(find_ask)(binding_id, message_id)
     return await wait_for_children(message_id, wait_ms)
-

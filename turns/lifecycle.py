@@ -86,8 +86,9 @@ def next_queued_turn(actor_id: str) -> Turn | None:
     return None if head is None else Turn.from_db(DEFAULT_DB_ALIAS, turn_sql.LANE_HEAD_COLUMNS, head)
 
 
-def claim(turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int,
-          summary_through_seq: int | None = None) -> Claim | None:
+def claim(
+    turn_id: str, *, binding_id: str, instance_id: str, context_through_seq: int, summary_through_seq: int | None = None
+) -> Claim | None:
     """CAS queued → dispatching, open a ``prepared + not_delivered`` attempt and append
     ``turn.dispatched``. None when someone else moved the Turn first (a cancel).
     ``summary_through_seq``: the room checkpoint the packet embeds (FEATURES §14), or None."""
@@ -190,8 +191,14 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             status, outcome.error_code = FAILED, outcome.error_code or "PROTOCOL_INVALID_MESSAGE"
         terminal_body: dict[str, Any] = {"status": status}
         if outcome.reasoning:
-            record = _turn_record(turn_id, turn, agent, event_types.TURN_REASONING_RECORDED,
-                                  {"content": outcome.reasoning, "terminalStatus": status}, "reasoning")
+            record = _turn_record(
+                turn_id,
+                turn,
+                agent,
+                event_types.TURN_REASONING_RECORDED,
+                {"content": outcome.reasoning, "terminalStatus": status},
+                "reasoning",
+            )
             terminal_body["reasoningEventId"] = record.event_id
         tool_ids = [
             _turn_record(turn_id, turn, agent, event_types.TOOL_PROGRESS_RECORDED, tool, f"tool:{index}").event_id
@@ -217,8 +224,12 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             # Dated memory (PROTOCOL §2.2, FEATURES §15.3): a completed Turn registers its source and
             # reply ids in this same transaction; no memory record or event is written here.
             register_dated_memory_source(
-                turn_id=turn_id, actor_id=turn.target_actor_id, command_type=turn.command_type,
-                source_event_id=turn.source_event_id, source_seq=turn.source_seq, source_body=turn.source_body,
+                turn_id=turn_id,
+                actor_id=turn.target_actor_id,
+                command_type=turn.command_type,
+                source_event_id=turn.source_event_id,
+                source_seq=turn.source_seq,
+                source_body=turn.source_body,
                 response=response,
             )
         if outcome.error_code and status != COMPLETED:
@@ -242,7 +253,9 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
         # rolls back the events written above, exactly as if it had failed before them.
         check_move(turn.status, status)  # as move_turn does, before the fixed statement
         moved = turn_sql.finish_turn(
-            turn_id, turn.status, status,
+            turn_id,
+            turn.status,
+            status,
             response_event_id=response.event_id if response else None,
             terminal_event_id=terminal.event_id,
             error_code=outcome.error_code if status != COMPLETED else None,
@@ -258,8 +271,9 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
     return status
 
 
-def _turn_record(turn_id: str, turn: TerminalRead, agent: ActorRef, event_type: str, body: dict[str, Any],
-                 key: str) -> Event:
+def _turn_record(
+    turn_id: str, turn: TerminalRead, agent: ActorRef, event_type: str, body: dict[str, Any], key: str
+) -> Event:
     return events.turn_event(
         event_type=event_type,
         actor=agent,
@@ -297,8 +311,17 @@ def advance_summary_mark(actor_id: str, summary_seq: int) -> None:
 
 def delivery_cursor(actor_id: str) -> int:
     # One row at most (unique per actor and room): no ordering needed.
-    return next(iter(DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID)
-                     .values_list("last_delivered_seq", flat=True)), None) or 0
+    return (
+        next(
+            iter(
+                DeliveryCursor.objects.filter(actor_id=actor_id, room_id=ROOM_ID).values_list(
+                    "last_delivered_seq", flat=True
+                )
+            ),
+            None,
+        )
+        or 0
+    )
 
 
 # ---- cancel ---------------------------------------------------------------------------------
@@ -322,9 +345,11 @@ def request_cancel(turn_id: str) -> tuple[bool, str]:
             outcome = (True, CANCELLING)
         # A parent that stops no longer waits for its synchronous asks (PROTOCOL §6.3); its
         # asynchronous sends are independent work and go on.
-        for child_id in Turn.objects.filter(parent_turn_id=turn_id, command_type="mcp.ask").exclude(
-            status__in=TERMINAL_STATUSES
-        ).values_list("turn_id", flat=True):
+        for child_id in (
+            Turn.objects.filter(parent_turn_id=turn_id, command_type="mcp.ask")
+            .exclude(status__in=TERMINAL_STATUSES)
+            .values_list("turn_id", flat=True)
+        ):
             request_cancel(child_id)
         return outcome
 
@@ -348,8 +373,7 @@ def recover_agent_turns(actor_id: str, **facts: Any) -> dict[str, int]:
     """One agent's CLI was replaced while GroupX runs (an agent restart, docs/DECISIONS.md D41): its
     in-flight Turn meets the rules of a restart of the room; ``facts`` join an interrupted Turn's
     terminal body (``reason``). Its queued Turns are left as they are."""
-    return _recover(Turn.objects.filter(target_actor_id=actor_id, status__in=[DISPATCHING, RUNNING, CANCELLING]),
-                    facts)
+    return _recover(Turn.objects.filter(target_actor_id=actor_id, status__in=[DISPATCHING, RUNNING, CANCELLING]), facts)
 
 
 def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, int]:
@@ -359,16 +383,33 @@ def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, 
         never_sent = attempt is None or (
             attempt.dispatch_phase == "prepared" and attempt.delivery_certainty == "not_delivered"
         )
-        claim_ = Claim(turn.turn_id, attempt.attempt_id, turn.target_actor_id, turn.source_event_id,
-                       turn.correlation_id, turn.root_correlation_id) if attempt else None
+        claim_ = (
+            Claim(
+                turn.turn_id,
+                attempt.attempt_id,
+                turn.target_actor_id,
+                turn.source_event_id,
+                turn.correlation_id,
+                turn.root_correlation_id,
+            )
+            if attempt
+            else None
+        )
         # Only a dispatching Turn may go back to the queue (the table); a running one has had its
         # first native event, so its prompt was delivered whatever its attempt row says.
         if never_sent and can_move(turn.status, QUEUED) and turn.transport != SELECTED_TRANSPORT:
             # PROTOCOL §2.1: a snapshot taken under another transport is never switched over.
-            finish(claim_, turn.turn_id, TurnOutcome(
-                status=FAILED, error_code=TRANSPORT_MODE_MISMATCH,
-                message=f"this Turn was prepared for the {turn.transport!r} transport, and GroupX now runs "
-                        f"{SELECTED_TRANSPORT!r}; it is never sent over another transport"), events.SYSTEM)
+            finish(
+                claim_,
+                turn.turn_id,
+                TurnOutcome(
+                    status=FAILED,
+                    error_code=TRANSPORT_MODE_MISMATCH,
+                    message=f"this Turn was prepared for the {turn.transport!r} transport, and GroupX now runs "
+                    f"{SELECTED_TRANSPORT!r}; it is never sent over another transport",
+                ),
+                events.SYSTEM,
+            )
             counts["failed"] += 1
         elif never_sent and can_move(turn.status, QUEUED):
             with transaction.atomic():
@@ -382,9 +423,17 @@ def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, 
             finish(claim_, turn.turn_id, TurnOutcome(status=CANCELLED), events.SYSTEM)
             counts["cancelled"] += 1
         else:
-            finish(claim_, turn.turn_id, TurnOutcome(status=INTERRUPTED, content=turn.partial_text,
-                                                      error_code=TURN_INTERRUPTED, terminal_facts=dict(facts or {})),
-                   events.SYSTEM)
+            finish(
+                claim_,
+                turn.turn_id,
+                TurnOutcome(
+                    status=INTERRUPTED,
+                    content=turn.partial_text,
+                    error_code=TURN_INTERRUPTED,
+                    terminal_facts=dict(facts or {}),
+                ),
+                events.SYSTEM,
+            )
             counts["interrupted"] += 1
     return counts
 
@@ -398,9 +447,13 @@ def fail_queued_for_absent_agents(live_actor_ids: set[str]) -> int:
     orphans = Turn.objects.filter(status=QUEUED).exclude(target_actor_id__in=live_actor_ids).order_by("enqueue_seq")
     for turn in orphans:
         with transaction.atomic():
-            _finish_undispatched(turn, FAILED, UNKNOWN_TARGET,
-                                 f"{turn.target_actor_id} is not running: it was disabled or removed from "
-                                 "groupx.json before this Turn could start")
+            _finish_undispatched(
+                turn,
+                FAILED,
+                UNKNOWN_TARGET,
+                f"{turn.target_actor_id} is not running: it was disabled or removed from "
+                "groupx.json before this Turn could start",
+            )
         failed += 1
     return failed
 
@@ -413,11 +466,15 @@ def requeue_if_never_sent(turn_id: str) -> bool:
         if turn is None:
             return False
         attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()
-        if attempt is not None and (attempt.dispatch_phase, attempt.delivery_certainty) != ("prepared", "not_delivered"):
+        if attempt is not None and (attempt.dispatch_phase, attempt.delivery_certainty) != (
+            "prepared",
+            "not_delivered",
+        ):
             return False
         if attempt is not None:
             TurnAttempt.objects.filter(attempt_id=attempt.attempt_id).update(
-                dispatch_phase="terminal", terminal_at=timezone.now())
+                dispatch_phase="terminal", terminal_at=timezone.now()
+            )
         move_turn(turn_id, DISPATCHING, QUEUED, binding_id=None)
     return True
 
@@ -450,8 +507,14 @@ def _finish_undispatched(turn: Turn, status: str, error_code: str | None = None,
         body=body,
         idempotency_key=f"turn:{turn.turn_id}:terminal",
     )
-    move_turn(turn.turn_id, QUEUED, status, error_code=error_code, terminal_at=timezone.now(),
-              terminal_event_id=terminal.event_id)
+    move_turn(
+        turn.turn_id,
+        QUEUED,
+        status,
+        error_code=error_code,
+        terminal_at=timezone.now(),
+        terminal_event_id=terminal.event_id,
+    )
 
 
 def lanes_with_work() -> list[str]:
@@ -460,4 +523,3 @@ def lanes_with_work() -> list[str]:
 
 def cancelling_turn_ids() -> list[str]:
     return list(Turn.objects.filter(status=CANCELLING).values_list("turn_id", flat=True))
-

@@ -44,12 +44,18 @@ def check_chain_limits(parent: Turn, targets: list[str], *, hop_limit: int, root
     """Returns the child hop count; raises the limit's code."""
     hop = parent.hop_count + 1
     if hop > hop_limit:
-        raise GroupXError("HOP_LIMIT_REACHED", f"this chain is {hop} hops deep; the limit is {hop_limit}",
-                          details={"limitKind": "hopCount", "limit": hop_limit})
+        raise GroupXError(
+            "HOP_LIMIT_REACHED",
+            f"this chain is {hop} hops deep; the limit is {hop_limit}",
+            details={"limitKind": "hopCount", "limit": hop_limit},
+        )
     in_root = Turn.objects.filter(root_correlation_id=parent.root_correlation_id)
     if in_root.count() + len(targets) > root_limit:
-        raise GroupXError("ROOT_TURN_LIMIT_REACHED", f"this chain already has its {root_limit} turns",
-                          details={"limitKind": "rootTurns", "limit": root_limit})
+        raise GroupXError(
+            "ROOT_TURN_LIMIT_REACHED",
+            f"this chain already has its {root_limit} turns",
+            details={"limitKind": "rootTurns", "limit": root_limit},
+        )
     busy = [t for t in targets if in_root.filter(target_actor_id=t).count() + 1 > actor_limit]
     if busy:
         raise GroupXError(
@@ -60,8 +66,9 @@ def check_chain_limits(parent: Turn, targets: list[str], *, hop_limit: int, root
     return hop
 
 
-def record_loop_stopped(*, error: GroupXError, caller: ActorRef, parent: Turn, command_type: str,
-                        targets: list[str]) -> None:
+def record_loop_stopped(
+    *, error: GroupXError, caller: ActorRef, parent: Turn, command_type: str, targets: list[str]
+) -> None:
     with transaction.atomic():
         events.append_event(
             event_type="routing.loop_stopped",

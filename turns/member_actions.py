@@ -40,7 +40,8 @@ class Caller:
 def resolve_binding(binding_id: str | None) -> SessionBinding:
     binding = (
         SessionBinding.objects.select_related("actor").filter(binding_id=binding_id, status="active").first()
-        if binding_id else None
+        if binding_id
+        else None
     )
     if binding is None or binding.actor.kind != "agent":
         raise GroupXError("MCP_BINDING_MISMATCH", "unknown or closed GroupX binding")
@@ -72,8 +73,12 @@ def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> Po
 
 def _wake_canonical(command: PostMessage) -> dict[str, Any]:
     # What identifies an agent's send or ask in its receipt (stored hashes depend on these keys).
-    return {"to": command.to, "content": command.content, "replyToEventId": command.reply_to_event_id,
-            **({"supervision": command.supervision.canonical()} if command.supervision else {})}
+    return {
+        "to": command.to,
+        "content": command.content,
+        "replyToEventId": command.reply_to_event_id,
+        **({"supervision": command.supervision.canonical()} if command.supervision else {}),
+    }
 
 
 def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) -> dict[str, Any]:
@@ -86,43 +91,84 @@ def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) 
         agents[:] = resolve_targets(command.to, sender_id=caller.actor.actor_id)
         target_ids = [a.actor_id for a in agents]
         pairing.check_watch_turn_targets(caller.turn, target_ids)
-        observers = (pairing.check_pair(command.supervision, agents, sender_id=caller.actor.actor_id)
-                     if command.supervision else [])
+        observers = (
+            pairing.check_pair(command.supervision, agents, sender_id=caller.actor.actor_id)
+            if command.supervision
+            else []
+        )
         if command_type == "mcp.ask":
             limits.check_causal_cycle(caller.turn, target_ids)
         # Observers' Watch Turns count against the chain as the workers' Turns do (FEATURES §6.5).
-        hop = limits.check_chain_limits(caller.turn, target_ids + [o.actor_id for o in observers],
-                                        hop_limit=config.hopCount, root_limit=config.rootTurns,
-                                        actor_limit=config.actorCallsPerRoot)
+        hop = limits.check_chain_limits(
+            caller.turn,
+            target_ids + [o.actor_id for o in observers],
+            hop_limit=config.hopCount,
+            root_limit=config.rootTurns,
+            actor_limit=config.actorCallsPerRoot,
+        )
         active_counts = check_queue_capacity(agents + observers, config.queuePerAgent)
         check_references_exist(command.reply_to_event_id)
         message = events.message_created(
-            actor=caller.actor, content=command.content, to=target_ids,
-            correlation_id=caller.turn.root_correlation_id, source_kind="mcp",
+            actor=caller.actor,
+            content=command.content,
+            to=target_ids,
+            correlation_id=caller.turn.root_correlation_id,
+            source_kind="mcp",
             reply_to_event_id=command.reply_to_event_id or caller.turn.source_event_id,
             causation_id=caller.turn.turn_id,
         )
-        queued = do_enqueue_turns(source_event=message, agents=agents, command_type=command_type, hop_count=hop,
-                                  parent_turn=caller.turn, active_counts=active_counts)
+        queued = do_enqueue_turns(
+            source_event=message,
+            agents=agents,
+            command_type=command_type,
+            hop_count=hop,
+            parent_turn=caller.turn,
+            active_counts=active_counts,
+        )
         return {
             "messageEventId": message.event_id,
             "correlationId": message.correlation_id,
             "turns": [
-                {"target": t.target, "turnId": t.turn_id, "status": t.status, "queuePosition": t.queue_position,
-                 **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {})}
+                {
+                    "target": t.target,
+                    "turnId": t.turn_id,
+                    "status": t.status,
+                    "queuePosition": t.queue_position,
+                    **({"activeTurnId": t.active_turn_id} if t.active_turn_id else {}),
+                }
                 for t in queued
             ],
-            **(pairing.do_pair(source=message, workers=queued, observers=observers, hop_count=hop,
-                               parent_turn=caller.turn, active_counts=active_counts) if observers else {}),
+            **(
+                pairing.do_pair(
+                    source=message,
+                    workers=queued,
+                    observers=observers,
+                    hop_count=hop,
+                    parent_turn=caller.turn,
+                    active_counts=active_counts,
+                )
+                if observers
+                else {}
+            ),
         }
 
     try:
-        return commands.run_once(binding_id=binding_id, client_command_id=command.client_command_id,
-                                 command_type=command_type, canonical=_wake_canonical(command), run=run)
+        return commands.run_once(
+            binding_id=binding_id,
+            client_command_id=command.client_command_id,
+            command_type=command_type,
+            canonical=_wake_canonical(command),
+            run=run,
+        )
     except GroupXError as error:
         if error.code in limits.CHAIN_LIMIT_CODES:
-            limits.record_loop_stopped(error=error, caller=caller.actor, parent=caller.turn,
-                                       command_type=command_type, targets=[a.actor_id for a in agents])
+            limits.record_loop_stopped(
+                error=error,
+                caller=caller.actor,
+                parent=caller.turn,
+                command_type=command_type,
+                targets=[a.actor_id for a in agents],
+            )
         raise
 
 
@@ -150,15 +196,24 @@ def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         check_references_exist(command["replyToEventId"])
         message = events.message_created(
-            actor=caller.actor, content=command["content"], to=[], correlation_id=caller.turn.root_correlation_id,
-            source_kind="mcp", reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
+            actor=caller.actor,
+            content=command["content"],
+            to=[],
+            correlation_id=caller.turn.root_correlation_id,
+            source_kind="mcp",
+            reply_to_event_id=command["replyToEventId"] or caller.turn.source_event_id,
             causation_id=caller.turn.turn_id,
         )
         return {"messageEventId": message.event_id, "correlationId": message.correlation_id}
 
     canonical = {k: v for k, v in command.items() if k != "clientCommandId"}
-    return commands.run_once(binding_id=binding_id, client_command_id=command["clientCommandId"],
-                             command_type="mcp.publish", canonical=canonical, run=run)
+    return commands.run_once(
+        binding_id=binding_id,
+        client_command_id=command["clientCommandId"],
+        command_type="mcp.publish",
+        canonical=canonical,
+        run=run,
+    )
 
 
 def bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:
@@ -192,13 +247,16 @@ def member_read(binding_id: str, payload: Any) -> dict[str, Any]:
         "correlationId": correlation,
         "events": [envelope_from_row(row) for row in rows],
         "turns": [
-            {"target": t.target_actor_id, "turnId": t.turn_id, "status": t.status,
-             **({"responseEventId": t.response_event_id} if t.response_event_id else {}),
-             **({"errorCode": t.error_code} if t.error_code else {})}
+            {
+                "target": t.target_actor_id,
+                "turnId": t.turn_id,
+                "status": t.status,
+                **({"responseEventId": t.response_event_id} if t.response_event_id else {}),
+                **({"errorCode": t.error_code} if t.error_code else {}),
+            }
             for t in turns
         ],
     }
     if len(rows) == limit:
         result["nextAfterSeq"] = rows[-1]["seq"]
     return result
-

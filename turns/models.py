@@ -70,9 +70,7 @@ class TurnAttempt(models.Model):
     summary_through_seq = models.BigIntegerField(null=True, blank=True)
     native_turn_id = models.CharField(max_length=256, null=True, blank=True)
     dispatch_phase = models.CharField(max_length=16, choices=[(p, p) for p in PHASES], default="prepared")
-    delivery_certainty = models.CharField(
-        max_length=16, choices=[(c, c) for c in CERTAINTIES], default="not_delivered"
-    )
+    delivery_certainty = models.CharField(max_length=16, choices=[(c, c) for c in CERTAINTIES], default="not_delivered")
     claimed_at = models.DateTimeField()
     prompt_invoked_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

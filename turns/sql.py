@@ -58,12 +58,21 @@ _START_TURN = f"""
 A = Names(TurnAttempt)
 # A claim's new attempt (``prepared``, ``not_delivered``: the model's defaults), every NOT NULL column
 # the model would fill; the phases' timestamps and the native id stay NULL until their UPDATEs.
-ATTEMPT_INSERT_FIELDS = ("attempt_id", "turn_id", "binding_id", "instance_id", "context_through_seq",
-                         "summary_through_seq", "dispatch_phase", "delivery_certainty", "claimed_at")
-_ATTEMPT_DEFAULTS = {name: TurnAttempt._meta.get_field(name).get_default()
-                     for name in ("dispatch_phase", "delivery_certainty")}
-_INSERT_ATTEMPT = (f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) "
-                   f"VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})")
+ATTEMPT_INSERT_FIELDS = (
+    "attempt_id",
+    "turn_id",
+    "binding_id",
+    "instance_id",
+    "context_through_seq",
+    "summary_through_seq",
+    "dispatch_phase",
+    "delivery_certainty",
+    "claimed_at",
+)
+_ATTEMPT_DEFAULTS = {
+    name: TurnAttempt._meta.get_field(name).get_default() for name in ("dispatch_phase", "delivery_certainty")
+}
+_INSERT_ATTEMPT = f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})"
 # The write-ahead before the native prompt: only from ``prepared``.
 _ATTEMPT_PROMPT_INVOKED = f"""
     UPDATE {A} SET {A.dispatch_phase} = %s, {A.delivery_certainty} = %s, {A.prompt_invoked_at} = %s
@@ -97,10 +106,14 @@ _TERMINAL_READ = f"""
 # one fixed statement whatever the number of targets; the turns_lane index serves it).
 _ACTIVE = tuple(sorted(ACTIVE_STATUSES))
 _IN_FLIGHT = tuple(sorted(IN_FLIGHT_STATUSES))
-_ACTIVE_COUNTS = per_engine(lambda d: f"""
+_ACTIVE_COUNTS = per_engine(
+    lambda d: (
+        f"""
     SELECT {T.target_actor_id}, COUNT(*) FROM {T}
     WHERE {T.target_actor_id} IN {d.json_list()} AND {T.status} IN ({placeholders(_ACTIVE)})
-    GROUP BY {T.target_actor_id}""")
+    GROUP BY {T.target_actor_id}"""
+    )
+)
 # The target's in-flight Turn ahead of a newly queued one (what queue_metadata reports).
 _IN_FLIGHT_AHEAD = f"""
     SELECT {T.turn_id} FROM {T}
@@ -109,9 +122,23 @@ _IN_FLIGHT_AHEAD = f"""
 
 # A new queued Turn, with every NOT NULL column the model would fill (the nullable ones stay NULL);
 # the two defaults insert_turn does not take are the model's own.
-TURN_INSERT_FIELDS = ("turn_id", "source_event_id", "target_actor_id", "adapter_id", "transport", "command_type",
-                      "parent_turn_id", "correlation_id", "root_correlation_id", "hop_count", "queued_event_id",
-                      "enqueue_seq", "status", "partial_text", "queued_at")
+TURN_INSERT_FIELDS = (
+    "turn_id",
+    "source_event_id",
+    "target_actor_id",
+    "adapter_id",
+    "transport",
+    "command_type",
+    "parent_turn_id",
+    "correlation_id",
+    "root_correlation_id",
+    "hop_count",
+    "queued_event_id",
+    "enqueue_seq",
+    "status",
+    "partial_text",
+    "queued_at",
+)
 _TURN_DEFAULTS = {name: Turn._meta.get_field(name).get_default() for name in ("transport", "partial_text")}
 _INSERT_TURN = f"INSERT INTO {T} ({T.list(TURN_INSERT_FIELDS)}) VALUES ({placeholders(TURN_INSERT_FIELDS)})"
 
@@ -152,15 +179,33 @@ def turn_status(turn_id: str) -> str | None:
 
 
 def start_turn(turn_id: str, native_turn_id: str | None, started_at: datetime) -> None:
-    execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current, START.new,
-                          turn_id])
+    execute(_START_TURN, [native_turn_id, START.current, adapt_datetime(started_at), START.current, START.new, turn_id])
 
 
-def insert_attempt(*, attempt_id: str, turn_id: str, binding_id: str | None, instance_id: str | None,
-                   context_through_seq: int, summary_through_seq: int | None, claimed_at: datetime) -> None:
-    execute(_INSERT_ATTEMPT, [attempt_id, turn_id, binding_id, instance_id, context_through_seq, summary_through_seq,
-                              _ATTEMPT_DEFAULTS["dispatch_phase"], _ATTEMPT_DEFAULTS["delivery_certainty"],
-                              adapt_datetime(claimed_at)])
+def insert_attempt(
+    *,
+    attempt_id: str,
+    turn_id: str,
+    binding_id: str | None,
+    instance_id: str | None,
+    context_through_seq: int,
+    summary_through_seq: int | None,
+    claimed_at: datetime,
+) -> None:
+    execute(
+        _INSERT_ATTEMPT,
+        [
+            attempt_id,
+            turn_id,
+            binding_id,
+            instance_id,
+            context_through_seq,
+            summary_through_seq,
+            _ATTEMPT_DEFAULTS["dispatch_phase"],
+            _ATTEMPT_DEFAULTS["delivery_certainty"],
+            adapt_datetime(claimed_at),
+        ],
+    )
 
 
 def attempt_prompt_invoked(attempt_id: str, at: datetime) -> None:
@@ -175,12 +220,35 @@ def attempt_terminal(attempt_id: str, at: datetime) -> None:
     execute(_ATTEMPT_TERMINAL, ["terminal", adapt_datetime(at), attempt_id])
 
 
-def finish_turn(turn_id: str, current: str, new: str, *, response_event_id: str | None, terminal_event_id: str,
-                error_code: str | None, partial_text: str, terminal_at: datetime) -> bool:
+def finish_turn(
+    turn_id: str,
+    current: str,
+    new: str,
+    *,
+    response_event_id: str | None,
+    terminal_event_id: str,
+    error_code: str | None,
+    partial_text: str,
+    terminal_at: datetime,
+) -> bool:
     """CAS ``current`` → ``new`` (a terminal status) with the terminal columns; False when the Turn
     is no longer ``current``. The caller has checked the move (turns.states.check_move)."""
-    return execute(_FINISH_TURN, [new, response_event_id, terminal_event_id, error_code, partial_text,
-                                  adapt_datetime(terminal_at), turn_id, current]) == 1
+    return (
+        execute(
+            _FINISH_TURN,
+            [
+                new,
+                response_event_id,
+                terminal_event_id,
+                error_code,
+                partial_text,
+                adapt_datetime(terminal_at),
+                turn_id,
+                current,
+            ],
+        )
+        == 1
+    )
 
 
 def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
@@ -203,10 +271,39 @@ def in_flight_ahead(actor_id: str, enqueue_seq: int) -> str | None:
     return row[0] if row else None
 
 
-def insert_turn(*, turn_id: str, source_event_id: str, target_actor_id: str, adapter_id: str, command_type: str,
-                parent_turn_id: str | None, correlation_id: str, root_correlation_id: str, hop_count: int,
-                queued_event_id: str, enqueue_seq: int, status: str, queued_at: datetime) -> None:
-    execute(_INSERT_TURN, [turn_id, source_event_id, target_actor_id, adapter_id, _TURN_DEFAULTS["transport"],
-                           command_type, parent_turn_id, correlation_id, root_correlation_id, hop_count,
-                           queued_event_id, enqueue_seq, status, _TURN_DEFAULTS["partial_text"],
-                           adapt_datetime(queued_at)])
+def insert_turn(
+    *,
+    turn_id: str,
+    source_event_id: str,
+    target_actor_id: str,
+    adapter_id: str,
+    command_type: str,
+    parent_turn_id: str | None,
+    correlation_id: str,
+    root_correlation_id: str,
+    hop_count: int,
+    queued_event_id: str,
+    enqueue_seq: int,
+    status: str,
+    queued_at: datetime,
+) -> None:
+    execute(
+        _INSERT_TURN,
+        [
+            turn_id,
+            source_event_id,
+            target_actor_id,
+            adapter_id,
+            _TURN_DEFAULTS["transport"],
+            command_type,
+            parent_turn_id,
+            correlation_id,
+            root_correlation_id,
+            hop_count,
+            queued_event_id,
+            enqueue_seq,
+            status,
+            _TURN_DEFAULTS["partial_text"],
+            adapt_datetime(queued_at),
+        ],
+    )

@@ -72,8 +72,9 @@ def check_supervision(payload: dict[str, Any], to: list[str]) -> Supervision | N
         raise pair_invalid("the room assistant is never an observer")
     malformed = [str(o) for o in observers if not isinstance(o, str) or not validation.AGENT_ACTOR_RE.match(o)]
     if malformed:
-        raise invalid("supervision.observers must hold agent actor ids such as agent:codex",
-                      malformedObservers=malformed)
+        raise invalid(
+            "supervision.observers must hold agent actor ids such as agent:codex", malformedObservers=malformed
+        )
     if len(set(observers)) != len(observers):
         raise invalid("supervision.observers must not repeat an agent")
     overlap = sorted(set(observers) & set(to))
@@ -82,15 +83,19 @@ def check_supervision(payload: dict[str, Any], to: list[str]) -> Supervision | N
     return Supervision(tuple(sorted(observers)))
 
 
-def check_pair(supervision: Supervision, workers: list[ResolvedAgent], *,
-               sender_id: str | None = None) -> list[ResolvedAgent]:
+def check_pair(
+    supervision: Supervision, workers: list[ResolvedAgent], *, sender_id: str | None = None
+) -> list[ResolvedAgent]:
     """The observers as live agents, checked against the workers the command resolved."""
     if sender_id in supervision.observers:
         raise pair_invalid("the calling agent cannot observe its own task", overlappingActors=[sender_id])
     unknown = [o for o in supervision.observers if roster.live_agent(o) is None]
     if unknown:  # resolved like a worker: an observer that is not a live agent is an unknown target
-        raise GroupXError("UNKNOWN_TARGET", f"not an enabled agent of this room: {', '.join(unknown)}",
-                          details={"unknownTargets": unknown})
+        raise GroupXError(
+            "UNKNOWN_TARGET",
+            f"not an enabled agent of this room: {', '.join(unknown)}",
+            details={"unknownTargets": unknown},
+        )
     overlap = sorted(set(supervision.observers) & {w.actor_id for w in workers})
     if overlap:  # @all resolved to every agent, observers included
         raise pair_invalid("an observer cannot also be a worker of the same task", overlappingActors=overlap)
@@ -102,46 +107,93 @@ def brief_text(pair_id: str, source: Event, workers: list[QueuedTurn]) -> str:
     task = str((source.body or {}).get("content", ""))
     excerpt = task[:BRIEF_EXCERPT] + (" …" if len(task) > BRIEF_EXCERPT else "")
     lines = "\n".join(f"- {w.target} (turn {w.turn_id})" for w in workers)
-    return (f"Supervision watch ({MODE}, pair {pair_id}). You observe this task; you do not do it.\n"
-            f"Workers:\n{lines}\n"
-            "Follow them with watch; steer (a public reason, action nudge or interrupt) to redirect a worker. "
-            f"Task, from {source.actor_id} (event {source.event_id}):\n{excerpt}")
+    return (
+        f"Supervision watch ({MODE}, pair {pair_id}). You observe this task; you do not do it.\n"
+        f"Workers:\n{lines}\n"
+        "Follow them with watch; steer (a public reason, action nudge or interrupt) to redirect a worker. "
+        f"Task, from {source.actor_id} (event {source.event_id}):\n{excerpt}"
+    )
 
 
-def do_pair(*, source: Event, workers: list[QueuedTurn], observers: list[ResolvedAgent], hop_count: int = 0,
-            parent_turn: Turn | None = None, active_counts: dict[str, int] | None = None) -> dict[str, Any]:
+def do_pair(
+    *,
+    source: Event,
+    workers: list[QueuedTurn],
+    observers: list[ResolvedAgent],
+    hop_count: int = 0,
+    parent_turn: Turn | None = None,
+    active_counts: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """Write the pair after the task source and its workers' ``turn.queued`` (same transaction);
     returns what the 202 (or the tool result) adds: ``watchTurns``, ``watchEventId``, ``pairEventId``."""
     pair_id = new_id("pair")
     worker_refs = [{"actorId": w.target, "turnId": w.turn_id} for w in workers]
     brief = events.message_created(
-        actor=events.SYSTEM, content=brief_text(pair_id, source, workers), to=[o.actor_id for o in observers],
-        correlation_id=source.correlation_id, root_correlation_id=source.root_correlation_id,
-        source_kind="supervision", causation_id=source.event_id,
-        extra_body={"kind": WATCH_BRIEF_KIND, "pairId": pair_id, "sourceEventId": source.event_id,
-                    "workers": worker_refs},
+        actor=events.SYSTEM,
+        content=brief_text(pair_id, source, workers),
+        to=[o.actor_id for o in observers],
+        correlation_id=source.correlation_id,
+        root_correlation_id=source.root_correlation_id,
+        source_kind="supervision",
+        causation_id=source.event_id,
+        extra_body={
+            "kind": WATCH_BRIEF_KIND,
+            "pairId": pair_id,
+            "sourceEventId": source.event_id,
+            "workers": worker_refs,
+        },
     )
-    watchers = do_enqueue_turns(source_event=brief, agents=observers, command_type=WATCH_COMMAND_TYPE,
-                                hop_count=hop_count, parent_turn=parent_turn, active_counts=active_counts)
+    watchers = do_enqueue_turns(
+        source_event=brief,
+        agents=observers,
+        command_type=WATCH_COMMAND_TYPE,
+        hop_count=hop_count,
+        parent_turn=parent_turn,
+        active_counts=active_counts,
+    )
     paired = events.append_event(
-        event_type=event_types.SUPERVISION_PAIRED, actor=events.SYSTEM,
+        event_type=event_types.SUPERVISION_PAIRED,
+        actor=events.SYSTEM,
         to=[w.target for w in workers] + [o.target for o in watchers],
-        body={"pairId": pair_id, "mode": MODE, "sourceEventId": source.event_id, "watchEventId": brief.event_id,
-              "workers": worker_refs, "observers": [{"actorId": o.target, "turnId": o.turn_id} for o in watchers]},
-        correlation_id=source.correlation_id, root_correlation_id=source.root_correlation_id,
-        causation_id=source.event_id, provenance={"sourceKind": "supervision"},
+        body={
+            "pairId": pair_id,
+            "mode": MODE,
+            "sourceEventId": source.event_id,
+            "watchEventId": brief.event_id,
+            "workers": worker_refs,
+            "observers": [{"actorId": o.target, "turnId": o.turn_id} for o in watchers],
+        },
+        correlation_id=source.correlation_id,
+        root_correlation_id=source.root_correlation_id,
+        causation_id=source.event_id,
+        provenance={"sourceKind": "supervision"},
     )
     now = timezone.now()
-    SupervisionPair.objects.create(pair_id=pair_id, room_id=ROOM_ID, correlation_id=source.root_correlation_id,
-                                   source_event_id=source.event_id, watch_event_id=brief.event_id,
-                                   pair_event_id=paired.event_id, mode=MODE, created_at=now)
+    SupervisionPair.objects.create(
+        pair_id=pair_id,
+        room_id=ROOM_ID,
+        correlation_id=source.root_correlation_id,
+        source_event_id=source.event_id,
+        watch_event_id=brief.event_id,
+        pair_event_id=paired.event_id,
+        mode=MODE,
+        created_at=now,
+    )
     SupervisionPairTurn.objects.bulk_create(
-        [SupervisionPairTurn(turn_id=t.turn_id, pair_id=pair_id, role="worker", actor_id=t.target, created_at=now)
-         for t in workers]
-        + [SupervisionPairTurn(turn_id=t.turn_id, pair_id=pair_id, role="observer", actor_id=t.target,
-                               created_at=now) for t in watchers])
-    return {"watchTurns": [t.as_rest() for t in watchers], "watchEventId": brief.event_id,
-            "pairEventId": paired.event_id}
+        [
+            SupervisionPairTurn(turn_id=t.turn_id, pair_id=pair_id, role="worker", actor_id=t.target, created_at=now)
+            for t in workers
+        ]
+        + [
+            SupervisionPairTurn(turn_id=t.turn_id, pair_id=pair_id, role="observer", actor_id=t.target, created_at=now)
+            for t in watchers
+        ]
+    )
+    return {
+        "watchTurns": [t.as_rest() for t in watchers],
+        "watchEventId": brief.event_id,
+        "pairEventId": paired.event_id,
+    }
 
 
 # ---- what a Watch Turn may do -------------------------------------------------------------------
@@ -149,8 +201,11 @@ def do_pair(*, source: Event, workers: list[QueuedTurn], observers: list[Resolve
 
 def watched_pair(turn: Turn, tool: str) -> SupervisionPair:
     """The pair ``turn`` observes; SUPERVISION_WATCH_REQUIRED for any other Turn."""
-    row = (SupervisionPairTurn.objects.select_related("pair").filter(turn_id=turn.turn_id, role="observer").first()
-           if turn.command_type == WATCH_COMMAND_TYPE else None)
+    row = (
+        SupervisionPairTurn.objects.select_related("pair").filter(turn_id=turn.turn_id, role="observer").first()
+        if turn.command_type == WATCH_COMMAND_TYPE
+        else None
+    )
     if row is None:
         raise GroupXError("SUPERVISION_WATCH_REQUIRED", f"{tool} works only in a supervision Watch Turn")
     return row.pair
@@ -171,8 +226,9 @@ def choose_subject(pair: SupervisionPair, subject_turn_id: Any) -> Turn:
     if subject_turn_id is not None:
         chosen = next((t for t in workers if t.turn_id == subject_turn_id), None)
         if chosen is None:
-            raise pair_invalid("subjectTurnId is not a worker Turn of your pair",
-                               unknownTargets=[str(subject_turn_id)[:256]])
+            raise pair_invalid(
+                "subjectTurnId is not a worker Turn of your pair", unknownTargets=[str(subject_turn_id)[:256]]
+            )
         return chosen
     for status in SUBJECT_PREFERENCE:
         found = [t for t in workers if t.status == status]
@@ -188,6 +244,8 @@ def check_watch_turn_targets(turn: Turn, target_ids: list[str]) -> None:
     pair = watched_pair(turn, "send")
     watched = sorted({t.target_actor_id for t in worker_turns(pair)} & set(target_ids))
     if watched:
-        raise GroupXError("SUPERVISION_STEER_REQUIRED",
-                          f"{', '.join(watched)} is the worker you observe: use steer to redirect it",
-                          details={"targets": watched})
+        raise GroupXError(
+            "SUPERVISION_STEER_REQUIRED",
+            f"{', '.join(watched)} is the worker you observe: use steer to redirect it",
+            details={"targets": watched},
+        )

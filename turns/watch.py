@@ -75,8 +75,10 @@ LIVE_TURNS = 256
 def tool_entry(record: dict[str, Any]) -> dict[str, Any]:
     """A tool's name, status and id; nothing of its arguments or results."""
     details = record.get("details") if isinstance(record.get("details"), dict) else {}
-    entry = {"name": str(details.get("name") or "tool")[:TOOL_NAME], "status": str(details.get("status") or
-                                                                                  record.get("nativeType", ""))[:32]}
+    entry = {
+        "name": str(details.get("name") or "tool")[:TOOL_NAME],
+        "status": str(details.get("status") or record.get("nativeType", ""))[:32],
+    }
     if isinstance(record.get("toolCallId"), str):
         entry["toolCallId"] = record["toolCallId"][:256]
     return entry
@@ -107,28 +109,43 @@ def _tools(turn: Turn, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _last_steer_reason(subject_turn_id: str) -> str | None:
-    body = (Event.objects.filter(event_type=event_types.SUPERVISION_STEERED, body__subjectTurnId=subject_turn_id)
-            .order_by("-seq").values_list("body", flat=True).first())
+    body = (
+        Event.objects.filter(event_type=event_types.SUPERVISION_STEERED, body__subjectTurnId=subject_turn_id)
+        .order_by("-seq")
+        .values_list("body", flat=True)
+        .first()
+    )
     return body["reason"] if body else None
 
 
-def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None,
-             live_tools: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def snapshot(
+    pair: SupervisionPair, subject: Turn, after_seq: int | None, live_tools: list[dict[str, Any]] = ()
+) -> dict[str, Any]:
     """What the observer may see of ``subject`` now (PROTOCOL §6.7: may and may not). ``live_tools``:
     the tools watches saw it use while it runs (taken on the event loop, which owns that table)."""
     turn_events = Event.objects.filter(Q(causation_id=subject.turn_id) | Q(event_id=subject.queued_event_id))
     task = Event.objects.filter(event_id=pair.source_event_id).values("event_id", "seq", "body").first() or {}
     floor = after_seq if after_seq is not None else task.get("seq", 0)
     messages = list(
-        Event.objects.filter(event_type=event_types.MESSAGE_CREATED, root_correlation_id=pair.correlation_id,
-                             seq__gt=floor)
+        Event.objects.filter(
+            event_type=event_types.MESSAGE_CREATED, root_correlation_id=pair.correlation_id, seq__gt=floor
+        )
         .exclude(Q(body__has_key="kind") & Q(body__kind=WATCH_BRIEF_KIND))
-        .order_by("-seq").values("event_id", "seq", "actor_id", "body")[:MAX_MESSAGES]
+        .order_by("-seq")
+        .values("event_id", "seq", "actor_id", "body")[:MAX_MESSAGES]
     )
-    certainty = (TurnAttempt.objects.filter(turn=subject).order_by("-claimed_at")
-                 .values_list("delivery_certainty", flat=True).first())
-    count = SupervisionSteerCount.objects.filter(subject_turn_id=subject.turn_id).values_list(
-        "steer_count", flat=True).first() or 0
+    certainty = (
+        TurnAttempt.objects.filter(turn=subject)
+        .order_by("-claimed_at")
+        .values_list("delivery_certainty", flat=True)
+        .first()
+    )
+    count = (
+        SupervisionSteerCount.objects.filter(subject_turn_id=subject.turn_id)
+        .values_list("steer_count", flat=True)
+        .first()
+        or 0
+    )
     result: dict[str, Any] = {
         "turnId": subject.turn_id,
         "targetActorId": subject.target_actor_id,
@@ -137,8 +154,10 @@ def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None,
         "terminal": subject.status in TERMINAL_STATUSES,
         "subjectCancelled": subject.status == CANCELLED,
         "task": {"eventId": pair.source_event_id, "excerpt": _excerpt(task.get("body"))},
-        "messages": [{"eventId": m["event_id"], "seq": m["seq"], "actorId": m["actor_id"],
-                      "excerpt": _excerpt(m["body"])} for m in reversed(messages)],
+        "messages": [
+            {"eventId": m["event_id"], "seq": m["seq"], "actorId": m["actor_id"], "excerpt": _excerpt(m["body"])}
+            for m in reversed(messages)
+        ],
         "tools": _tools(subject, list(live_tools)),
         "steerCount": count,
     }
@@ -152,8 +171,9 @@ def snapshot(pair: SupervisionPair, subject: Turn, after_seq: int | None,
 
 def milestone_since(subject: Turn, after_seq: int) -> bool:
     """A durable milestone of ``subject`` (started, ended) with a seq above ``after_seq``."""
-    return Event.objects.filter(causation_id=subject.turn_id, event_type__in=MILESTONE_TYPES,
-                                seq__gt=after_seq).exists()
+    return Event.objects.filter(
+        causation_id=subject.turn_id, event_type__in=MILESTONE_TYPES, seq__gt=after_seq
+    ).exists()
 
 
 # ---- the tool -------------------------------------------------------------------------------------
@@ -174,15 +194,18 @@ def _begin(binding_id: str, request: WatchRequest) -> _Watch:
     pair = pairing.watched_pair(caller.turn, "watch")
     subject = pairing.choose_subject(pair, request.subject_turn_id)
     ready = subject.status in TERMINAL_STATUSES or (
-        request.until == "next_milestone" and request.after_seq is not None
-        and milestone_since(subject, request.after_seq))
+        request.until == "next_milestone"
+        and request.after_seq is not None
+        and milestone_since(subject, request.after_seq)
+    )
     return _Watch(binding_id, caller.turn.turn_id, pair.pair_id, subject.turn_id, subject.status, ready)
 
 
 def _statuses(watch: _Watch) -> tuple[str, str]:
     """(the subject's status, the observer's own Turn's status)."""
-    found = dict(Turn.objects.filter(turn_id__in=[watch.subject_turn_id, watch.watcher_turn_id])
-                 .values_list("turn_id", "status"))
+    found = dict(
+        Turn.objects.filter(turn_id__in=[watch.subject_turn_id, watch.watcher_turn_id]).values_list("turn_id", "status")
+    )
     return found.get(watch.subject_turn_id), found.get(watch.watcher_turn_id)
 
 
@@ -200,10 +223,19 @@ def _observe_now(watch: _Watch, request: WatchRequest, timed_out: bool, live_too
     subject = Turn.objects.get(turn_id=watch.subject_turn_id)
     shot = snapshot(pair, subject, request.after_seq, live_tools)
     observed = events.append_event(
-        event_type=event_types.SUPERVISION_OBSERVED, actor=caller.actor, to=[subject.target_actor_id],
-        body={"pairId": pair.pair_id, "subjectTurnId": subject.turn_id, "status": subject.status,
-              "until": request.until, "timedOut": timed_out, "steerCount": shot["steerCount"]},
-        correlation_id=pair.correlation_id, causation_id=caller.turn.turn_id,
+        event_type=event_types.SUPERVISION_OBSERVED,
+        actor=caller.actor,
+        to=[subject.target_actor_id],
+        body={
+            "pairId": pair.pair_id,
+            "subjectTurnId": subject.turn_id,
+            "status": subject.status,
+            "until": request.until,
+            "timedOut": timed_out,
+            "steerCount": shot["steerCount"],
+        },
+        correlation_id=pair.correlation_id,
+        causation_id=caller.turn.turn_id,
         provenance={"sourceKind": "supervision", "subjectActorId": subject.target_actor_id},
     )
     # Pass it back as afterSeq: every milestone at or below it is in this snapshot.

@@ -46,8 +46,14 @@ def mcp_servers(profile: LaunchProfile) -> list[dict[str, Any]]:
     """The GroupX member endpoint as an ACP HTTP descriptor, on every session/new and load."""
     if profile.mcp is None:
         return []
-    return [{"type": "http", "name": "groupx", "url": profile.mcp.url,
-             "headers": [{"name": "X-GroupX-Binding", "value": profile.mcp.binding_id}]}]
+    return [
+        {
+            "type": "http",
+            "name": "groupx",
+            "url": profile.mcp.url,
+            "headers": [{"name": "X-GroupX-Binding", "value": profile.mcp.binding_id}],
+        }
+    ]
 
 
 def _is_auth_required(error: JsonRpcError) -> bool:
@@ -66,8 +72,14 @@ class AcpDriver(Driver):
         require_mcp_binding(profile)
         session = AcpSession(self.flavor, profile)
         handshake = _Handshake(session, profile, resume_native_session_id)
-        return await start_native_session(session, [*profile.command, *FLAVOR_ARGV[self.flavor]], profile,
-                                          handshake.run, label=self.flavor, on_stderr=session._on_stderr)
+        return await start_native_session(
+            session,
+            [*profile.command, *FLAVOR_ARGV[self.flavor]],
+            profile,
+            handshake.run,
+            label=self.flavor,
+            on_stderr=session._on_stderr,
+        )
 
 
 class _Handshake(RpcHandshake):
@@ -79,8 +91,11 @@ class _Handshake(RpcHandshake):
 
     async def run(self) -> None:
         session = self.session
-        init = await self.step("initialize", {"protocolVersion": ACP_PROTOCOL_VERSION, "clientCapabilities": {},
-                                              "clientInfo": CLIENT_INFO}, refused=ADAPTER_START_FAILED)
+        init = await self.step(
+            "initialize",
+            {"protocolVersion": ACP_PROTOCOL_VERSION, "clientCapabilities": {}, "clientInfo": CLIENT_INFO},
+            refused=ADAPTER_START_FAILED,
+        )
         self.check_initialize(init)
         self.check_fatal()  # a Grok policy marker stops the start before session/new
         servers = mcp_servers(self.profile)
@@ -91,14 +106,18 @@ class _Handshake(RpcHandshake):
             session.set_loading(True)  # replayed history is buffered, never emitted
             try:
                 # Bounded by handshake_ms of silence: a long history replays for as long as it takes.
-                await self.step("session/load", {"sessionId": self.resume_id, "cwd": self.profile.cwd,
-                                                 "mcpServers": servers}, refused=SESSION_NOT_AVAILABLE,
-                                progress=lambda: session.replayed)
+                await self.step(
+                    "session/load",
+                    {"sessionId": self.resume_id, "cwd": self.profile.cwd, "mcpServers": servers},
+                    refused=SESSION_NOT_AVAILABLE,
+                    progress=lambda: session.replayed,
+                )
             finally:
                 session.set_loading(False)
         else:
-            result = await self.step("session/new", {"cwd": self.profile.cwd, "mcpServers": servers},
-                                     refused=ADAPTER_START_FAILED)
+            result = await self.step(
+                "session/new", {"cwd": self.profile.cwd, "mcpServers": servers}, refused=ADAPTER_START_FAILED
+            )
             session_id = result.get("sessionId") if isinstance(result, dict) else None
             if not isinstance(session_id, str) or not session_id:
                 raise DriverError(PROTOCOL_INVALID_MESSAGE, f"session/new returned no sessionId: {result!r:.200}")
@@ -124,26 +143,33 @@ class _Handshake(RpcHandshake):
         if spec.agent_name is not None and session.agent_info.get("name") != spec.agent_name:
             # Another CLI behind the configured command: it answers the same at every attempt, so
             # the start fails at once and says so (docs/DECISIONS.md D38), never retried.
-            raise DriverError(ADAPTER_START_FAILED,
-                              f"the {session.flavor} driver needs agentInfo.name {spec.agent_name!r}, but the "
-                              f"command answered initialize as {session.agent_info.get('name')!r}",
-                              retryable=False)
+            raise DriverError(
+                ADAPTER_START_FAILED,
+                f"the {session.flavor} driver needs agentInfo.name {spec.agent_name!r}, but the "
+                f"command answered initialize as {session.agent_info.get('name')!r}",
+                retryable=False,
+            )
         if self.profile.mcp is not None and spec.advertises_mcp_http:
             # Hermes omits mcpCapabilities but reads HTTP descriptors, so it is forced on (§3.8).
             mcp_caps = caps.get("mcpCapabilities")
             if not (isinstance(mcp_caps, dict) and mcp_caps.get("http") is True):
-                raise DriverError(ADAPTER_START_FAILED,
-                                  f"{session.flavor} does not advertise MCP over HTTP (mcpCapabilities.http), "
-                                  "so the GroupX tools cannot be attached")
+                raise DriverError(
+                    ADAPTER_START_FAILED,
+                    f"{session.flavor} does not advertise MCP over HTTP (mcpCapabilities.http), "
+                    "so the GroupX tools cannot be attached",
+                )
 
     async def set_mode(self) -> None:
         mode = FLAVOR_MODE[self.session.flavor]
         if mode is None:
             return
-        result = await self.step("session/set_mode", {"sessionId": self.session.native_session_id, "modeId": mode},
-                                 refused=self.refused_code)
+        result = await self.step(
+            "session/set_mode", {"sessionId": self.session.native_session_id, "modeId": mode}, refused=self.refused_code
+        )
         if not isinstance(result, dict):
-            raise DriverError(ADAPTER_START_FAILED, f"session/set_mode {mode!r} returned {result!r:.100}, not an object")
+            raise DriverError(
+                ADAPTER_START_FAILED, f"session/set_mode {mode!r} returned {result!r:.100}, not an object"
+            )
 
     def refusal(self, method: str, error: JsonRpcError, code: str) -> DriverError:
         detail = f"{method} failed: {error.code} {error.message}"
@@ -151,10 +177,12 @@ class _Handshake(RpcHandshake):
             return DriverError(NATIVE_POLICY_BLOCKED, detail, retryable=False)
         if _is_auth_required(error):
             cmd = self.profile.command[-1] if self.profile.command else self.session.flavor
-            return DriverError(ADAPTER_START_FAILED,
-                               f"{self.session.flavor} is not logged in ({error.message}); "
-                               f"log in once with the CLI itself ({cmd!r}) and restart the agent",
-                               retryable=False)
+            return DriverError(
+                ADAPTER_START_FAILED,
+                f"{self.session.flavor} is not logged in ({error.message}); "
+                f"log in once with the CLI itself ({cmd!r}) and restart the agent",
+                retryable=False,
+            )
         if method == "session/set_mode":
             # The agent answered and said no: asking again the same way cannot change the answer.
             return DriverError(code, detail, retryable=False)

@@ -85,8 +85,10 @@ class AcpTurn(QueuedTurn):
         self.cancel_requested = True
         await self._send_native_cancel()
         # Not in the TS kernel (A8): without a bound a silent agent would hold the turn forever.
-        self._arm(self._session.profile.timeouts.cancel_ms,
-                  TurnFailed(TURN_CANCEL_TIMEOUT, "the agent did not confirm the cancel"))
+        self._arm(
+            self._session.profile.timeouts.cancel_ms,
+            TurnFailed(TURN_CANCEL_TIMEOUT, "the agent did not confirm the cancel"),
+        )
 
     # -- driven by the session ------------------------------------------------------------------
 
@@ -143,8 +145,12 @@ class AcpTurn(QueuedTurn):
             value = short(update.get(key))
             if value is not None:
                 known[key] = value
-        details = {"name": known["title"] or known["kind"] or "tool", "title": known["title"],
-                   "kind": known["kind"], "status": known["status"]}
+        details = {
+            "name": known["title"] or known["kind"] or "tool",
+            "title": known["title"],
+            "kind": known["kind"],
+            "status": known["status"],
+        }
         done = kind == "tool_call_update" and known["status"] in _TOOL_DONE
         self._emit(ToolProgress("tool.completed" if done else "tool.started", call_id, details))
 
@@ -212,8 +218,12 @@ class AcpSession(ChildSession[AcpTurn]):
     def attach(self, process: JsonLineProcess) -> JsonRpcClient:
         self.process = process
         self.client = JsonRpcClient(
-            process, dialect="acp", id_prefix=f"{self.profile.agent_id}:",
-            on_request=self._on_request, on_notification=self._on_notification, on_lost=self._on_lost,
+            process,
+            dialect="acp",
+            id_prefix=f"{self.profile.agent_id}:",
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            on_lost=self._on_lost,
             pace=self.pace_reader,
         )
         self.client.start()
@@ -221,8 +231,13 @@ class AcpSession(ChildSession[AcpTurn]):
 
     @property
     def alive(self) -> bool:
-        return (self.process is not None and self.process.running and self.client is not None
-                and self.client.lost is None and not self.closing)
+        return (
+            self.process is not None
+            and self.process.running
+            and self.client is not None
+            and self.client.lost is None
+            and not self.closing
+        )
 
     # -- start-time plumbing (used by AcpDriver) ------------------------------------------------
 
@@ -346,8 +361,9 @@ class AcpSession(ChildSession[AcpTurn]):
             if not self._starting and isinstance(close_cap, dict):
                 assert self.client is not None
                 try:
-                    await self.client.request("session/close", {"sessionId": self.native_session_id},
-                                              timeout=timeouts.request_ms / 1000)
+                    await self.client.request(
+                        "session/close", {"sessionId": self.native_session_id}, timeout=timeouts.request_ms / 1000
+                    )
                 except (JsonRpcError, ConnectionLost, TimeoutError) as exc:
                     log.info("session/close ignored: %s", exc)
         if self.client is not None:

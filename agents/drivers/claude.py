@@ -42,9 +42,11 @@ CLAUDE_ARGV = DRIVERS["claude"].argv  # ends with --permission-mode PERMISSION_M
 MCP_CONFIG_NAME = "claude-mcp.json"
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 UNKNOWN_SESSION = "No conversation found with session ID"
-ROOT_HINT = ("Claude Code refuses bypassPermissions as root. GroupX never sets IS_SANDBOX=1 itself: on a "
-             "disposable sandbox start GroupX with IS_SANDBOX=1 in its environment (or point this agent's "
-             "command at a wrapper script that sets it); otherwise run GroupX as an unprivileged user")
+ROOT_HINT = (
+    "Claude Code refuses bypassPermissions as root. GroupX never sets IS_SANDBOX=1 itself: on a "
+    "disposable sandbox start GroupX with IS_SANDBOX=1 in its environment (or point this agent's "
+    "command at a wrapper script that sets it); otherwise run GroupX as an unprivileged user"
+)
 
 
 def mcp_config(profile: LaunchProfile) -> str | None:
@@ -91,9 +93,15 @@ class ClaudeDriver(Driver):
         session.secret_file = config_file = mcp_config_file(profile)  # removed when the session closes
         argv = claude_argv(profile, session_id, resume=resume, mcp_config_path=config_file and config_file.path)
         try:
-            return await start_native_session(session, argv, profile, _Handshake(session, profile).run,
-                                              label="claude", line_limit=CLAUDE_LINE_LIMIT,
-                                              secrets=[config_file] if config_file is not None else [])
+            return await start_native_session(
+                session,
+                argv,
+                profile,
+                _Handshake(session, profile).run,
+                label="claude",
+                line_limit=CLAUDE_LINE_LIMIT,
+                secrets=[config_file] if config_file is not None else [],
+            )
         except BaseException:
             if config_file is not None:
                 config_file.remove()  # a CLI that could not even be launched leaves no session to close
@@ -118,14 +126,22 @@ class _Handshake:
         result = await self.step("set_permission_mode", {"mode": PERMISSION_MODE})
         granted = result.get("mode") if isinstance(result, dict) else None
         if granted != PERMISSION_MODE:
-            raise DriverError(NATIVE_POLICY_BLOCKED, f"Claude Code answered set_permission_mode with mode "
-                                                     f"{granted!r}, not {PERMISSION_MODE!r}", retryable=False)
+            raise DriverError(
+                NATIVE_POLICY_BLOCKED,
+                f"Claude Code answered set_permission_mode with mode {granted!r}, not {PERMISSION_MODE!r}",
+                retryable=False,
+            )
         session.started()
 
     async def step(self, subtype: str, fields: dict[str, Any]) -> Any:
         session = self.session
-        answer = await handshake_answer(subtype, lambda: session.control(subtype, fields), fatal=session.start_fatal,
-                                        timeout=self.step_timeout, lost=self.lost)
+        answer = await handshake_answer(
+            subtype,
+            lambda: session.control(subtype, fields),
+            fatal=session.start_fatal,
+            timeout=self.step_timeout,
+            lost=self.lost,
+        )
         try:
             return answer.result()
         except ControlRefused as exc:

@@ -70,8 +70,14 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
 
     def attach(self, process: JsonLineProcess) -> None:
         self.process = process
-        self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
-                                   closing=lambda: self.closing, label="claude", pace=self.pace_reader)
+        self._frames = FrameReader(
+            process,
+            dispatch=self._dispatch,
+            fail=self._fail,
+            closing=lambda: self.closing,
+            label="claude",
+            pace=self.pace_reader,
+        )
         self._frames.start()
 
     @property
@@ -92,11 +98,13 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         try:
             await self.process.write_frame(frame)
         except ProcessClosedError as exc:
-            raise self.lost or ProcessExited(str(exc), returncode=self.process.returncode,
-                                             expected=self.closing) from exc
+            raise self.lost or ProcessExited(
+                str(exc), returncode=self.process.returncode, expected=self.closing
+            ) from exc
 
-    async def control(self, subtype: str, fields: dict[str, Any] | None = None, *,
-                      expect_reply: bool = True) -> asyncio.Future[Any]:
+    async def control(
+        self, subtype: str, fields: dict[str, Any] | None = None, *, expect_reply: bool = True
+    ) -> asyncio.Future[Any]:
         """Write a control request; the future gets the success ``response`` object, or
         ControlRefused / ConnectionLost."""
         self._counter += 1
@@ -106,8 +114,9 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         if expect_reply:
             self._pending[request_id] = future
         try:
-            await self._write({"type": "control_request", "request_id": request_id,
-                               "request": {"subtype": subtype, **(fields or {})}})
+            await self._write(
+                {"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **(fields or {})}}
+            )
         except BaseException:
             self._pending.pop(request_id, None)
             future.cancel()
@@ -146,8 +155,12 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         self.check_turn_slot("claude")
         turn = ClaudeTurn(self, turn_id)
         # The shape the real CLI is fed (real-cli transcripts): a user message, no parent tool use.
-        frame = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt_text}]},
-                 "parent_tool_use_id": None, "session_id": self.native_session_id}
+        frame = {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": prompt_text}]},
+            "parent_tool_use_id": None,
+            "session_id": self.native_session_id,
+        }
         await self.write_prompt(turn, lambda: self._write(frame), "the prompt")
         return turn
 
@@ -168,8 +181,12 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         if self.lost is not None:
             return
         self.lost = exc
-        log.log(logging.INFO if self.closing else logging.WARNING, "claude pid %s lost: %s",
-                self.process.pid if self.process else None, exc)
+        log.log(
+            logging.INFO if self.closing else logging.WARNING,
+            "claude pid %s lost: %s",
+            self.process.pid if self.process else None,
+            exc,
+        )
         if not self.closing:
             self.needs_rebuild = True
         pending, self._pending = self._pending, {}
@@ -261,14 +278,17 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
             return TurnFailed(PROTOCOL_INVALID_MESSAGE, "system/init frame without session_id or cwd")
         if session_id != self.native_session_id:
             what = "resumed" if self.resuming else "launched"
-            return TurnFailed(SESSION_NOT_AVAILABLE,
-                              f"Claude Code runs session {session_id}, not the {what} {self.native_session_id}")
+            return TurnFailed(
+                SESSION_NOT_AVAILABLE, f"Claude Code runs session {session_id}, not the {what} {self.native_session_id}"
+            )
         if not same_path(cwd, self.profile.cwd):
-            return TurnFailed(SESSION_NOT_AVAILABLE,
-                              f"Claude Code runs in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}")
+            return TurnFailed(
+                SESSION_NOT_AVAILABLE, f"Claude Code runs in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}"
+            )
         if mode != PERMISSION_MODE:
-            return TurnFailed(NATIVE_POLICY_BLOCKED, f"Claude Code reports permission mode {mode!r}, "
-                                                     f"not {PERMISSION_MODE!r}")
+            return TurnFailed(
+                NATIVE_POLICY_BLOCKED, f"Claude Code reports permission mode {mode!r}, not {PERMISSION_MODE!r}"
+            )
         return None
 
     def _note_mcp(self, servers: Any) -> None:
@@ -298,8 +318,9 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         else:
             error = response.get("error")
             code = response.get("error_code")
-            future.set_exception(ControlRefused(str(error) if error is not None else "refused",
-                                                code if isinstance(code, str) else None))
+            future.set_exception(
+                ControlRefused(str(error) if error is not None else "refused", code if isinstance(code, str) else None)
+            )
 
     def _on_control_request(self, frame: dict[str, Any]) -> None:
         request_id = frame.get("request_id")
@@ -310,8 +331,18 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
             return
         if subtype not in INTERACTIVE_SUBTYPES:
             # hook_callback, mcp_message, token refreshes…: a protocol error; the turn carries on.
-            self.spawn(self._write({"type": "control_response", "response": {
-                "subtype": "error", "request_id": request_id, "error": f"Unsupported control request: {subtype}"}}))
+            self.spawn(
+                self._write(
+                    {
+                        "type": "control_response",
+                        "response": {
+                            "subtype": "error",
+                            "request_id": request_id,
+                            "error": f"Unsupported control request: {subtype}",
+                        },
+                    }
+                )
+            )
             return
         what = f"Claude Code sent a {subtype} request, which GroupX never answers with an approval"
         turn = self._turn
@@ -331,8 +362,12 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
             answer["action"] = "cancel"  # what the real CLI reads from an elicitation answer
 
         async def settle() -> None:
-            await self._write({"type": "control_response", "response": {
-                "subtype": "success", "request_id": request_id, "response": answer}})
+            await self._write(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": request_id, "response": answer},
+                }
+            )
             if interrupt and turn is not None:
                 await turn.send_interrupt()
 

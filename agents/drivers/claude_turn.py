@@ -42,8 +42,11 @@ def is_abort(frame: dict[str, Any]) -> bool:
 def tool_details(name: str | None, status: str) -> dict[str, Any]:
     """The bounded projection of a tool_use: its name and status, never input or output."""
     label = name or "tool"
-    details: dict[str, Any] = {"name": label, "status": status,
-                               "kind": "mcp" if label.startswith(MCP_TOOL_PREFIX) else "tool"}
+    details: dict[str, Any] = {
+        "name": label,
+        "status": status,
+        "kind": "mcp" if label.startswith(MCP_TOOL_PREFIX) else "tool",
+    }
     if label.startswith(MCP_TOOL_PREFIX):
         _, _, rest = label.partition(MCP_TOOL_PREFIX)
         server, _, tool = rest.partition("__")
@@ -84,8 +87,10 @@ class ClaudeTurn(QueuedTurn):
         if self.terminal is not None or self.cancel_requested:
             return
         self.cancel_requested = True
-        self._arm(self._session.profile.timeouts.cancel_ms,
-                  TurnFailed(TURN_CANCEL_TIMEOUT, "Claude Code did not confirm the interrupt"))
+        self._arm(
+            self._session.profile.timeouts.cancel_ms,
+            TurnFailed(TURN_CANCEL_TIMEOUT, "Claude Code did not confirm the interrupt"),
+        )
         await self.send_interrupt()
 
     # -- driven by the session ------------------------------------------------------------------
@@ -200,8 +205,12 @@ class ClaudeTurn(QueuedTurn):
         elif frame.get("subtype") == "success" and frame.get("is_error") is not True:
             result = frame.get("result")
             stop = frame.get("stop_reason")
-            self._finish(TurnCompleted(content=result if isinstance(result, str) and result else None,
-                                       stop_reason=stop if isinstance(stop, str) else None))
+            self._finish(
+                TurnCompleted(
+                    content=result if isinstance(result, str) and result else None,
+                    stop_reason=stop if isinstance(stop, str) else None,
+                )
+            )
         else:
             # An API error, "Not logged in" (L4), max turns…: the turn failed, the process lives on.
             self._finish(TurnFailed(TURN_INTERRUPTED, result_failure_message(frame)))

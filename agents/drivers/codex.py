@@ -55,8 +55,9 @@ def thread_params(profile: LaunchProfile) -> dict[str, Any]:
     params: dict[str, Any] = {"approvalPolicy": APPROVAL_POLICY, "sandbox": SANDBOX_MODE}
     if profile.mcp is not None:
         # The key is the dotted string itself: a thread-scoped override, no config file written (§2.2).
-        params["config"] = {"mcp_servers.groupx": {
-            "url": profile.mcp.url, "http_headers": {"X-GroupX-Binding": profile.mcp.binding_id}}}
+        params["config"] = {
+            "mcp_servers.groupx": {"url": profile.mcp.url, "http_headers": {"X-GroupX-Binding": profile.mcp.binding_id}}
+        }
     return params
 
 
@@ -78,9 +79,12 @@ def check_requirements(result: Any) -> None:
         if not isinstance(allowed, list) or not all(isinstance(entry, str | dict) for entry in allowed):
             raise DriverError(PROTOCOL_INVALID_MESSAGE, f"malformed {key}: {allowed!r:.200}")
         if needed not in allowed:
-            raise DriverError(NATIVE_POLICY_BLOCKED,
-                              f"a managed Codex policy allows {key} {allowed!r:.200}, not {needed!r}; GroupX "
-                              "runs Codex unrestricted and cannot start it under this policy", retryable=False)
+            raise DriverError(
+                NATIVE_POLICY_BLOCKED,
+                f"a managed Codex policy allows {key} {allowed!r:.200}, not {needed!r}; GroupX "
+                "runs Codex unrestricted and cannot start it under this policy",
+                retryable=False,
+            )
 
 
 def _unknown_method(error: JsonRpcError) -> bool:
@@ -95,8 +99,9 @@ class CodexDriver(Driver):
         require_mcp_binding(profile)
         session = CodexSession(profile)
         handshake = _Handshake(session, profile, resume_native_session_id)
-        return await start_native_session(session, [*profile.command, *CODEX_ARGV], profile, handshake.run,
-                                          label="codex")
+        return await start_native_session(
+            session, [*profile.command, *CODEX_ARGV], profile, handshake.run, label="codex"
+        )
 
 
 class _Handshake(RpcHandshake):
@@ -106,8 +111,9 @@ class _Handshake(RpcHandshake):
 
     async def run(self) -> None:
         session = self.session
-        init = await self.step("initialize", {"clientInfo": CLIENT_INFO, "capabilities": CLIENT_CAPABILITIES},
-                               refused=ADAPTER_START_FAILED)
+        init = await self.step(
+            "initialize", {"clientInfo": CLIENT_INFO, "capabilities": CLIENT_CAPABILITIES}, refused=ADAPTER_START_FAILED
+        )
         if not isinstance(init, dict):
             raise DriverError(PROTOCOL_INVALID_MESSAGE, f"initialize returned {init!r:.200}")
         await self.notify("initialized")
@@ -118,8 +124,11 @@ class _Handshake(RpcHandshake):
         if self.resume_id is not None:
             # "no rollout found" (C2: a thread that never ran a turn) or any other refusal: the
             # session manager starts fresh.
-            result = await self.step("thread/resume", {"threadId": self.resume_id, "excludeTurns": True, **params},
-                                     refused=SESSION_NOT_AVAILABLE)
+            result = await self.step(
+                "thread/resume",
+                {"threadId": self.resume_id, "excludeTurns": True, **params},
+                refused=SESSION_NOT_AVAILABLE,
+            )
         else:
             result = await self.step("thread/start", params, refused=ADAPTER_START_FAILED)
         thread_id = self.check_thread(result)
@@ -139,11 +148,13 @@ class _Handshake(RpcHandshake):
         if not isinstance(cwd, str) or not cwd:
             raise DriverError(PROTOCOL_INVALID_MESSAGE, f"{method} returned no thread cwd")
         if self.resume_id is not None and thread_id != self.resume_id:
-            raise DriverError(SESSION_NOT_AVAILABLE,
-                              f"thread/resume of {self.resume_id} answered with thread {thread_id}")
+            raise DriverError(
+                SESSION_NOT_AVAILABLE, f"thread/resume of {self.resume_id} answered with thread {thread_id}"
+            )
         if not same_path(cwd, self.profile.cwd):
-            raise DriverError(ADAPTER_START_FAILED,
-                              f"codex opened the thread in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}")
+            raise DriverError(
+                ADAPTER_START_FAILED, f"codex opened the thread in {cwd!r}, not in the agent's cwd {self.profile.cwd!r}"
+            )
         return thread_id
 
     async def read_newest_turn(self, thread_id: str) -> None:

@@ -42,8 +42,17 @@ INTERACTION_REPLIES: dict[str, Any] = {
     "mcpServer/elicitation/request": {"action": "cancel", "content": None},
 }
 # Notifications that belong to a turn; everything else (C5 traffic) is ignored.
-TURN_NOTIFICATIONS = frozenset({"turn/started", "turn/completed", "item/started", "item/completed",
-                                "item/agentMessage/delta", "error", *REASONING_DELTAS})
+TURN_NOTIFICATIONS = frozenset(
+    {
+        "turn/started",
+        "turn/completed",
+        "item/started",
+        "item/completed",
+        "item/agentMessage/delta",
+        "error",
+        *REASONING_DELTAS,
+    }
+)
 
 
 def _turn_id_of(method: str, params: dict[str, Any]) -> str | None:
@@ -69,16 +78,27 @@ class CodexSession(ChildSession[CodexTurn]):
 
     def attach(self, process: JsonLineProcess) -> JsonRpcClient:
         self.process = process
-        self.client = JsonRpcClient(process, dialect="codex", id_prefix="groupx-", on_request=self._on_request,
-                                    on_notification=self._on_notification, on_lost=self._on_lost,
-                                    pace=self.pace_reader)
+        self.client = JsonRpcClient(
+            process,
+            dialect="codex",
+            id_prefix="groupx-",
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            on_lost=self._on_lost,
+            pace=self.pace_reader,
+        )
         self.client.start()
         return self.client
 
     @property
     def alive(self) -> bool:
-        return (self.process is not None and self.process.running and self.client is not None
-                and self.client.lost is None and not self.closing)
+        return (
+            self.process is not None
+            and self.process.running
+            and self.client is not None
+            and self.client.lost is None
+            and not self.closing
+        )
 
     # -- start-time plumbing (used by CodexDriver) ----------------------------------------------
 
@@ -189,8 +209,11 @@ class CodexSession(ChildSession[CodexTurn]):
         params = request.params if isinstance(request.params, dict) else {}
         what = f"Codex sent {method}, which GroupX never answers with an approval"
         turn = self._turn
-        belongs = (turn is not None and params.get("threadId") in (None, self.native_session_id)
-                   and params.get("turnId") not in self._finished_ids)
+        belongs = (
+            turn is not None
+            and params.get("threadId") in (None, self.native_session_id)
+            and params.get("turnId") not in self._finished_ids
+        )
         # Decided synchronously, before any later frame is dispatched to the turn.
         interrupt = False
         if self._starting:

@@ -45,8 +45,12 @@ TOOL_KINDS: dict[str, str] = {
     "webSearch": "search",
     "imageGeneration": "other",
 }
-_TOOL_NAMES = {"commandExecution": "shell", "fileChange": "edit files", "webSearch": "web search",
-               "imageGeneration": "image generation"}
+_TOOL_NAMES = {
+    "commandExecution": "shell",
+    "fileChange": "edit files",
+    "webSearch": "web search",
+    "imageGeneration": "image generation",
+}
 REASONING_DELTAS = frozenset({"item/reasoning/summaryTextDelta", "item/reasoning/textDelta"})
 
 
@@ -236,8 +240,9 @@ class CodexTurn(QueuedTurn):
             return
         if isinstance(exc, JsonRpcError):
             self._poison()
-            self._finish(self._failure or TurnFailed(PROTOCOL_INVALID_MESSAGE,
-                                                     f"turn/start refused: {exc.code} {exc.message}"))
+            self._finish(
+                self._failure or TurnFailed(PROTOCOL_INVALID_MESSAGE, f"turn/start refused: {exc.code} {exc.message}")
+            )
             return
         if exc is not None:
             self._poison()

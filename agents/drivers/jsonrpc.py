@@ -107,9 +107,16 @@ class FrameReader:
     blocks on its own write (issue 14). It never waits for a response, so a request in flight
     cannot deadlock on it."""
 
-    def __init__(self, process: JsonLineProcess, *, dispatch: Callable[[dict[str, Any]], None],
-                 fail: Callable[[ConnectionLost], None], closing: Callable[[], bool], label: str,
-                 pace: Pace | None = None):
+    def __init__(
+        self,
+        process: JsonLineProcess,
+        *,
+        dispatch: Callable[[dict[str, Any]], None],
+        fail: Callable[[ConnectionLost], None],
+        closing: Callable[[], bool],
+        label: str,
+        pace: Pace | None = None,
+    ):
         self.process = process
         self._dispatch = dispatch
         self._fail = fail
@@ -177,8 +184,7 @@ class FrameReader:
             return  # we closed it
         if await self.process.wait_exit(STDIN_EXIT_GRACE_S):
             return  # the child exited: the exit path reports it with its code
-        self._fail(StdinClosed("the CLI closed its stdin and keeps running", returncode=None,
-                               expected=self._closing()))
+        self._fail(StdinClosed("the CLI closed its stdin and keeps running", returncode=None, expected=self._closing()))
 
 
 def _valid_id(value: Any) -> bool:
@@ -269,8 +275,14 @@ class JsonRpcClient:
         self._lost: ConnectionLost | None = None
         self._lost_event = asyncio.Event()
         self._closing = False
-        self._frames = FrameReader(process, dispatch=self._dispatch, fail=self._fail,
-                                   closing=lambda: self._closing, label="JSON-RPC", pace=pace)
+        self._frames = FrameReader(
+            process,
+            dispatch=self._dispatch,
+            fail=self._fail,
+            closing=lambda: self._closing,
+            label="JSON-RPC",
+            pace=pace,
+        )
 
     def start(self) -> None:
         self._frames.start()
@@ -339,8 +351,9 @@ class JsonRpcClient:
         try:
             await self.process.write_frame(frame)
         except ProcessClosedError as exc:
-            raise self._lost or ProcessExited(str(exc), returncode=self.process.returncode,
-                                              expected=self._closing) from exc
+            raise self._lost or ProcessExited(
+                str(exc), returncode=self.process.returncode, expected=self._closing
+            ) from exc
 
     def _raise_if_lost(self) -> None:
         if self._lost is not None:
@@ -353,8 +366,12 @@ class JsonRpcClient:
             return
         self._lost = exc
         self._lost_event.set()
-        log.log(logging.INFO if getattr(exc, "expected", False) else logging.WARNING,
-                "JSON-RPC connection to pid %s lost: %s", self.process.pid, exc)
+        log.log(
+            logging.INFO if getattr(exc, "expected", False) else logging.WARNING,
+            "JSON-RPC connection to pid %s lost: %s",
+            self.process.pid,
+            exc,
+        )
         pending, self._pending = self._pending, {}
         for _method, future in pending.values():
             if not future.done():
@@ -430,9 +447,8 @@ class JsonRpcClient:
         however old, with no memory kept per request."""
         if not isinstance(response_id, str) or not response_id.startswith(self.id_prefix):
             return False
-        number = response_id[len(self.id_prefix):]
-        return (number.isascii() and number.isdigit() and not number.startswith("0")
-                and int(number) <= self._counter)
+        number = response_id[len(self.id_prefix) :]
+        return number.isascii() and number.isdigit() and not number.startswith("0") and int(number) <= self._counter
 
     def _on_notification(self, method: str, params: Any) -> None:
         if self.on_notification is None:
@@ -449,8 +465,14 @@ class JsonRpcClient:
         request = InboundRequest(self, request_id, method, params)
         if key in self._active_inbound:
             request.responded = True  # the original still owns its reply
-            self._spawn(self._write({"id": request_id, "error": {
-                "code": INVALID_REQUEST, "message": f"duplicate active request id {request_id!r}"}}))
+            self._spawn(
+                self._write(
+                    {
+                        "id": request_id,
+                        "error": {"code": INVALID_REQUEST, "message": f"duplicate active request id {request_id!r}"},
+                    }
+                )
+            )
             return
         self._active_inbound.add(key)
         if self.on_request is None:

@@ -51,9 +51,16 @@ def require_mcp_binding(profile: LaunchProfile) -> None:
         raise DriverError(MCP_BINDING_MISMATCH, "an MCP attachment needs a binding id", retryable=False)
 
 
-async def start_native_session(session: SessionT, argv: list[str], profile: LaunchProfile,
-                               handshake: Callable[[], Awaitable[None]], *, label: str,
-                               secrets: Sequence[SecretFile] = (), **spawn_options: Any) -> SessionT:
+async def start_native_session(
+    session: SessionT,
+    argv: list[str],
+    profile: LaunchProfile,
+    handshake: Callable[[], Awaitable[None]],
+    *,
+    label: str,
+    secrets: Sequence[SecretFile] = (),
+    **spawn_options: Any,
+) -> SessionT:
     """Spawn ``argv`` in the agent's cwd and environment, attach ``session`` and run ``handshake``.
     ``secrets`` are the files ``argv`` names; on a remote agent they travel through ssh's stdin.
     A child that cannot be launched is ``ADAPTER_START_FAILED``; whatever the handshake raises
@@ -71,8 +78,9 @@ async def start_native_session(session: SessionT, argv: list[str], profile: Laun
     return session
 
 
-async def _spawn(argv: list[str], profile: LaunchProfile, secrets: Sequence[SecretFile],
-                 **spawn_options: Any) -> JsonLineProcess:
+async def _spawn(
+    argv: list[str], profile: LaunchProfile, secrets: Sequence[SecretFile], **spawn_options: Any
+) -> JsonLineProcess:
     """The one place an agent's argv becomes a process: here, or on its SSH destination (D51)."""
     if profile.ssh is None:
         return await JsonLineProcess.spawn(argv, cwd=profile.cwd, env=launch_env(profile), **spawn_options)
@@ -102,8 +110,9 @@ async def _abort(session: StartingSession, label: str) -> None:
         log.exception("closing a failed %s start", label)
 
 
-async def lost_during_start(process: JsonLineProcess | None, label: str, step: str,
-                            exc: ConnectionLost) -> tuple[DriverError, str]:
+async def lost_during_start(
+    process: JsonLineProcess | None, label: str, step: str, exc: ConnectionLost
+) -> tuple[DriverError, str]:
     """The error for a connection lost during the handshake ``step``, and the child's stderr tail
     (empty for garbage on the wire), which a driver may read further for a known refusal."""
     if isinstance(exc, ProtocolViolation):
@@ -113,10 +122,15 @@ async def lost_during_start(process: JsonLineProcess | None, label: str, step: s
     return DriverError(ADAPTER_START_FAILED, detail), tail
 
 
-async def handshake_answer(what: str, send: Callable[[], Awaitable[PendingRequest | asyncio.Future[Any]]], *,
-                           fatal: asyncio.Future[DriverError], timeout: float,
-                           lost: Callable[[str, ConnectionLost], Awaitable[DriverError]],
-                           progress: Callable[[], int] | None = None) -> asyncio.Future[Any]:
+async def handshake_answer(
+    what: str,
+    send: Callable[[], Awaitable[PendingRequest | asyncio.Future[Any]]],
+    *,
+    fatal: asyncio.Future[DriverError],
+    timeout: float,
+    lost: Callable[[str, ConnectionLost], Awaitable[DriverError]],
+    progress: Callable[[], int] | None = None,
+) -> asyncio.Future[Any]:
     """Write one handshake request with ``send`` and wait for its answer; the write and the wait
     are each bounded by ``timeout`` and raced against ``fatal``. Returns the settled answer for the
     caller to read, since what a refusal means differs by protocol. With ``progress`` (a count of
@@ -157,8 +171,15 @@ class RpcSession(Protocol):
 class RpcHandshake(abc.ABC):
     """One bounded JSON-RPC request at a time; subclasses write ``run`` and ``refusal``."""
 
-    def __init__(self, session: RpcSession, profile: LaunchProfile, resume_id: str | None, *, label: str,
-                 fatal: asyncio.Future[DriverError]):
+    def __init__(
+        self,
+        session: RpcSession,
+        profile: LaunchProfile,
+        resume_id: str | None,
+        *,
+        label: str,
+        fatal: asyncio.Future[DriverError],
+    ):
         self.rpc_session = session
         self.profile = profile
         self.resume_id = resume_id
@@ -179,14 +200,21 @@ class RpcHandshake(abc.ABC):
         if self.fatal.done():
             raise self.fatal.result()
 
-    async def step(self, method: str, params: dict[str, Any], *, refused: str,
-                   progress: Callable[[], int] | None = None) -> Any:
+    async def step(
+        self, method: str, params: dict[str, Any], *, refused: str, progress: Callable[[], int] | None = None
+    ) -> Any:
         """One handshake request, raced against start-fatal evidence and ``handshake_ms`` (of
         silence, with ``progress``: see ``handshake_answer``)."""
         client = self.rpc_session.client
         assert client is not None
-        answer = await handshake_answer(method, lambda: client.send_request(method, params), fatal=self.fatal,
-                                        timeout=self.step_timeout, lost=self.lost, progress=progress)
+        answer = await handshake_answer(
+            method,
+            lambda: client.send_request(method, params),
+            fatal=self.fatal,
+            timeout=self.step_timeout,
+            lost=self.lost,
+            progress=progress,
+        )
         try:
             return answer.result()
         except JsonRpcError as exc:

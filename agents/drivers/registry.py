@@ -51,6 +51,9 @@ def get_driver(driver_name: str) -> Driver:
     """A fresh driver for ``driver_name``; DriverError(ADAPTER_NOT_FOUND) when there is none."""
     factory = _FACTORIES.get(driver_name)
     if factory is None:
-        raise DriverError(ADAPTER_NOT_FOUND, f"no native driver named {driver_name!r} "
-                                             f"(known: {', '.join(available_drivers())})", retryable=False)
+        raise DriverError(
+            ADAPTER_NOT_FOUND,
+            f"no native driver named {driver_name!r} (known: {', '.join(available_drivers())})",
+            retryable=False,
+        )
     return factory()

@@ -56,8 +56,18 @@ def pick_remote_port() -> int:
 def ssh_options(config_file: str | None, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> list[str]:
     """The options every GroupX ssh runs with: batch mode (never a password prompt), no TTY."""
     options = ["-F", config_file] if config_file else []
-    return [*options, "-T", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout_s}",
-            "-o", f"ServerAliveInterval={KEEPALIVE_INTERVAL_S}", "-o", f"ServerAliveCountMax={KEEPALIVE_COUNT}"]
+    return [
+        *options,
+        "-T",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={connect_timeout_s}",
+        "-o",
+        f"ServerAliveInterval={KEEPALIVE_INTERVAL_S}",
+        "-o",
+        f"ServerAliveCountMax={KEEPALIVE_COUNT}",
+    ]
 
 
 def remote_script(argv: Sequence[str], cwd: str, secrets: Sequence[tuple[str, str]] = ()) -> str:
@@ -67,11 +77,14 @@ def remote_script(argv: Sequence[str], cwd: str, secrets: Sequence[tuple[str, st
         return f"cd -- {shlex.quote(cwd)} && exec {shlex.join(argv)}"
     remote_paths = {local: f'"$d"/{shlex.quote(name)}' for local, name in secrets}
     command = " ".join(remote_paths.get(arg, shlex.quote(arg)) for arg in argv)
-    reads = "; ".join(f"IFS= read -r s || exit 66; printf '%s\\n' \"$s\" > {remote_paths[local]}"
-                      for local, _name in secrets)
+    reads = "; ".join(
+        f"IFS= read -r s || exit 66; printf '%s\\n' \"$s\" > {remote_paths[local]}" for local, _name in secrets
+    )
     # Not exec'd: the shell stays to remove the directory once the CLI exits.
-    return (f"cd -- {shlex.quote(cwd)} || exit 66; umask 077; d=$(mktemp -d) || exit 66; "
-            f"trap 'rm -rf \"$d\"' EXIT; trap 'exit 143' HUP INT TERM; {reads}; {command}")
+    return (
+        f"cd -- {shlex.quote(cwd)} || exit 66; umask 077; d=$(mktemp -d) || exit 66; "
+        f"trap 'rm -rf \"$d\"' EXIT; trap 'exit 143' HUP INT TERM; {reads}; {command}"
+    )
 
 
 def wrap(argv: Sequence[str], cwd: str, target: SshTarget, secrets: Sequence[tuple[str, str]] = ()) -> list[str]:
@@ -80,8 +93,17 @@ def wrap(argv: Sequence[str], cwd: str, target: SshTarget, secrets: Sequence[tup
         raise ValueError(f"not an ssh destination: {target.destination!r}")
     forward = f"127.0.0.1:{target.remote_port}:127.0.0.1:{target.local_port}"
     script = remote_script(argv, cwd, secrets)
-    return ["ssh", *ssh_options(target.config_file), "-o", "ExitOnForwardFailure=yes", "-R", forward,
-            "--", target.destination, f"sh -c {shlex.quote(script)}"]
+    return [
+        "ssh",
+        *ssh_options(target.config_file),
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-R",
+        forward,
+        "--",
+        target.destination,
+        f"sh -c {shlex.quote(script)}",
+    ]
 
 
 def preamble(secret_lines: Sequence[str]) -> bytes:

@@ -51,22 +51,77 @@ class DriverSpec:
 
 
 _ROWS = (
-    DriverSpec("codex", "Codex", "codex", ("--dangerously-bypass-hook-trust", "app-server", "--listen", "stdio://"),
-               None, default_roster=True, demo_rank=3,
-               install_hint="npm install -g @openai/codex"),
+    DriverSpec(
+        "codex",
+        "Codex",
+        "codex",
+        ("--dangerously-bypass-hook-trust", "app-server", "--listen", "stdio://"),
+        None,
+        default_roster=True,
+        demo_rank=3,
+        install_hint="npm install -g @openai/codex",
+    ),
     # Grok's global flags must come before the `agent stdio` subcommand.
-    DriverSpec("grok", "Grok", "acp", ("--no-auto-update", "--permission-mode", "bypassPermissions", "--sandbox", "off",
-                                       "--no-plan", "agent", "stdio"),
-               None, default_roster=True, demo_rank=2, stderr_policy_markers=True,
-               install_hint="see the vendor's documentation for the Grok CLI"),
-    DriverSpec("kimi", "Kimi", "acp", ("acp",), "auto", default_roster=True, demo_rank=0,
-               install_hint="npm install -g @moonshot-ai/kimi-code"),
-    DriverSpec("hermes", "Hermes", "acp", ("--yolo", "acp"), "dont_ask", demo_rank=1, agent_name="hermes-agent",
-               advertises_mcp_http=False, install_hint='pip install "hermes-agent[acp]" (in its own venv)'),
-    DriverSpec("claude", "Claude", "claude", ("--print", "--input-format", "stream-json", "--output-format",
-                                              "stream-json", "--verbose", "--include-partial-messages",
-                                              "--permission-mode", "bypassPermissions"),
-               "bypassPermissions", demo_rank=4, install_hint="npm install -g @anthropic-ai/claude-code"),
+    DriverSpec(
+        "grok",
+        "Grok",
+        "acp",
+        (
+            "--no-auto-update",
+            "--permission-mode",
+            "bypassPermissions",
+            "--sandbox",
+            "off",
+            "--no-plan",
+            "agent",
+            "stdio",
+        ),
+        None,
+        default_roster=True,
+        demo_rank=2,
+        stderr_policy_markers=True,
+        install_hint="see the vendor's documentation for the Grok CLI",
+    ),
+    DriverSpec(
+        "kimi",
+        "Kimi",
+        "acp",
+        ("acp",),
+        "auto",
+        default_roster=True,
+        demo_rank=0,
+        install_hint="npm install -g @moonshot-ai/kimi-code",
+    ),
+    DriverSpec(
+        "hermes",
+        "Hermes",
+        "acp",
+        ("--yolo", "acp"),
+        "dont_ask",
+        demo_rank=1,
+        agent_name="hermes-agent",
+        advertises_mcp_http=False,
+        install_hint='pip install "hermes-agent[acp]" (in its own venv)',
+    ),
+    DriverSpec(
+        "claude",
+        "Claude",
+        "claude",
+        (
+            "--print",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--permission-mode",
+            "bypassPermissions",
+        ),
+        "bypassPermissions",
+        demo_rank=4,
+        install_hint="npm install -g @anthropic-ai/claude-code",
+    ),
 )
 
 DRIVERS: dict[str, DriverSpec] = {row.name: row for row in _ROWS}  # in the protocol's order
@@ -74,7 +129,8 @@ DRIVER_NAMES: tuple[str, ...] = tuple(DRIVERS)
 DISPLAY_NAMES: dict[str, str] = {row.name: row.display_name for row in _ROWS}
 DEFAULT_AGENT_IDS: tuple[str, ...] = tuple(row.name for row in _ROWS if row.default_roster)
 DEMO_DRIVERS: tuple[str, ...] = tuple(
-    row.name for row in sorted((r for r in _ROWS if r.demo_rank is not None), key=lambda r: r.demo_rank))
+    row.name for row in sorted((r for r in _ROWS if r.demo_rank is not None), key=lambda r: r.demo_rank)
+)
 
 
 def protocol_label(driver: str) -> str:
@@ -85,5 +141,7 @@ def protocol_label(driver: str) -> str:
 
 def for_the_page() -> list[dict[str, str]]:
     """The wizard's driver choices (the ``/api/setup`` snapshot), so the page keeps no copy."""
-    return [{"name": row.name, "displayName": row.display_name, "protocol": row.protocol,
-             "installHint": row.install_hint} for row in _ROWS]
+    return [
+        {"name": row.name, "displayName": row.display_name, "protocol": row.protocol, "installHint": row.install_hint}
+        for row in _ROWS
+    ]

@@ -41,8 +41,13 @@ def interaction_params(kind: str, session_id: str, cwd: str, policy_meta: bool =
     if kind == "permission":
         params: dict[str, Any] = {
             "sessionId": session_id,
-            "toolCall": {"toolCallId": f"tc-perm-{uuid.uuid4().hex[:8]}", "title": "Run rm -rf dist",
-                         "kind": "execute", "status": "pending", "rawInput": {"command": "rm -rf dist"}},
+            "toolCall": {
+                "toolCallId": f"tc-perm-{uuid.uuid4().hex[:8]}",
+                "title": "Run rm -rf dist",
+                "kind": "execute",
+                "status": "pending",
+                "rawInput": {"command": "rm -rf dist"},
+            },
             "options": _PERMISSION_OPTIONS,
         }
         if policy_meta:
@@ -51,9 +56,12 @@ def interaction_params(kind: str, session_id: str, cwd: str, policy_meta: bool =
             params["_meta"] = {"policyBlocked": True, "reason": "managed_policy"}
         return params
     if kind == "elicitation":
-        return {"sessionId": session_id, "mode": "form", "message": "Which environment should I deploy to?",
-                "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}},
-                                    "required": ["env"]}}
+        return {
+            "sessionId": session_id,
+            "mode": "form",
+            "message": "Which environment should I deploy to?",
+            "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]},
+        }
     if kind == "fs_read":
         return {"sessionId": session_id, "path": os.path.join(cwd, "README.md")}
     if kind == "fs_write":
@@ -85,8 +93,9 @@ def check_interaction_reply(kind: str, expect: str, reply: dict[str, Any] | None
 class AcpTurn:
     """One ``session/prompt``: the directives, the accumulated text and the single terminal."""
 
-    def __init__(self, agent: Any, session: Any, req_id: Any, prompt_text: str,
-                 directives: list[core.Directive], message: str):
+    def __init__(
+        self, agent: Any, session: Any, req_id: Any, prompt_text: str, directives: list[core.Directive], message: str
+    ):
         self.agent = agent
         self.session = session
         self.req_id = req_id
@@ -141,8 +150,13 @@ class AcpTurn:
 
     def _usage(self) -> dict[str, Any]:
         out = sum(len(p) for p in self.text_parts) // 4
-        return {"cachedReadTokens": 0, "inputTokens": len(self.prompt_text) // 4, "outputTokens": out,
-                "thoughtTokens": 0, "totalTokens": len(self.prompt_text) // 4 + out}
+        return {
+            "cachedReadTokens": 0,
+            "inputTokens": len(self.prompt_text) // 4,
+            "outputTokens": out,
+            "thoughtTokens": 0,
+            "totalTokens": len(self.prompt_text) // 4 + out,
+        }
 
     def finish(self, stop_reason: str) -> None:
         if not self.ctl.try_settle():
@@ -212,8 +226,18 @@ class AcpTurn:
     def tool_start(self, tc_id: str, title: str, kind: str, raw_input: Any) -> None:
         # Text after a tool call is a new assistant message, as on the real agents.
         self._msg_id = None
-        self.update({"sessionUpdate": "tool_call", "toolCallId": tc_id, "title": title, "kind": kind,
-                     "status": "pending", "rawInput": raw_input, "locations": [], "content": []})
+        self.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": tc_id,
+                "title": title,
+                "kind": kind,
+                "status": "pending",
+                "rawInput": raw_input,
+                "locations": [],
+                "content": [],
+            }
+        )
 
     def tool_progress(self, tc_id: str, status: str, text: str | None = None) -> None:
         update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": tc_id, "status": status}
@@ -252,8 +276,12 @@ class AcpTurn:
         command = d.get_str("command", "echo fake-tool") or ""
         status = d.get_str("status", "completed") or "completed"
         tc_id = self.tool_id(d.get_str("id"))
-        self.tool_start(tc_id, d.get_str("title") or f"{name}: {command}", d.get_str("kind", "execute") or "execute",
-                        {"command": command})
+        self.tool_start(
+            tc_id,
+            d.get_str("title") or f"{name}: {command}",
+            d.get_str("kind", "execute") or "execute",
+            {"command": command},
+        )
         self.pause(d.get_float("delay_ms", 0))
         self.tool_progress(tc_id, "in_progress")
         self.pause(d.get_float("delay_ms", 0))
@@ -267,8 +295,11 @@ class AcpTurn:
         self.tool_start(tc_id, f"groupx/{tool}", "other", args)
         self.tool_progress(tc_id, "in_progress")
         outcome = self.agent.mcp_call(self.session, tool, args, d.get_bool("list"))
-        self.tool_progress(tc_id, "completed" if outcome.ok else "failed",
-                           outcome.result_text() if outcome.result else outcome.summary(tool))
+        self.tool_progress(
+            tc_id,
+            "completed" if outcome.ok else "failed",
+            outcome.result_text() if outcome.result else outcome.summary(tool),
+        )
         summary = outcome.summary(tool)
         prev = self.agent_text()
         self.content(("\n" if prev and not prev[-1].isspace() else "") + summary)
@@ -291,8 +322,11 @@ class AcpTurn:
     def d_mcp_ask(self, d: core.Directive) -> None:
         """``mcp-ask to=agent:x text=...``: the demo's one-line agent-to-agent question."""
         to = [t for t in (d.get_str("to", "") or "").split(",") if t]
-        args = {"to": to, "content": d.get_str("text", "what do you think?"),
-                "clientCommandId": f"fake-{uuid.uuid4().hex[:12]}"}
+        args = {
+            "to": to,
+            "content": d.get_str("text", "what do you think?"),
+            "clientCommandId": f"fake-{uuid.uuid4().hex[:12]}",
+        }
         self.d_mcp(d, "ask", args)
 
     def _hang(self, d: core.Directive | None) -> None:
@@ -336,8 +370,14 @@ class AcpTurn:
 
     def d_garbage(self, d: core.Directive) -> None:
         kind = d.get_str("kind", "not_json") or "not_json"
-        harmless = {"jsonrpc": "2.0", "method": "session/update", "params": {
-            "sessionId": self.session.sid, "update": {"sessionUpdate": "usage_update", "size": 256000, "used": 1}}}
+        harmless = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": self.session.sid,
+                "update": {"sessionUpdate": "usage_update", "size": 256000, "used": 1},
+            },
+        }
         data = core.garbage_bytes(kind, harmless, jsonrpc=True, size_mb=d.get_float("size_mb", 2))
         self.agent.writer.raw(data)
         default_then = "continue" if kind in core.TOLERATED_GARBAGE else "exit" if kind == "partial_line" else "hang"
@@ -364,26 +404,39 @@ class AcpTurn:
         elif after == "cancel":
             window = float(self.scenario.get("interaction_cancel_window_ms", 5000)) / 1000.0
             got = self.ctl.cancel.wait(window)
-            self.log.check("cancel_after_interaction", got, kind=kind, window_s=window,
-                           cancel_count=self.ctl.cancel_count)
+            self.log.check(
+                "cancel_after_interaction", got, kind=kind, window_s=window, cancel_count=self.ctl.cancel_count
+            )
             self.settle_cancelled(d.get_float("cancel_delay_ms", 0))
 
     def d_stderr(self, d: core.Directive) -> None:
         core.write_stderr(self.log, d.get_str("text", "fake stderr line") or "")
 
     def d_noise(self, _d: core.Directive) -> None:
-        self.update({"sessionUpdate": "plan", "entries": [
-            {"content": "Look around", "priority": "medium", "status": "in_progress"}]})
-        self.update({"sessionUpdate": "available_commands_update", "availableCommands": [
-            {"name": "help", "description": "List available commands"}]})
+        self.update(
+            {
+                "sessionUpdate": "plan",
+                "entries": [{"content": "Look around", "priority": "medium", "status": "in_progress"}],
+            }
+        )
+        self.update(
+            {
+                "sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "help", "description": "List available commands"}],
+            }
+        )
         self.update({"sessionUpdate": "usage_update", "size": 256000, "used": 9088})
         self.update({"sessionUpdate": "state_change", "state": "thinking"})  # unknown variant
         self.agent.send({"method": "_vendor/ping", "params": {"at": "fake"}})
 
     def d_foreign(self, d: core.Directive) -> None:
-        self.update({"sessionUpdate": "agent_message_chunk",
-                     "content": {"type": "text", "text": d.get_str("text", "not for you") or ""}},
-                    session_id=f"foreign-{uuid.uuid4()}")
+        self.update(
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": d.get_str("text", "not for you") or ""},
+            },
+            session_id=f"foreign-{uuid.uuid4()}",
+        )
 
     def d_stop_reason(self, d: core.Directive) -> None:
         self.finish(d.get_str("value", "max_tokens") or "max_tokens")

@@ -28,25 +28,54 @@ INTERRUPTED_TOOL = "[Request interrupted by user for tool use]"
 NOT_LOGGED_IN = "Not logged in · Please run /login"
 INTERACTIVE_KINDS = ("can_use_tool", "elicitation", "request_user_dialog")
 OTHER_KINDS = ("hook_callback", "mcp_message", "oauth_token_refresh", "host_auth_token_refresh")
-_ZERO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0,
-               "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}, "service_tier": "standard"}
+_ZERO_USAGE = {
+    "input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 0,
+    "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+    "service_tier": "standard",
+}
 
 
 def _uid() -> str:
     return str(uuid.uuid4())
 
 
-def result_frame(session_id: str, subtype: str, is_error: bool, *, terminal_reason: str | None = None,
-                 num_turns: int = 1, result: str | None = None, stop_reason: str | None = None,
-                 usage: dict[str, Any] | None = None, duration_ms: int = 0, **extra: Any) -> dict[str, Any]:
+def result_frame(
+    session_id: str,
+    subtype: str,
+    is_error: bool,
+    *,
+    terminal_reason: str | None = None,
+    num_turns: int = 1,
+    result: str | None = None,
+    stop_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+    duration_ms: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
     frame: dict[str, Any] = {
-        "type": "result", "subtype": subtype, "is_error": is_error, "api_error_status": None,
-        "duration_ms": duration_ms, "duration_api_ms": duration_ms, "num_turns": num_turns,
+        "type": "result",
+        "subtype": subtype,
+        "is_error": is_error,
+        "api_error_status": None,
+        "duration_ms": duration_ms,
+        "duration_api_ms": duration_ms,
+        "num_turns": num_turns,
     }
     if result is not None:
         frame["result"] = result
-    frame.update({"stop_reason": stop_reason, "session_id": session_id, "total_cost_usd": 0,
-                  "usage": usage or dict(_ZERO_USAGE), "modelUsage": {}, "permission_denials": []})
+    frame.update(
+        {
+            "stop_reason": stop_reason,
+            "session_id": session_id,
+            "total_cost_usd": 0,
+            "usage": usage or dict(_ZERO_USAGE),
+            "modelUsage": {},
+            "permission_denials": [],
+        }
+    )
     if terminal_reason is not None:
         frame["terminal_reason"] = terminal_reason
     frame.update(fast_mode_state="off", uuid=_uid(), **extra)
@@ -55,11 +84,18 @@ def result_frame(session_id: str, subtype: str, is_error: bool, *, terminal_reas
 
 def ask_payload(kind: str, tool_use_id: str | None) -> dict[str, Any]:
     if kind == "can_use_tool":
-        return {"tool_name": "Bash", "input": {"command": "curl https://example.invalid", "description": "fetch"},
-                "tool_use_id": tool_use_id, "permission_suggestions": []}
+        return {
+            "tool_name": "Bash",
+            "input": {"command": "curl https://example.invalid", "description": "fetch"},
+            "tool_use_id": tool_use_id,
+            "permission_suggestions": [],
+        }
     if kind == "elicitation":
-        return {"mcp_server_name": "groupx", "message": "Which environment should I deploy to?",
-                "requested_schema": {"type": "object", "properties": {"env": {"type": "string"}}}}
+        return {
+            "mcp_server_name": "groupx",
+            "message": "Which environment should I deploy to?",
+            "requested_schema": {"type": "object", "properties": {"env": {"type": "string"}}},
+        }
     if kind == "request_user_dialog":
         return {"title": "Confirm", "message": "Proceed with the deployment?", "options": ["yes", "no"]}
     if kind == "hook_callback":
@@ -105,26 +141,57 @@ class ClaudeTurn(TurnBase):
         self.cli.send(frame)
 
     def event(self, event: dict[str, Any]) -> None:
-        self.send({"type": "stream_event", "event": event, "session_id": self.sid, "parent_tool_use_id": None,
-                   "uuid": _uid()})
+        self.send(
+            {"type": "stream_event", "event": event, "session_id": self.sid, "parent_tool_use_id": None, "uuid": _uid()}
+        )
 
     def message_json(self, msg_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"id": msg_id, "type": "message", "role": "assistant", "model": MODEL, "content": content,
-                "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                          "cache_read_input_tokens": 0}}
+        return {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL,
+            "content": content,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 1,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
 
-    def assistant(self, content: list[dict[str, Any]], msg_id: str | None = None, session_id: str | None = None,
-                  **extra: Any) -> None:
-        msg = {**self.message_json(msg_id or self.msg_id or f"msg_{uuid.uuid4().hex[:12]}", content),
-               "context_management": None}
-        self.send({"type": "assistant", "message": msg, "parent_tool_use_id": None,
-                   "session_id": session_id or self.sid, "uuid": _uid(), **extra})
+    def assistant(
+        self, content: list[dict[str, Any]], msg_id: str | None = None, session_id: str | None = None, **extra: Any
+    ) -> None:
+        msg = {
+            **self.message_json(msg_id or self.msg_id or f"msg_{uuid.uuid4().hex[:12]}", content),
+            "context_management": None,
+        }
+        self.send(
+            {
+                "type": "assistant",
+                "message": msg,
+                "parent_tool_use_id": None,
+                "session_id": session_id or self.sid,
+                "uuid": _uid(),
+                **extra,
+            }
+        )
 
     def user(self, content: list[dict[str, Any]], **extra: Any) -> None:
-        self.send({"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
-                   "session_id": self.sid, "uuid": _uid(),
-                   "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), **extra})
+        self.send(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": content},
+                "parent_tool_use_id": None,
+                "session_id": self.sid,
+                "uuid": _uid(),
+                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+                **extra,
+            }
+        )
 
     def open_message(self) -> None:
         if self.msg_id is not None:
@@ -139,8 +206,13 @@ class ClaudeTurn(TurnBase):
     def close_message(self, stop_reason: str) -> None:
         if self.msg_id is None:
             return
-        self.event({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                    "usage": {"output_tokens": 10}})
+        self.event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 10},
+            }
+        )
         self.event({"type": "message_stop"})
         self.msg_id = None
 
@@ -169,8 +241,13 @@ class ClaudeTurn(TurnBase):
 
     def text_delta(self, piece: str) -> None:
         assert self.partial is not None
-        self.event({"type": "content_block_delta", "index": self.partial["index"],
-                    "delta": {"type": "text_delta", "text": piece}})
+        self.event(
+            {
+                "type": "content_block_delta",
+                "index": self.partial["index"],
+                "delta": {"type": "text_delta", "text": piece},
+            }
+        )
         self.partial["text"] += piece
         self.text_parts.append(piece)
 
@@ -189,8 +266,13 @@ class ClaudeTurn(TurnBase):
         """Stream a tool_use block and end the message with ``tool_use`` (the tool then runs)."""
         tool_id = f"toolu_fake_{uuid.uuid4().hex[:12]}"
         idx = self.start_block({"type": "tool_use", "id": tool_id, "name": name, "input": {}})
-        self.event({"type": "content_block_delta", "index": idx,
-                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}})
+        self.event(
+            {
+                "type": "content_block_delta",
+                "index": idx,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool_input)},
+            }
+        )
         self.finish_block(idx, {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
         self.close_message("tool_use")
         self.tool_running = True
@@ -219,9 +301,20 @@ class ClaudeTurn(TurnBase):
         self._flush_partial()
         self.close_message("end_turn")
         usage = {**_ZERO_USAGE, "input_tokens": 100 * max(self.num_turns, 1), "output_tokens": 10 * self.num_turns}
-        self._result(result_frame(self.sid, "success", False, terminal_reason="completed", stop_reason="end_turn",
-                                  num_turns=max(self.num_turns, 1), result="".join(self.last_text), usage=usage,
-                                  duration_ms=self._elapsed_ms()), False)
+        self._result(
+            result_frame(
+                self.sid,
+                "success",
+                False,
+                terminal_reason="completed",
+                stop_reason="end_turn",
+                num_turns=max(self.num_turns, 1),
+                result="".join(self.last_text),
+                usage=usage,
+                duration_ms=self._elapsed_ms(),
+            ),
+            False,
+        )
 
     def _cancelled(self) -> None:
         if self.complete_on_interrupt:
@@ -241,9 +334,18 @@ class ClaudeTurn(TurnBase):
             self.tool_result(self.pending_tool, INTERRUPTED_TOOL, True, {"interrupted": True})
         self.user([{"type": "text", "text": INTERRUPTED}])
         reason = "aborted_tools" if aborted_tools else "aborted_streaming"
-        self._result(result_frame(self.sid, "error_during_execution", True, terminal_reason=reason,
-                                  num_turns=self.num_turns + 1, duration_ms=self._elapsed_ms(),
-                                  errors=[f"[fake] result_type=user stop_reason=null ({reason})"]), True)
+        self._result(
+            result_frame(
+                self.sid,
+                "error_during_execution",
+                True,
+                terminal_reason=reason,
+                num_turns=self.num_turns + 1,
+                duration_ms=self._elapsed_ms(),
+                errors=[f"[fake] result_type=user stop_reason=null ({reason})"],
+            ),
+            True,
+        )
 
     def fail(self, message: str, **extra: Any) -> None:
         if not self.ctl.try_settle():
@@ -252,12 +354,26 @@ class ClaudeTurn(TurnBase):
         self.close_message("end_turn")
         if extra.get("not_logged_in"):  # L4: "success" subtype, but a failed turn
             self.assistant([{"type": "text", "text": NOT_LOGGED_IN}], error="authentication_failed")
-            frame = result_frame(self.sid, "success", True, terminal_reason="api_error", result=NOT_LOGGED_IN,
-                                 stop_reason="stop_sequence", num_turns=1)
+            frame = result_frame(
+                self.sid,
+                "success",
+                True,
+                terminal_reason="api_error",
+                result=NOT_LOGGED_IN,
+                stop_reason="stop_sequence",
+                num_turns=1,
+            )
         else:
-            frame = result_frame(self.sid, "error_during_execution", True, terminal_reason="api_error",
-                                 num_turns=max(self.num_turns, 1), result=message, errors=[message],
-                                 duration_ms=self._elapsed_ms())
+            frame = result_frame(
+                self.sid,
+                "error_during_execution",
+                True,
+                terminal_reason="api_error",
+                num_turns=max(self.num_turns, 1),
+                result=message,
+                errors=[message],
+                duration_ms=self._elapsed_ms(),
+            )
             frame["api_error_status"] = extra.get("status", 529)
         self._result(frame, True)
 
@@ -269,10 +385,16 @@ class ClaudeTurn(TurnBase):
         for i, piece in enumerate(pieces):
             if i:
                 self.pause(d.get_float("delay_ms", 0))
-            self.event({"type": "content_block_delta", "index": idx,
-                        "delta": {"type": "thinking_delta", "thinking": piece}})
-        self.event({"type": "content_block_delta", "index": idx,
-                    "delta": {"type": "signature_delta", "signature": "fake-signature"}})
+            self.event(
+                {"type": "content_block_delta", "index": idx, "delta": {"type": "thinking_delta", "thinking": piece}}
+            )
+        self.event(
+            {
+                "type": "content_block_delta",
+                "index": idx,
+                "delta": {"type": "signature_delta", "signature": "fake-signature"},
+            }
+        )
         self.finish_block(idx, {"type": "thinking", "thinking": "".join(pieces), "signature": "fake-signature"})
 
     def d_tool(self, d: core.Directive) -> None:
@@ -284,8 +406,17 @@ class ClaudeTurn(TurnBase):
         self.pause(d.get_float("delay_ms", 0))
         output = d.get_str("output", "fake-tool" if status == "completed" else "fake tool failure") or ""
         failed = status != "completed"
-        self.tool_result(tool_id, output, failed, {"stdout": "" if failed else output, "stderr": output if failed else "",
-                                                   "interrupted": False, "isImage": False})
+        self.tool_result(
+            tool_id,
+            output,
+            failed,
+            {
+                "stdout": "" if failed else output,
+                "stderr": output if failed else "",
+                "interrupted": False,
+                "isImage": False,
+            },
+        )
 
     def mcp_round_trip(self, tool: str, args: Any, list_tools: bool = False) -> Any:
         """One MCP tool call as the real CLI shows it: a tool_use block, the call, its tool_result."""
@@ -350,8 +481,11 @@ class ClaudeTurn(TurnBase):
         self.await_cancel(d)
 
     def d_fail(self, d: core.Directive) -> None:
-        self.fail(d.get_str("message", "fake failure") or "", status=d.get_int("status", 529),
-                  not_logged_in=d.get_bool("not_logged_in"))
+        self.fail(
+            d.get_str("message", "fake failure") or "",
+            status=d.get_int("status", 529),
+            not_logged_in=d.get_bool("not_logged_in"),
+        )
 
     def d_crash(self, d: core.Directive) -> None:
         after = d.get_str("after", "none")
@@ -365,13 +499,22 @@ class ClaudeTurn(TurnBase):
         self.flood_index = self.start_block({"type": "text", "text": ""})
 
     def flood_delta(self, text: str) -> None:
-        self.event({"type": "content_block_delta", "index": self.flood_index,
-                    "delta": {"type": "text_delta", "text": text}})
+        self.event(
+            {"type": "content_block_delta", "index": self.flood_index, "delta": {"type": "text_delta", "text": text}}
+        )
 
     def d_wrong_id(self, _d: core.Directive) -> None:
         """A control response to a request id the broker never sent, then wait for the cancel."""
-        self.send({"type": "control_response", "response": {
-            "subtype": "success", "request_id": core.hostile.never_sent_id("groupx-interrupt"), "response": {}}})
+        self.send(
+            {
+                "type": "control_response",
+                "response": {
+                    "subtype": "success",
+                    "request_id": core.hostile.never_sent_id("groupx-interrupt"),
+                    "response": {},
+                },
+            }
+        )
         self.await_cancel(None)
 
     def d_garbage(self, d: core.Directive) -> None:
@@ -381,8 +524,9 @@ class ClaudeTurn(TurnBase):
         kind = d.get_str("kind", "can_use_tool") or "can_use_tool"
         tool_id = None
         if kind == "can_use_tool":  # the model asked for a tool first; the permission check follows
-            tool_id = self.pending_tool = self.tool_use("Bash", {"command": "curl https://example.invalid",
-                                                                 "description": "fetch"})
+            tool_id = self.pending_tool = self.tool_use(
+                "Bash", {"command": "curl https://example.invalid", "description": "fetch"}
+            )
         payload = ask_payload(kind, tool_id)
         reply = self.cli.ask(kind, payload)
         ok, why = check_ask_reply(kind, reply)
@@ -400,13 +544,27 @@ class ClaudeTurn(TurnBase):
 
     def d_noise(self, _d: core.Directive) -> None:
         self.send(self.cli.status_frame())
-        self.send({"type": "rate_limit_event", "rate_limit_info": {
-            "status": "allowed", "resetsAt": int(time.time()) + 3600, "rateLimitType": "five_hour",
-            "overageStatus": "rejected", "isUsingOverage": False}, "uuid": _uid(), "session_id": self.sid})
+        self.send(
+            {
+                "type": "rate_limit_event",
+                "rate_limit_info": {
+                    "status": "allowed",
+                    "resetsAt": int(time.time()) + 3600,
+                    "rateLimitType": "five_hour",
+                    "overageStatus": "rejected",
+                    "isUsingOverage": False,
+                },
+                "uuid": _uid(),
+                "session_id": self.sid,
+            }
+        )
 
     def d_foreign(self, d: core.Directive) -> None:
-        self.assistant([{"type": "text", "text": d.get_str("text", "not for you") or ""}],
-                       msg_id=f"msg_{uuid.uuid4().hex[:12]}", session_id=str(uuid.uuid4()))
+        self.assistant(
+            [{"type": "text", "text": d.get_str("text", "not for you") or ""}],
+            msg_id=f"msg_{uuid.uuid4().hex[:12]}",
+            session_id=str(uuid.uuid4()),
+        )
 
     def d_fallback_only(self, d: core.Directive) -> None:
         """Final text in an ``assistant`` frame with no stream events at all."""

@@ -62,23 +62,46 @@ def ask_method(kind: str) -> str:
 def ask_params(kind: str, thread_id: str, turn_id: str | None, cwd: str) -> dict[str, Any]:
     base: dict[str, Any] = {"threadId": thread_id, "turnId": turn_id, "itemId": f"call_{_hex8()}"}
     if kind in ("command", "network"):
-        params = {**base, "command": "git push --force", "cwd": cwd, "reason": "needs approval (fake)",
-                  "commandActions": [{"type": "unknown", "command": "git push --force"}]}
+        params = {
+            **base,
+            "command": "git push --force",
+            "cwd": cwd,
+            "reason": "needs approval (fake)",
+            "commandActions": [{"type": "unknown", "command": "git push --force"}],
+        }
         if kind == "network":
             params["networkApprovalContext"] = {"host": "example.invalid", "protocol": "https"}
         return params
     if kind == "file":
         return {**base, "reason": "write outside the workspace (fake)", "grantRoot": os.path.dirname(cwd) or "/"}
     if kind == "permissions":
-        return {**base, "reason": "needs more permissions (fake)",
-                "permissions": {"network": {"enabled": True}, "fileSystem": {"write": ["/etc"]}}}
+        return {
+            **base,
+            "reason": "needs more permissions (fake)",
+            "permissions": {"network": {"enabled": True}, "fileSystem": {"write": ["/etc"]}},
+        }
     if kind in ("user_input", "user_input_legacy"):
-        return {**base, "questions": [{"id": "q1", "header": "Deploy", "question": "Which environment?",
-                                       "isOther": False, "options": [{"label": "prod", "description": ""}]}]}
+        return {
+            **base,
+            "questions": [
+                {
+                    "id": "q1",
+                    "header": "Deploy",
+                    "question": "Which environment?",
+                    "isOther": False,
+                    "options": [{"label": "prod", "description": ""}],
+                }
+            ],
+        }
     if kind == "elicitation":
-        return {"threadId": thread_id, "turnId": turn_id, "serverName": "groupx", "mode": "form",
-                "message": "Which environment should I deploy to?",
-                "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}}}
+        return {
+            "threadId": thread_id,
+            "turnId": turn_id,
+            "serverName": "groupx",
+            "mode": "form",
+            "message": "Which environment should I deploy to?",
+            "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}},
+        }
     return {"threadId": thread_id, "turnId": turn_id}
 
 
@@ -91,14 +114,20 @@ def check_ask_reply(kind: str, reply: dict[str, Any] | None) -> tuple[bool, str]
     if kind in ("command", "network", "file"):
         return bool(result and result.get("decision") == "cancel"), "expected result.decision == 'cancel'"
     if kind == "permissions":
-        return bool(result is not None and isinstance(result.get("permissions"), dict)), \
-            "expected result.permissions to be an object"
+        return bool(
+            result is not None and isinstance(result.get("permissions"), dict)
+        ), "expected result.permissions to be an object"
     if kind in ("user_input", "user_input_legacy"):
-        return bool(result is not None and isinstance(result.get("answers"), dict)), \
-            "expected result.answers to be an object"
+        return bool(
+            result is not None and isinstance(result.get("answers"), dict)
+        ), "expected result.answers to be an object"
     if kind == "elicitation":
-        ok = result is not None and result.get("action") == "cancel" and "content" in result \
+        ok = (
+            result is not None
+            and result.get("action") == "cancel"
+            and "content" in result
             and result["content"] is None
+        )
         return ok, "expected result == {action: 'cancel', content: null}"
     return bool(error and error.get("code") == -32601), "expected error.code == -32601"
 
@@ -109,29 +138,42 @@ def check_ask_reply(kind: str, reply: dict[str, Any] | None) -> tuple[bool, str]
 class CodexTurn(TurnBase):
     """One ``turn/start``: its items, the accumulated text and the single ``turn/completed``."""
 
-    def __init__(self, server: Any, thread: Any, turn_id: str, prompt_text: str,
-                 directives: list[core.Directive], message: str):
+    def __init__(
+        self, server: Any, thread: Any, turn_id: str, prompt_text: str, directives: list[core.Directive], message: str
+    ):
         super().__init__(server.log, server.scenario, directives, message, prompt_text)
         self.server = server
         self.thread = thread
         self.id = turn_id
         self.started_at = time.time()
         self.items: list[dict[str, Any]] = []  # completed items, for the rollout and resume
-        self.user_item = {"type": "userMessage", "id": str(uuid7()), "clientId": None,
-                          "content": [{"type": "text", "text": prompt_text, "text_elements": []}]}
+        self.user_item = {
+            "type": "userMessage",
+            "id": str(uuid7()),
+            "clientId": None,
+            "content": [{"type": "text", "text": prompt_text, "text_elements": []}],
+        }
 
     # ----------------------------------------------------------------------------- framing
 
     def note(self, method: str, params: dict[str, Any], thread_id: str | None = None) -> None:
         self.server.notify(method, {"threadId": thread_id or self.thread.id, "turnId": self.id, **params})
 
-    def turn_json(self, status: str, items: list[dict[str, Any]], view: str, started: bool = True,
-                  error: Any = None) -> dict[str, Any]:
+    def turn_json(
+        self, status: str, items: list[dict[str, Any]], view: str, started: bool = True, error: Any = None
+    ) -> dict[str, Any]:
         done = status not in ("inProgress",)
-        return {"id": self.id, "rootTurnId": self.id, "items": items, "itemsView": view, "status": status,
-                "error": error, "startedAt": int(self.started_at) if started else None,
-                "completedAt": int(time.time()) if done else None,
-                "durationMs": int((time.time() - self.started_at) * 1000) if done else None}
+        return {
+            "id": self.id,
+            "rootTurnId": self.id,
+            "items": items,
+            "itemsView": view,
+            "status": status,
+            "error": error,
+            "startedAt": int(self.started_at) if started else None,
+            "completedAt": int(time.time()) if done else None,
+            "durationMs": int((time.time() - self.started_at) * 1000) if done else None,
+        }
 
     def record(self, status: str) -> dict[str, Any]:
         """The turn as stored in the rollout and returned by ``thread/resume``."""
@@ -139,16 +181,30 @@ class CodexTurn(TurnBase):
 
     def item_started(self, item: dict[str, Any], thread_id: str | None = None) -> int:
         ms = now_ms()
-        self.server.notify("item/started", {"item": {**item, "startedAtMs": ms, "completedAtMs": None},
-                                            "threadId": thread_id or self.thread.id, "turnId": self.id,
-                                            "startedAtMs": ms})
+        self.server.notify(
+            "item/started",
+            {
+                "item": {**item, "startedAtMs": ms, "completedAtMs": None},
+                "threadId": thread_id or self.thread.id,
+                "turnId": self.id,
+                "startedAtMs": ms,
+            },
+        )
         return ms
 
     def item_completed(self, item: dict[str, Any], started_ms: int, thread_id: str | None = None) -> None:
         ms = now_ms()
         full = {**item, "startedAtMs": started_ms, "completedAtMs": ms}
-        self.server.notify("item/completed", {"item": full, "threadId": thread_id or self.thread.id,
-                                              "turnId": self.id, "contentTokenCount": None, "completedAtMs": ms})
+        self.server.notify(
+            "item/completed",
+            {
+                "item": full,
+                "threadId": thread_id or self.thread.id,
+                "turnId": self.id,
+                "contentTokenCount": None,
+                "completedAtMs": ms,
+            },
+        )
         if thread_id is None:
             self.items.append(full)
 
@@ -156,8 +212,9 @@ class CodexTurn(TurnBase):
 
     def run(self) -> None:
         self.note_status("active")
-        self.server.notify("turn/started", {"threadId": self.thread.id,
-                                            "turn": self.turn_json("inProgress", [], "notLoaded")})
+        self.server.notify(
+            "turn/started", {"threadId": self.thread.id, "turn": self.turn_json("inProgress", [], "notLoaded")}
+        )
         started = self.item_started(self.user_item)
         self.item_completed(self.user_item, started)
         self.items.clear()  # the user item is kept separately (record())
@@ -189,14 +246,28 @@ class CodexTurn(TurnBase):
         self._terminal("interrupted")
 
     def fail(self, message: str, **extra: Any) -> None:
-        self._terminal("failed", {"message": message, "codexErrorInfo": extra.get("info", "other"),
-                                  "additionalDetails": extra.get("details")})
+        self._terminal(
+            "failed",
+            {
+                "message": message,
+                "codexErrorInfo": extra.get("info", "other"),
+                "additionalDetails": extra.get("details"),
+            },
+        )
 
     # ----------------------------------------------------------------------------- emitting
 
     def open_message(self, thread_id: str | None = None) -> tuple[dict[str, Any], int]:
-        item = {"type": "agentMessage", "moderation": None, "id": f"msg_{_hex8()}", "text": "", "phase": None,
-                "memoryCitation": None, "delivery": None, "questions": None}
+        item = {
+            "type": "agentMessage",
+            "moderation": None,
+            "id": f"msg_{_hex8()}",
+            "text": "",
+            "phase": None,
+            "memoryCitation": None,
+            "delivery": None,
+            "questions": None,
+        }
         return item, self.item_started(item, thread_id)
 
     def delta(self, item: dict[str, Any], text: str, thread_id: str | None = None) -> None:
@@ -213,12 +284,22 @@ class CodexTurn(TurnBase):
             self.delta(item, piece)
         self.item_completed({**item, "text": "".join(pieces)}, started)
 
-    def command_item(self, command: str, status: str, output: str | None, exit_code: int | None,
-                     item_id: str | None = None) -> dict[str, Any]:
-        return {"type": "commandExecution", "id": item_id or f"call_{_hex8()}", "command": f"/bin/bash -lc {command!r}",
-                "cwd": self.thread.cwd, "processId": str(os.getpid()), "source": "unifiedExecStartup",
-                "status": status, "commandActions": [{"type": "unknown", "command": command}],
-                "aggregatedOutput": output, "exitCode": exit_code, "durationMs": None if output is None else 1}
+    def command_item(
+        self, command: str, status: str, output: str | None, exit_code: int | None, item_id: str | None = None
+    ) -> dict[str, Any]:
+        return {
+            "type": "commandExecution",
+            "id": item_id or f"call_{_hex8()}",
+            "command": f"/bin/bash -lc {command!r}",
+            "cwd": self.thread.cwd,
+            "processId": str(os.getpid()),
+            "source": "unifiedExecStartup",
+            "status": status,
+            "commandActions": [{"type": "unknown", "command": command}],
+            "aggregatedOutput": output,
+            "exitCode": exit_code,
+            "durationMs": None if output is None else 1,
+        }
 
     # -------------------------------------------------------------------------- directives
 
@@ -252,17 +333,32 @@ class CodexTurn(TurnBase):
     def d_mcp(self, d: core.Directive, tool: str | None = None, args: Any = None) -> None:
         tool = tool or d.get_str("tool", "publish") or "publish"
         args = args if args is not None else d.get_json("args", {})
-        item = {"type": "mcpToolCall", "id": d.get_str("id") or f"call_{_hex8()}", "server": "groupx", "tool": tool,
-                "status": "inProgress", "arguments": args, "appContext": None, "mcpAppUi": None, "pluginId": None,
-                "readOnlyHint": None, "result": None, "error": None, "durationMs": None}
+        item = {
+            "type": "mcpToolCall",
+            "id": d.get_str("id") or f"call_{_hex8()}",
+            "server": "groupx",
+            "tool": tool,
+            "status": "inProgress",
+            "arguments": args,
+            "appContext": None,
+            "mcpAppUi": None,
+            "pluginId": None,
+            "readOnlyHint": None,
+            "result": None,
+            "error": None,
+            "durationMs": None,
+        }
         started = self.item_started(item)
         outcome = self.server.mcp.call(self.thread.mcp, tool, args, d.get_bool("list"))
         summary = outcome.summary(tool)
         done = {**item, "status": "completed" if outcome.ok else "failed", "durationMs": now_ms() - started}
         if outcome.ok:
             res = outcome.result or {}
-            done["result"] = {"content": res.get("content", []), "structuredContent": res.get("structuredContent"),
-                              "_meta": None}
+            done["result"] = {
+                "content": res.get("content", []),
+                "structuredContent": res.get("structuredContent"),
+                "_meta": None,
+            }
         else:
             done["error"] = {"message": summary}
         self.item_completed(done, started)
@@ -304,10 +400,17 @@ class CodexTurn(TurnBase):
         self.fail(message)
 
     def _error_notice(self, message: str, will_retry: bool) -> None:
-        self.note("error", {"error": {"message": message,
-                                      "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
-                                      "additionalDetails": "fake: stream disconnected before completion"},
-                            "willRetry": will_retry})
+        self.note(
+            "error",
+            {
+                "error": {
+                    "message": message,
+                    "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
+                    "additionalDetails": "fake: stream disconnected before completion",
+                },
+                "willRetry": will_retry,
+            },
+        )
 
     def d_error_notice(self, d: core.Directive) -> None:
         """C1: Codex reports transient stream failures it is retrying; the turn carries on."""
@@ -332,14 +435,20 @@ class CodexTurn(TurnBase):
 
     def d_wrong_id(self, _d: core.Directive) -> None:
         """A response under a request id the broker never sent, then wait for the cancel."""
-        self.server.send({"id": core.hostile.never_sent_id("groupx-turn-start"),
-                          "result": {"turn": self.turn_json("completed", [], "summary")}})
+        self.server.send(
+            {
+                "id": core.hostile.never_sent_id("groupx-turn-start"),
+                "result": {"turn": self.turn_json("completed", [], "summary")},
+            }
+        )
         self.await_cancel(None)
 
     def d_garbage(self, d: core.Directive) -> None:
-        harmless = {"method": "thread/tokenUsage/updated", "params": {"threadId": self.thread.id, "turnId": self.id,
-                                                                       "tokenUsage": _usage()},
-                    "emittedAtMs": now_ms()}
+        harmless = {
+            "method": "thread/tokenUsage/updated",
+            "params": {"threadId": self.thread.id, "turnId": self.id, "tokenUsage": _usage()},
+            "emittedAtMs": now_ms(),
+        }
         self.garbage(d, self.server.writer, harmless)
 
     def d_ask(self, d: core.Directive) -> None:
@@ -360,10 +469,17 @@ class CodexTurn(TurnBase):
     def d_noise(self, _d: core.Directive) -> None:
         """C5: unrelated traffic the real server sends during a turn; all of it must be ignored."""
         self.note("thread/tokenUsage/updated", {"tokenUsage": _usage()})
-        self.server.notify("account/rateLimits/updated", {"rateLimits": {"limitId": "codex", "primary": None,
-                                                                         "secondary": None, "credits": None}})
-        self.server.notify("thread/readState/changed", {"threadId": self.thread.id, "readState": {
-            "firstUnread": {"type": "turn", "turnId": self.id}, "revision": str(uuid.uuid4())}})
+        self.server.notify(
+            "account/rateLimits/updated",
+            {"rateLimits": {"limitId": "codex", "primary": None, "secondary": None, "credits": None}},
+        )
+        self.server.notify(
+            "thread/readState/changed",
+            {
+                "threadId": self.thread.id,
+                "readState": {"firstUnread": {"type": "turn", "turnId": self.id}, "revision": str(uuid.uuid4())},
+            },
+        )
         self.server.notify("warning", {"threadId": self.thread.id, "message": "fake warning"})
         self.server.notify("thread/goal/cleared", {"threadId": self.thread.id})
         self.server.notify("configWarning", {"summary": "fake config warning", "details": None})
@@ -378,9 +494,17 @@ class CodexTurn(TurnBase):
     def d_late_old(self, _d: core.Directive) -> None:
         """A stale ``turn/completed`` for the previous turn of this thread (or a made-up one)."""
         old = self.thread.last_turn_id or str(uuid7())
-        turn = {"id": old, "rootTurnId": old, "items": [], "itemsView": "notLoaded", "status": "completed",
-                "error": None, "startedAt": int(self.started_at) - 5, "completedAt": int(self.started_at) - 1,
-                "durationMs": 4000}
+        turn = {
+            "id": old,
+            "rootTurnId": old,
+            "items": [],
+            "itemsView": "notLoaded",
+            "status": "completed",
+            "error": None,
+            "startedAt": int(self.started_at) - 5,
+            "completedAt": int(self.started_at) - 1,
+            "durationMs": 4000,
+        }
         self.server.notify("turn/completed", {"threadId": self.thread.id, "turn": turn})
 
     def d_fallback_only(self, d: core.Directive) -> None:
@@ -392,6 +516,12 @@ class CodexTurn(TurnBase):
 
 
 def _usage() -> dict[str, Any]:
-    last = {"totalTokens": 110, "inputTokens": 100, "cachedInputTokens": 0, "cacheWriteInputTokens": 0,
-            "outputTokens": 10, "reasoningOutputTokens": 0}
+    last = {
+        "totalTokens": 110,
+        "inputTokens": 100,
+        "cachedInputTokens": 0,
+        "cacheWriteInputTokens": 0,
+        "outputTokens": 10,
+        "reasoningOutputTokens": 0,
+    }
     return {"total": last, "last": last, "modelContextWindow": 258400}

@@ -65,8 +65,16 @@ except ImportError:  # run through a shim: agents/fakes itself is on sys.path
 # Re-exports, so fakes see one core API. (Only these names are listed: the rest of the module is
 # public anyway, and listing them keeps ruff from calling the imports unused.)
 __all__ = [
-    "Directive", "DirectiveError", "current_message", "default_turn_directives", "find_blocks",
-    "parse_directives", "split_text", "strip_blocks", "turn_plan", "StateStore",
+    "Directive",
+    "DirectiveError",
+    "current_message",
+    "default_turn_directives",
+    "find_blocks",
+    "parse_directives",
+    "split_text",
+    "strip_blocks",
+    "turn_plan",
+    "StateStore",
 ]
 
 # ------------------------------------------------------------------------------------------- time
@@ -403,8 +411,15 @@ def stdin_lines() -> Iterator[bytes]:
 def log_start(log: WireLog, scenario: dict[str, Any] | None, argv: list[str] | None = None, **extra: Any) -> None:
     env = {key: os.environ.get(key) for key in ("IS_SANDBOX", "HOME", "NO_PROXY")}
     log.record(
-        "start", argv=sys.argv[1:] if argv is None else argv, exe=sys.argv[0], cwd=os.getcwd(), pid=os.getpid(), ppid=os.getppid(),
-        env=env, scenario=scenario, **extra,
+        "start",
+        argv=sys.argv[1:] if argv is None else argv,
+        exe=sys.argv[0],
+        cwd=os.getcwd(),
+        pid=os.getpid(),
+        ppid=os.getppid(),
+        env=env,
+        scenario=scenario,
+        **extra,
     )
 
 
@@ -431,7 +446,9 @@ def install_process_options(log: WireLog, scenario: dict[str, Any]) -> None:
         stdio = None if opts.get("inherit_stdio") else subprocess.DEVNULL
         child = subprocess.Popen(
             [sys.executable, "-c", f"import time; time.sleep({seconds!r})"],
-            stdin=subprocess.DEVNULL, stdout=stdio, stderr=stdio,
+            stdin=subprocess.DEVNULL,
+            stdout=stdio,
+            stderr=stdio,
         )
         log.record("spawn", pid=child.pid, pgid=os.getpgid(child.pid))
 
@@ -461,8 +478,17 @@ def on_eof(log: WireLog, scenario: dict[str, Any]) -> NoReturn:
 # ----------------------------------------------------------------------------------------- garbage
 
 GARBAGE_KINDS = (
-    "not_json", "invalid_utf8", "partial_line", "huge_line", "non_object", "wrong_jsonrpc",
-    "missing_jsonrpc", "response_without_id", "bad_request_id", "orphan_response", "blank_and_crlf",
+    "not_json",
+    "invalid_utf8",
+    "partial_line",
+    "huge_line",
+    "non_object",
+    "wrong_jsonrpc",
+    "missing_jsonrpc",
+    "response_without_id",
+    "bad_request_id",
+    "orphan_response",
+    "blank_and_crlf",
 )
 TOLERATED_GARBAGE = ("orphan_response", "blank_and_crlf")
 

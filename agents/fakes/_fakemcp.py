@@ -57,8 +57,7 @@ class McpDescriptor:
                 env = {str(k): str(v) for k, v in env_raw.items()}
             else:
                 env = {str(e.get("name")): str(e.get("value")) for e in env_raw if isinstance(e, dict)}
-            return cls("stdio", command=str(entry["command"]), args=[str(a) for a in entry.get("args") or []],
-                       env=env)
+            return cls("stdio", command=str(entry["command"]), args=[str(a) for a in entry.get("args") or []], env=env)
         return None
 
     def binding(self) -> str | None:
@@ -197,7 +196,8 @@ class McpClient:
 
     def _session(self, conn: Any, calls: list[tuple[str, dict[str, Any]]], list_tools: bool) -> McpOutcome:
         init = {
-            "protocolVersion": MCP_PROTOCOL_VERSION, "capabilities": {},
+            "protocolVersion": MCP_PROTOCOL_VERSION,
+            "capabilities": {},
             "clientInfo": {"name": f"groupx-fake-{self.flavor}", "version": "0.0.0"},
         }
         status, msg, err = conn.request("initialize", init, self._next_id())
@@ -355,8 +355,11 @@ class _StdioConn:
         self.desc = desc
         self.negotiated: str | None = None
         self.proc = subprocess.Popen(
-            [desc.command, *desc.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env={**os.environ, **desc.env},
+            [desc.command, *desc.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **desc.env},
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True, name=f"mcp-stdio-{uuid.uuid4().hex[:4]}").start()
@@ -369,8 +372,12 @@ class _StdioConn:
 
     def request(self, method: str, params: Any, req_id: int | None) -> tuple[int | None, Any, str | None]:
         payload = _message(method, params, req_id)
-        rec: dict[str, Any] = {"transport": "stdio", "command": self.desc.command, "args": self.desc.args,
-                               "req": payload}
+        rec: dict[str, Any] = {
+            "transport": "stdio",
+            "command": self.desc.command,
+            "args": self.desc.args,
+            "req": payload,
+        }
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(json.dumps(payload).encode("utf-8") + b"\n")

@@ -28,8 +28,14 @@ class TurnBase(abc.ABC):
     """One native turn. Subclasses implement the ``render``/terminal hooks and ``d_*`` directives
     that differ per wire; this class runs them in order and owns cancellation."""
 
-    def __init__(self, log: core.WireLog, scenario: dict[str, Any], directives: list[core.Directive],
-                 message: str, prompt_text: str):
+    def __init__(
+        self,
+        log: core.WireLog,
+        scenario: dict[str, Any],
+        directives: list[core.Directive],
+        message: str,
+        prompt_text: str,
+    ):
         self.log = log
         self.scenario = scenario
         self.directives = directives
@@ -208,8 +214,12 @@ class TurnBase(abc.ABC):
 
     @classmethod
     def status_ask_args(cls, d: core.Directive, agents: list[str]) -> dict[str, Any]:
-        return {"to": agents, "content": d.get_str("text", cls.STATUS_QUESTION),
-                "clientCommandId": f"demo-status-{uuid.uuid4().hex[:12]}", "timeoutMs": d.get_int("timeout_ms", 120000)}
+        return {
+            "to": agents,
+            "content": d.get_str("text", cls.STATUS_QUESTION),
+            "clientCommandId": f"demo-status-{uuid.uuid4().hex[:12]}",
+            "timeoutMs": d.get_int("timeout_ms", 120000),
+        }
 
     @classmethod
     def status_summary(cls, agents: list[str], asked: Any) -> str:
@@ -233,8 +243,9 @@ class TurnBase(abc.ABC):
     def mcp_expect(self, d: core.Directive, tool: str, outcome: Any) -> None:
         expect = d.get_str("expect", "any")
         if expect in ("ok", "error"):
-            self.log.check("mcp_expect", outcome.ok == (expect == "ok"), tool=tool, expect=expect,
-                           got=outcome.summary(tool))
+            self.log.check(
+                "mcp_expect", outcome.ok == (expect == "ok"), tool=tool, expect=expect, got=outcome.summary(tool)
+            )
 
     def garbage(self, d: core.Directive, writer: core.FrameWriter, harmless: dict[str, Any]) -> None:
         """Write the bad bytes, then continue, exit or hang as ``then=`` (or the kind) says."""

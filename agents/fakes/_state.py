@@ -49,9 +49,14 @@ class StateStore:
         snapshot = {key: value for key, value in data.items() if key != HISTORY}
         path = self._path(session_id)
         on_disk = self._written.get(session_id)
-        if (isinstance(history, list) and on_disk is not None and on_disk[0] == snapshot
-                and len(history) >= on_disk[1] and path.exists()):
-            self._append(path, history[on_disk[1]:])
+        if (
+            isinstance(history, list)
+            and on_disk is not None
+            and on_disk[0] == snapshot
+            and len(history) >= on_disk[1]
+            and path.exists()
+        ):
+            self._append(path, history[on_disk[1] :])
         else:
             self._rewrite(path, session_id, data)
         self._written[session_id] = (snapshot, len(history) if isinstance(history, list) else 0)

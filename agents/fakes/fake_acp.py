@@ -28,16 +28,31 @@ except ImportError:  # run through a shim or as a script: agents/fakes itself is
     import _fakemcp as fmcp  # type: ignore[no-redef]
     from _acp_directives import AcpTurn, check_interaction_reply, interaction_params  # type: ignore[no-redef]
 
-GROK_ARGV = ("--no-auto-update", "--permission-mode", "bypassPermissions", "--sandbox", "off", "--no-plan",
-             "agent", "stdio")
+GROK_ARGV = (
+    "--no-auto-update",
+    "--permission-mode",
+    "bypassPermissions",
+    "--sandbox",
+    "off",
+    "--no-plan",
+    "agent",
+    "stdio",
+)
 ARGV_FLAVORS = {GROK_ARGV: "grok", ("acp",): "kimi", ("--yolo", "acp"): "hermes", ("--flavor", "generic"): "generic"}
 
 _PROMPT_CAPS = {"image": True, "audio": False, "embeddedContext": True}
 _HERMES_MODES = [
     {"id": "default", "name": "Default", "description": "Ask before edits."},
-    {"id": "accept_edits", "name": "Accept Edits",
-     "description": "Auto-allow workspace and /tmp edits; still asks for sensitive paths."},
-    {"id": "dont_ask", "name": "Don't Ask", "description": "Auto-allow file edits for this session except sensitive paths."},
+    {
+        "id": "accept_edits",
+        "name": "Accept Edits",
+        "description": "Auto-allow workspace and /tmp edits; still asks for sensitive paths.",
+    },
+    {
+        "id": "dont_ask",
+        "name": "Don't Ask",
+        "description": "Auto-allow file edits for this session except sensitive paths.",
+    },
 ]
 _KIMI_MODES = [  # "auto" is assumed (§6.7): GroupX sets it, the 1.51 probe only showed "default"
     {"id": "default", "name": "Default", "description": "The default mode."},
@@ -48,57 +63,130 @@ _KIMI_MODES = [  # "auto" is assumed (§6.7): GroupX sets it, the 1.51 probe onl
 # auth_methods can be replaced by scenario keys of the same name.
 FLAVOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "grok": {
-        "agent_info": None, "meta": {"agentVersion": "0.2.111"},
-        "agent_capabilities": {"loadSession": True, "promptCapabilities": _PROMPT_CAPS,
-                               "mcpCapabilities": {"http": True, "sse": True}, "sessionCapabilities": {}},
+        "agent_info": None,
+        "meta": {"agentVersion": "0.2.111"},
+        "agent_capabilities": {
+            "loadSession": True,
+            "promptCapabilities": _PROMPT_CAPS,
+            "mcpCapabilities": {"http": True, "sse": True},
+            "sessionCapabilities": {},
+        },
         "auth_methods": [{"id": "login", "name": "Log in with your xAI account"}],  # [assumed]
-        "modes": None, "models": None, "required_mode": None,
-        "message_ids": True, "usage": False, "tool_id_style": "grok",
+        "modes": None,
+        "models": None,
+        "required_mode": None,
+        "message_ids": True,
+        "usage": False,
+        "tool_id_style": "grok",
     },
     "kimi": {
-        "agent_info": {"name": "Kimi Code CLI", "version": "2.1.0"}, "meta": None,
-        "agent_capabilities": {"loadSession": True, "promptCapabilities": _PROMPT_CAPS,
-                               "mcpCapabilities": {"http": True, "sse": True},
-                               "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {},
-                                                       "fork": {}, "additionalDirectories": {}}},
-        "auth_methods": [{"id": "login", "name": "Login with Kimi account",
-                          "description": "Run `kimi login` command in the terminal, then follow the instructions."}],
+        "agent_info": {"name": "Kimi Code CLI", "version": "2.1.0"},
+        "meta": None,
+        "agent_capabilities": {
+            "loadSession": True,
+            "promptCapabilities": _PROMPT_CAPS,
+            "mcpCapabilities": {"http": True, "sse": True},
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "fork": {},
+                "additionalDirectories": {},
+            },
+        },
+        "auth_methods": [
+            {
+                "id": "login",
+                "name": "Login with Kimi account",
+                "description": "Run `kimi login` command in the terminal, then follow the instructions.",
+            }
+        ],
         "modes": _KIMI_MODES,
         "models": {"availableModels": [{"modelId": "kimi-code", "name": "Kimi Code"}], "currentModelId": "kimi-code"},
-        "required_mode": "auto", "message_ids": True, "usage": False, "tool_id_style": "kimi",
+        "required_mode": "auto",
+        "message_ids": True,
+        "usage": False,
+        "tool_id_style": "kimi",
     },
     "hermes": {
-        "agent_info": {"name": "hermes-agent", "version": "0.19.0"}, "meta": None,
-        "agent_capabilities": {"loadSession": True, "promptCapabilities": {"image": True},
-                               "sessionCapabilities": {"fork": {}, "list": {}, "resume": {}}},
-        "auth_methods": [{"id": "custom", "name": "custom runtime credentials",
-                          "description": "Authenticate Hermes using the currently configured custom runtime credentials."}],
+        "agent_info": {"name": "hermes-agent", "version": "0.19.0"},
+        "meta": None,
+        "agent_capabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": True},
+            "sessionCapabilities": {"fork": {}, "list": {}, "resume": {}},
+        },
+        "auth_methods": [
+            {
+                "id": "custom",
+                "name": "custom runtime credentials",
+                "description": "Authenticate Hermes using the currently configured custom runtime credentials.",
+            }
+        ],
         "modes": _HERMES_MODES,
-        "models": {"availableModels": [{"modelId": "custom:fake-model", "name": "fake-model",
-                                        "description": "Provider: Custom endpoint • current"}],
-                   "currentModelId": "custom:fake-model"},
+        "models": {
+            "availableModels": [
+                {
+                    "modelId": "custom:fake-model",
+                    "name": "fake-model",
+                    "description": "Provider: Custom endpoint • current",
+                }
+            ],
+            "currentModelId": "custom:fake-model",
+        },
         # Real Hermes 0.19 chunks carry no messageId and prompt results carry usage (transcripts).
-        "required_mode": "dont_ask", "message_ids": False, "usage": True, "tool_id_style": "hermes",
+        "required_mode": "dont_ask",
+        "message_ids": False,
+        "usage": True,
+        "tool_id_style": "hermes",
     },
     "generic": {
-        "agent_info": {"name": "groupx-fake-acp", "version": "0.0.0"}, "meta": None,
-        "agent_capabilities": {"loadSession": True, "promptCapabilities": {},
-                               "mcpCapabilities": {"http": True, "sse": False}, "sessionCapabilities": {"close": {}}},
-        "auth_methods": [], "modes": None, "models": None, "required_mode": None,
-        "message_ids": True, "usage": False, "tool_id_style": "generic",
+        "agent_info": {"name": "groupx-fake-acp", "version": "0.0.0"},
+        "meta": None,
+        "agent_capabilities": {
+            "loadSession": True,
+            "promptCapabilities": {},
+            "mcpCapabilities": {"http": True, "sse": False},
+            "sessionCapabilities": {"close": {}},
+        },
+        "auth_methods": [],
+        "modes": None,
+        "models": None,
+        "required_mode": None,
+        "message_ids": True,
+        "usage": False,
+        "tool_id_style": "generic",
     },
 }
 
 BUILTIN_SCENARIO: dict[str, Any] = {
-    "default_turn": ["echo"], "strict_replies": True, "require_jsonrpc": True, "replay_on_load": True,
-    "persist_empty_sessions": True, "mcp_probe_on_start": False, "noise": False,
+    "default_turn": ["echo"],
+    "strict_replies": True,
+    "require_jsonrpc": True,
+    "replay_on_load": True,
+    "persist_empty_sessions": True,
+    "mcp_probe_on_start": False,
+    "noise": False,
 }
-_HERMES_COMMANDS = [{"name": n, "description": d} for n, d in (
-    ("help", "List available commands"), ("model", "Show current model and provider, or switch models"),
-    ("tools", "List available tools with descriptions"), ("reset", "Clear conversation history"))]
-_KIMI_COMMANDS = [{"name": n, "description": d} for n, d in (
-    ("init", "Analyze the codebase and generate an `AGENTS.md` file"), ("compact", "Compact the context"),
-    ("clear", "Clear the context"), ("yolo", "Toggle YOLO mode (auto-approve all actions)"))]
+_HERMES_COMMANDS = [
+    {"name": n, "description": d}
+    for n, d in (
+        ("help", "List available commands"),
+        ("model", "Show current model and provider, or switch models"),
+        ("tools", "List available tools with descriptions"),
+        ("reset", "Clear conversation history"),
+    )
+]
+_KIMI_COMMANDS = [
+    {"name": n, "description": d}
+    for n, d in (
+        ("init", "Analyze the codebase and generate an `AGENTS.md` file"),
+        ("compact", "Compact the context"),
+        ("clear", "Clear the context"),
+        ("yolo", "Toggle YOLO mode (auto-approve all actions)"),
+    )
+]
 
 
 class RpcError(Exception):
@@ -202,8 +290,11 @@ class AcpAgent:
         method, req_id = msg["method"], msg["id"]
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         handler = {
-            "initialize": self.on_initialize, "session/new": self.on_new, "session/load": self.on_load,
-            "session/set_mode": self.on_set_mode, "session/prompt": self.on_prompt,
+            "initialize": self.on_initialize,
+            "session/new": self.on_new,
+            "session/load": self.on_load,
+            "session/set_mode": self.on_set_mode,
+            "session/prompt": self.on_prompt,
             "session/close": self.on_close,
         }.get(method)
         try:
@@ -228,10 +319,17 @@ class AcpAgent:
         core.sleep_ms(float(self.scenario.get("initialize_delay_ms", 0)))
         core.wait_for_file(self.scenario.get("initialize_wait_for_file"))
         version = params.get("protocolVersion")
-        self.log.check("protocol_version", version == 1, got=version,
-                       clientCapabilities=params.get("clientCapabilities"), clientInfo=params.get("clientInfo"))
-        result: dict[str, Any] = {"protocolVersion": self.scenario.get("protocol_version", 1),
-                                  "agentCapabilities": self.caps}
+        self.log.check(
+            "protocol_version",
+            version == 1,
+            got=version,
+            clientCapabilities=params.get("clientCapabilities"),
+            clientInfo=params.get("clientInfo"),
+        )
+        result: dict[str, Any] = {
+            "protocolVersion": self.scenario.get("protocol_version", 1),
+            "agentCapabilities": self.caps,
+        }
         info = self.scenario["agent_info"] if "agent_info" in self.scenario else self.fd["agent_info"]
         if info is not None:
             result["agentInfo"] = info
@@ -273,9 +371,18 @@ class AcpAgent:
         if self.fd["models"]:
             out["models"] = self.fd["models"]
         if self.flavor == "hermes":
-            out["_meta"] = {"hermes": {"sessionProvenance": {
-                "acpSessionId": sid, "currentHermesSessionId": sid, "rootHermesSessionId": sid,
-                "parentHermesSessionId": None, "sessionKind": "root", "compressionDepth": 0}}}
+            out["_meta"] = {
+                "hermes": {
+                    "sessionProvenance": {
+                        "acpSessionId": sid,
+                        "currentHermesSessionId": sid,
+                        "rootHermesSessionId": sid,
+                        "parentHermesSessionId": None,
+                        "sessionKind": "root",
+                        "compressionDepth": 0,
+                    }
+                }
+            }
         return out
 
     def persist(self, session: AcpSession) -> None:
@@ -325,7 +432,9 @@ class AcpAgent:
             for item in session.history:  # replayed *before* the reply, as ACP requires
                 core.sleep_ms(interval)
                 kind = "user_message_chunk" if item.get("role") == "user" else "agent_message_chunk"
-                self.update(session.sid, {"sessionUpdate": kind, "content": {"type": "text", "text": item.get("text", "")}})
+                self.update(
+                    session.sid, {"sessionUpdate": kind, "content": {"type": "text", "text": item.get("text", "")}}
+                )
         extras = self._session_extras(session.sid)
         extras.pop("_meta", None)
         self.reply(req_id, None if core.scenario_bool(self.scenario, "load_result_null") else extras)
@@ -333,10 +442,14 @@ class AcpAgent:
 
     def _after_setup(self, session: AcpSession) -> None:
         if self.noise and self.flavor == "hermes":
-            self.update(session.sid, {"sessionUpdate": "available_commands_update", "availableCommands": _HERMES_COMMANDS})
+            self.update(
+                session.sid, {"sessionUpdate": "available_commands_update", "availableCommands": _HERMES_COMMANDS}
+            )
             self.update(session.sid, {"sessionUpdate": "usage_update", "size": 256000, "used": 9088})
         elif self.noise and self.flavor == "kimi":
-            self.update(session.sid, {"sessionUpdate": "available_commands_update", "availableCommands": _KIMI_COMMANDS})
+            self.update(
+                session.sid, {"sessionUpdate": "available_commands_update", "availableCommands": _KIMI_COMMANDS}
+            )
         if core.scenario_bool(self.scenario, "mcp_probe_on_start"):
             core.start_worker(self.log, lambda: self._probe(session), "fake-mcp-probe")
 
@@ -345,13 +458,16 @@ class AcpAgent:
         self.log.record("mcp_probe", ok=outcome.ok, code=outcome.code, tools=outcome.tools)
         if self.flavor == "grok":
             status = "connected" if outcome.ok else "failed"
-            self.send({"method": "_x.ai/mcp/servers_updated", "params": {"servers": [{"name": "groupx", "status": status}]}})
+            self.send(
+                {"method": "_x.ai/mcp/servers_updated", "params": {"servers": [{"name": "groupx", "status": status}]}}
+            )
 
     def on_set_mode(self, req_id: Any, params: dict[str, Any]) -> None:
         sid, mode_id = params.get("sessionId"), params.get("modeId")
         required = self.fd["required_mode"]
-        self.log.check("set_mode", mode_id == required if required else self.flavor == "generic",
-                       modeId=mode_id, required=required)
+        self.log.check(
+            "set_mode", mode_id == required if required else self.flavor == "generic", modeId=mode_id, required=required
+        )
         err = self.scenario.get("set_mode_error")
         if err:
             spec = err if isinstance(err, dict) else {}
@@ -361,8 +477,9 @@ class AcpAgent:
             return
         session = self.sessions.get(sid) if isinstance(sid, str) else None
         if core.scenario_bool(self.scenario, "set_mode_permission"):
-            core.start_worker(self.log, lambda: self._set_mode_with_permission(req_id, session, mode_id),
-                              "fake-set-mode")
+            core.start_worker(
+                self.log, lambda: self._set_mode_with_permission(req_id, session, mode_id), "fake-set-mode"
+            )
             return
         self._apply_mode(req_id, session, mode_id)
 
@@ -400,13 +517,21 @@ class AcpAgent:
         session = self.sessions.get(sid) if isinstance(sid, str) else None
         refusal = {"stopReason": "refusal"}
         if self.fd["usage"]:
-            refusal["usage"] = {"cachedReadTokens": 0, "inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0,
-                                "totalTokens": 0}
+            refusal["usage"] = {
+                "cachedReadTokens": 0,
+                "inputTokens": 0,
+                "outputTokens": 0,
+                "thoughtTokens": 0,
+                "totalTokens": 0,
+            }
         if session is None and self.flavor != "hermes":
             raise RpcError(-32002, "Session not found", {"sessionId": sid})
         blocks = params.get("prompt")
-        texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"] \
-            if isinstance(blocks, list) else []
+        texts = (
+            [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+            if isinstance(blocks, list)
+            else []
+        )
         if not texts:
             raise RpcError(-32602, "Invalid params", {"prompt": "expected text content blocks"})
         if session is None or session.refusal:
@@ -423,10 +548,15 @@ class AcpAgent:
             if session.turn is not None:
                 raise RpcError(-32000, "A prompt is already running for this session")
             turn = session.turn = AcpTurn(self, session, req_id, text, directives, message)
-        self.log.record("turn", requestId=req_id, sessionId=session.sid,
-                        directives=[{"name": d.name, **d.params} for d in directives])
-        core.start_worker(self.log, turn.run, f"fake-turn-{req_id}",
-                          on_error=lambda _tb: turn.fail("fake internal error"))
+        self.log.record(
+            "turn",
+            requestId=req_id,
+            sessionId=session.sid,
+            directives=[{"name": d.name, **d.params} for d in directives],
+        )
+        core.start_worker(
+            self.log, turn.run, f"fake-turn-{req_id}", on_error=lambda _tb: turn.fail("fake internal error")
+        )
 
     def end_turn(self, turn: AcpTurn) -> None:
         """Before the terminal goes out: persist history (a new process may load it right after)

@@ -34,21 +34,60 @@ except ImportError:  # run through a shim or as a script: agents/fakes itself is
     import _fakemcp as fmcp  # type: ignore[no-redef]
     from _claude_directives import CLAUDE_VERSION, MODEL, ClaudeTurn, result_frame  # type: ignore[no-redef]
 
-BASE_ARGV = ("--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-             "--include-partial-messages", "--permission-mode", "bypassPermissions")
+BASE_ARGV = (
+    "--print",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--permission-mode",
+    "bypassPermissions",
+)
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 ROOT_REFUSAL = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
-GROUPX_TOOLS = ("send", "publish", "ask", "collect", "watch", "steer", "read", "memory_search", "memory_remember",
-                "core_memory_remember", "identity_read", "identity_remember")
-BUILTIN_TOOLS = ("Task", "Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "TodoWrite", "WebFetch", "WebSearch",
-                 "Write", "ListMcpResourcesTool", "ReadMcpResourceTool")
+GROUPX_TOOLS = (
+    "send",
+    "publish",
+    "ask",
+    "collect",
+    "watch",
+    "steer",
+    "read",
+    "memory_search",
+    "memory_remember",
+    "core_memory_remember",
+    "identity_read",
+    "identity_remember",
+)
+BUILTIN_TOOLS = (
+    "Task",
+    "Bash",
+    "Edit",
+    "Glob",
+    "Grep",
+    "NotebookEdit",
+    "Read",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Write",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+)
 _SLASH = ("compact", "context", "cost", "init", "review", "security-review")
 
 BUILTIN_SCENARIO: dict[str, Any] = {
-    "default_turn": ["echo"], "strict_replies": True, "die_on_bad_input": True,
+    "default_turn": ["echo"],
+    "strict_replies": True,
+    "die_on_bad_input": True,
     # The real CLI refuses bypassPermissions as root without IS_SANDBOX=1 (L1). Off by default so the
     # suite can run as root; `root_check: true` turns the real rule on.
-    "root_check": False, "mcp_probe_on_start": False, "noise": False, "init_frame": "normal",
+    "root_check": False,
+    "mcp_probe_on_start": False,
+    "noise": False,
+    "init_frame": "normal",
     "complete_on_interrupt": False,
 }
 _CLI_REQ = re.compile(r"^cli-req-(\d+)$")
@@ -82,7 +121,7 @@ def parse_argv(argv: list[str]) -> tuple[Args | None, str]:
     CLI, ``--mcp-config`` takes inline JSON or the path of a JSON file (GroupX passes a file)."""
     if tuple(argv[: len(BASE_ARGV)]) != BASE_ARGV:
         return None, "argv must start with the GroupX base flags"
-    rest = argv[len(BASE_ARGV):]
+    rest = argv[len(BASE_ARGV) :]
     config = desc = None
     if rest[:1] == ["--mcp-config"]:
         if len(rest) < 2:
@@ -139,8 +178,11 @@ class ClaudeCli:
 
     def startup(self) -> None:
         """L1 (root), L2 (session id in use) and L3 (resume of an unknown session), in that order."""
-        if core.scenario_bool(self.scenario, "root_check") and os.geteuid() == 0 \
-                and os.environ.get("IS_SANDBOX") != "1":
+        if (
+            core.scenario_bool(self.scenario, "root_check")
+            and os.geteuid() == 0
+            and os.environ.get("IS_SANDBOX") != "1"
+        ):
             core.write_stderr(self.log, ROOT_REFUSAL)
             core.exit_now(self.log, 1, "root_refused")
         data = self.store.load(self.session_id)
@@ -150,8 +192,15 @@ class ClaudeCli:
         if self.args.mode == "resume":
             if data is None:
                 core.write_stderr(self.log, f"No conversation found with session ID: {self.session_id}")
-                self.send(result_frame(self.session_id, "error_during_execution", True, num_turns=0,
-                                       errors=[f"No conversation found with session ID: {self.session_id}"]))
+                self.send(
+                    result_frame(
+                        self.session_id,
+                        "error_during_execution",
+                        True,
+                        num_turns=0,
+                        errors=[f"No conversation found with session ID: {self.session_id}"],
+                    )
+                )
                 core.exit_now(self.log, 1, "resume_unknown")
             self.history = [h for h in data.get("history", []) if isinstance(h, dict)]
             self.persisted = True
@@ -163,8 +212,11 @@ class ClaudeCli:
     def _probe(self) -> None:
         outcome = self.mcp.probe(self.args.mcp)
         self.log.record("mcp_probe", ok=outcome.ok, code=outcome.code, tools=outcome.tools)
-        self.mcp_state = {"status": "connected" if outcome.ok else "failed", "tools": outcome.tools,
-                          "error": None if outcome.ok else str(outcome.code)}
+        self.mcp_state = {
+            "status": "connected" if outcome.ok else "failed",
+            "tools": outcome.tools,
+            "error": None if outcome.ok else str(outcome.code),
+        }
         self.probe_done.set()
 
     # ----------------------------------------------------------------------------- wire out
@@ -187,8 +239,9 @@ class ClaudeCli:
     def ask(self, subtype: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """A CLI→SDK control request and a bounded wait for the broker's control_response."""
         num, slot = self.pending.new()
-        self.send({"type": "control_request", "request_id": f"cli-req-{num}",
-                   "request": {"subtype": subtype, **payload}})
+        self.send(
+            {"type": "control_request", "request_id": f"cli-req-{num}", "request": {"subtype": subtype, **payload}}
+        )
         reply = slot.wait(float(self.scenario.get("interaction_reply_timeout_ms", 10000)) / 1000.0)
         return reply.get("response") if reply else None
 
@@ -214,11 +267,23 @@ class ClaudeCli:
         if self.args.mcp:
             tools += [f"mcp__groupx__{t}" for t in (self.mcp_state.get("tools") or GROUPX_TOOLS)]
         frame: dict[str, Any] = {
-            "type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": self.session_id, "tools": tools,
-            "mcp_servers": self.mcp_servers(), "model": MODEL, "permissionMode": self.permission_mode,
-            "slash_commands": list(_SLASH), "apiKeySource": "none", "claude_code_version": CLAUDE_VERSION,
-            "output_style": "default", "agents": ["general-purpose", "Explore", "Plan"], "skills": [], "plugins": [],
-            "uuid": str(uuid.uuid4()), "fast_mode_state": "off",
+            "type": "system",
+            "subtype": "init",
+            "cwd": os.getcwd(),
+            "session_id": self.session_id,
+            "tools": tools,
+            "mcp_servers": self.mcp_servers(),
+            "model": MODEL,
+            "permissionMode": self.permission_mode,
+            "slash_commands": list(_SLASH),
+            "apiKeySource": "none",
+            "claude_code_version": CLAUDE_VERSION,
+            "output_style": "default",
+            "agents": ["general-purpose", "Explore", "Plan"],
+            "skills": [],
+            "plugins": [],
+            "uuid": str(uuid.uuid4()),
+            "fast_mode_state": "off",
         }
         if variant == "malformed":
             del frame["session_id"]
@@ -231,8 +296,13 @@ class ClaudeCli:
         return frame
 
     def status_frame(self) -> dict[str, Any]:
-        return {"type": "system", "subtype": "status", "status": "requesting", "uuid": str(uuid.uuid4()),
-                "session_id": self.session_id}
+        return {
+            "type": "system",
+            "subtype": "status",
+            "status": "requesting",
+            "uuid": str(uuid.uuid4()),
+            "session_id": self.session_id,
+        }
 
     # ------------------------------------------------------------------------------ wire in
 
@@ -297,12 +367,25 @@ class ClaudeCli:
         response: dict[str, Any] = {
             "commands": [{"name": n, "description": f"{n} (fake)", "argumentHint": ""} for n in _SLASH],
             "agents": [{"name": "general-purpose", "description": "General agent (fake)"}],
-            "output_style": "default", "available_output_styles": ["default", "Explanatory", "Learning"],
-            "models": [{"value": "default", "resolvedModel": MODEL, "displayName": "Default (recommended)",
-                        "description": "fake model"}],
-            "account": {"email": "fake@example.invalid", "organization": "Fake Org", "tokenSource": "none",
-                        "apiKeySource": "none", "apiProvider": "firstParty"},
-            "pid": os.getpid(), "claude_code_version": CLAUDE_VERSION,
+            "output_style": "default",
+            "available_output_styles": ["default", "Explanatory", "Learning"],
+            "models": [
+                {
+                    "value": "default",
+                    "resolvedModel": MODEL,
+                    "displayName": "Default (recommended)",
+                    "description": "fake model",
+                }
+            ],
+            "account": {
+                "email": "fake@example.invalid",
+                "organization": "Fake Org",
+                "tokenSource": "none",
+                "apiKeySource": "none",
+                "apiProvider": "firstParty",
+            },
+            "pid": os.getpid(),
+            "claude_code_version": CLAUDE_VERSION,
         }
         if not core.scenario_bool(self.scenario, "omit_current_permission_mode"):
             response["current_permission_mode"] = self.scenario.get("init_permission_mode") or self.permission_mode
@@ -319,8 +402,9 @@ class ClaudeCli:
             self.log.record("set_mode_hang", request_id=rid)
             return
         if mode not in PERMISSION_MODES:  # §4.4
-            self.control_error(rid, "Cannot set permission mode: must be one of " + ", ".join(PERMISSION_MODES),
-                               "invalid_mode")
+            self.control_error(
+                rid, "Cannot set permission mode: must be one of " + ", ".join(PERMISSION_MODES), "invalid_mode"
+            )
             return
         self.permission_mode = str(self.scenario.get("set_mode_result") or mode)
         self.control_success(rid, {"mode": self.permission_mode})
@@ -344,8 +428,13 @@ class ClaudeCli:
         if not self.args.mcp or not self.args.mcp_config:
             return []
         entry = dict(self.args.mcp_config["mcpServers"]["groupx"])
-        status: dict[str, Any] = {"name": "groupx", "status": self.mcp_state["status"], "config": entry,
-                                  "transport": entry.get("type", self.args.mcp.transport), "scope": "dynamic"}
+        status: dict[str, Any] = {
+            "name": "groupx",
+            "status": self.mcp_state["status"],
+            "config": entry,
+            "transport": entry.get("type", self.args.mcp.transport),
+            "scope": "dynamic",
+        }
         if self.mcp_state.get("error"):
             status["error"] = self.mcp_state["error"]
         return [status]
@@ -372,13 +461,18 @@ class ClaudeCli:
         if self.stray_owed:
             # §4.6 race: the interrupt's own result lands after the next prompt was written.
             self.stray_owed = False
-            self.send(result_frame(self.session_id, "error_during_execution", True,
-                                   terminal_reason="aborted_streaming", num_turns=1))
+            self.send(
+                result_frame(
+                    self.session_id, "error_during_execution", True, terminal_reason="aborted_streaming", num_turns=1
+                )
+            )
         content = (msg.get("message") or {}).get("content") if isinstance(msg.get("message"), dict) else None
         if isinstance(content, str):
             text = content
         else:
-            text = "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+            text = "\n".join(
+                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+            )
         if not self.persisted:  # L11: the transcript exists from the first user message on
             self.persisted = True
             self._persist()

@@ -45,8 +45,13 @@ EX_ORDER = 65  # `initialized` before the initialize reply: an ordering bug in t
 GROUPX_KEY = "mcp_servers.groupx"
 
 BUILTIN_SCENARIO: dict[str, Any] = {
-    "default_turn": ["echo"], "strict_replies": True, "enforce_initialized": True, "requirements": None,
-    "persist_empty_threads": False, "mcp_probe_on_start": False, "noise": False,
+    "default_turn": ["echo"],
+    "strict_replies": True,
+    "enforce_initialized": True,
+    "requirements": None,
+    "persist_empty_threads": False,
+    "mcp_probe_on_start": False,
+    "noise": False,
 }
 _START_KEYS = {"approvalPolicy", "sandbox", "config", "cwd"}  # cwd: the real spike driver sends it
 _RESUME_KEYS = _START_KEYS | {"threadId", "excludeTurns"}
@@ -162,14 +167,20 @@ class CodexServer:
         method, req_id = msg["method"], msg["id"]
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         handler = {
-            "initialize": self.on_initialize, "configRequirements/read": self.on_requirements,
-            "thread/start": self.on_thread_start, "thread/resume": self.on_thread_resume,
+            "initialize": self.on_initialize,
+            "configRequirements/read": self.on_requirements,
+            "thread/start": self.on_thread_start,
+            "thread/resume": self.on_thread_resume,
             "thread/turns/list": self.on_turns_list,
-            "turn/start": self.on_turn_start, "turn/interrupt": self.on_turn_interrupt,
+            "turn/start": self.on_turn_start,
+            "turn/interrupt": self.on_turn_interrupt,
         }.get(method)
         try:
-            if method != "initialize" and not self.initialized and \
-                    core.scenario_bool(self.scenario, "enforce_initialized", True):
+            if (
+                method != "initialize"
+                and not self.initialized
+                and core.scenario_bool(self.scenario, "enforce_initialized", True)
+            ):
                 # 0.163 did not enforce this (C6); the fake does, to catch ordering bugs.
                 self.log.check("not_initialized", False, method=method)
                 raise RpcError(-32002, "Not initialized")
@@ -204,19 +215,25 @@ class CodexServer:
             self.log.record("initialize_unanswered", requestId=req_id)
             return
         name, version = self.client_name, str(info.get("version") or "0.0.0")
-        result = {"userAgent": f"{name}/{CLI_VERSION} (Fake Linux; x86_64) fake ({name}; {version})",
-                  "codexHome": os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex"),
-                  "platformFamily": "unix", "platformOs": "linux"}
+        result = {
+            "userAgent": f"{name}/{CLI_VERSION} (Fake Linux; x86_64) fake ({name}; {version})",
+            "codexHome": os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex"),
+            "platformFamily": "unix",
+            "platformOs": "linux",
+        }
 
         def answer() -> None:
             core.sleep_ms(float(self.scenario.get("initialize_delay_ms", 0)))
             self.reply(req_id, result)
             self.init_replied.set()
             if self.noise:
-                self.notify("remoteControl/status/changed", {"status": "disabled", "serverName": "fake",
-                                                              "installationId": str(uuid7()), "environmentId": None})
-                self.notify("configWarning", {"summary": "bubblewrap not found; sandboxing is degraded (fake)",
-                                              "details": None})
+                self.notify(
+                    "remoteControl/status/changed",
+                    {"status": "disabled", "serverName": "fake", "installationId": str(uuid7()), "environmentId": None},
+                )
+                self.notify(
+                    "configWarning", {"summary": "bubblewrap not found; sandboxing is degraded (fake)", "details": None}
+                )
 
         if float(self.scenario.get("initialize_delay_ms", 0)) > 0:
             # Answer from a worker so an `initialized` sent too early is seen before the reply.
@@ -231,9 +248,10 @@ class CodexServer:
         elif spec == "blocked":
             requirements = {"allowedApprovalPolicies": ["on-request"], "allowedSandboxModes": ["workspace-write"]}
         elif spec == "granular_never":
-            requirements = {"allowedApprovalPolicies": [{"granular": {"sandbox_approval": True, "rules": True}},
-                                                        "never"],
-                            "allowedSandboxModes": ["danger-full-access"]}
+            requirements = {
+                "allowedApprovalPolicies": [{"granular": {"sandbox_approval": True, "rules": True}}, "never"],
+                "allowedSandboxModes": ["danger-full-access"],
+            }
         elif spec == "malformed":
             requirements = "nope"
         else:
@@ -250,9 +268,9 @@ class CodexServer:
         if extra:
             problems.append(f"unexpected param(s) {extra}")
         if params.get("approvalPolicy") != "never":
-            problems.append(f"approvalPolicy must be \"never\", got {params.get('approvalPolicy')!r}")
+            problems.append(f'approvalPolicy must be "never", got {params.get("approvalPolicy")!r}')
         if params.get("sandbox") != "danger-full-access":  # kebab case on requests (C7)
-            problems.append(f"sandbox must be \"danger-full-access\", got {params.get('sandbox')!r}")
+            problems.append(f'sandbox must be "danger-full-access", got {params.get("sandbox")!r}')
         cwd = params.get("cwd")
         if cwd is not None and not (isinstance(cwd, str) and os.path.isabs(cwd)):
             problems.append("cwd must be an absolute path")
@@ -271,25 +289,58 @@ class CodexServer:
         cwd = str(self.scenario.get("thread_cwd") or th.cwd)
         day = time.strftime("%Y/%m/%d", time.gmtime(th.created_at))
         return {
-            "id": th.id, "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
-            "extra": None, "sessionId": th.id, "forkedFromId": None, "parentThreadId": None, "preview": th.preview,
-            "ephemeral": False, "historyMode": "paginated", "modelProvider": "openai", "model": MODEL,
-            "createdAt": th.created_at, "updatedAt": int(time.time()), "status": {"type": "idle"},
-            "path": os.path.join(self.store.dir, "sessions", day, f"rollout-{th.id}.jsonl"), "cwd": cwd,
-            "cliVersion": CLI_VERSION, "originator": self.client_name, "source": "vscode", "gitInfo": None,
-            "name": None, "turns": turns,
+            "id": th.id,
+            "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+            "extra": None,
+            "sessionId": th.id,
+            "forkedFromId": None,
+            "parentThreadId": None,
+            "preview": th.preview,
+            "ephemeral": False,
+            "historyMode": "paginated",
+            "modelProvider": "openai",
+            "model": MODEL,
+            "createdAt": th.created_at,
+            "updatedAt": int(time.time()),
+            "status": {"type": "idle"},
+            "path": os.path.join(self.store.dir, "sessions", day, f"rollout-{th.id}.jsonl"),
+            "cwd": cwd,
+            "cliVersion": CLI_VERSION,
+            "originator": self.client_name,
+            "source": "vscode",
+            "gitInfo": None,
+            "name": None,
+            "turns": turns,
         }
 
     def _thread_result(self, th: CodexThread, turns: list[dict[str, Any]]) -> dict[str, Any]:
         thread = self._thread_json(th, turns)
-        return {"thread": thread, "model": MODEL, "modelProvider": "openai", "serviceTier": None,
-                "cwd": thread["cwd"], "runtimeWorkspaceRoots": [thread["cwd"]], "instructionSources": [],
-                "approvalPolicy": "never", "approvalsReviewer": "user", "sandbox": {"type": "dangerFullAccess"},
-                "activePermissionProfile": None, "reasoningEffort": None}
+        return {
+            "thread": thread,
+            "model": MODEL,
+            "modelProvider": "openai",
+            "serviceTier": None,
+            "cwd": thread["cwd"],
+            "runtimeWorkspaceRoots": [thread["cwd"]],
+            "instructionSources": [],
+            "approvalPolicy": "never",
+            "approvalsReviewer": "user",
+            "sandbox": {"type": "dangerFullAccess"},
+            "activePermissionProfile": None,
+            "reasoningEffort": None,
+        }
 
     def persist(self, th: CodexThread) -> None:
-        self.store.save(th.id, {"cwd": th.cwd, "createdAt": th.created_at, "preview": th.preview,
-                                "turns": th.turns, "lastTurnId": th.last_turn_id})
+        self.store.save(
+            th.id,
+            {
+                "cwd": th.cwd,
+                "createdAt": th.created_at,
+                "preview": th.preview,
+                "turns": th.turns,
+                "lastTurnId": th.last_turn_id,
+            },
+        )
 
     def on_thread_start(self, req_id: Any, params: dict[str, Any]) -> None:
         cwd, desc = self._validate(params, resume=False)
@@ -317,22 +368,35 @@ class CodexServer:
         cwd, desc = self._validate(params, resume=True)
         th = self.threads.get(tid)
         data = self.store.load(tid) if th is None else None
-        if (th is None and data is None) or (th is not None and not th.turns and
-                                             not core.scenario_bool(self.scenario, "persist_empty_threads")):
+        if (th is None and data is None) or (
+            th is not None and not th.turns and not core.scenario_bool(self.scenario, "persist_empty_threads")
+        ):
             raise RpcError(-32600, f"no rollout found for thread id {tid}")  # C2
         if th is None:
             assert data is not None
-            th = CodexThread(tid, str(data.get("cwd") or cwd or os.getcwd()), desc, int(data.get("createdAt") or 0),
-                             turns=list(data.get("turns") or []), preview=str(data.get("preview") or ""),
-                             last_turn_id=data.get("lastTurnId"))
+            th = CodexThread(
+                tid,
+                str(data.get("cwd") or cwd or os.getcwd()),
+                desc,
+                int(data.get("createdAt") or 0),
+                turns=list(data.get("turns") or []),
+                preview=str(data.get("preview") or ""),
+                last_turn_id=data.get("lastTurnId"),
+            )
             with self.lock:
                 self.threads[tid] = th
         th.mcp = desc
         if cwd:
             th.cwd = cwd
         if self.noise:
-            self.notify("deprecationNotice", {"summary": "Full-history hydration is deprecated for paginated threads; "
-                                                         "use `excludeTurns: true` (fake).", "details": None})
+            self.notify(
+                "deprecationNotice",
+                {
+                    "summary": "Full-history hydration is deprecated for paginated threads; "
+                    "use `excludeTurns: true` (fake).",
+                    "details": None,
+                },
+            )
             self.notify("thread/status/changed", {"threadId": tid, "status": {"type": "idle"}})
         self._finish_setup(req_id, th, started=False, exclude_turns=bool(params.get("excludeTurns")))
 
@@ -351,11 +415,16 @@ class CodexServer:
         start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else 0
         size = limit if isinstance(limit, int) and limit > 0 else 25
         ordered = th.turns if direction == "asc" else th.turns[::-1]
-        page = ordered[start:start + size]
+        page = ordered[start : start + size]
         self.log.record("turns_list", threadId=th.id, start=start, limit=size, returned=len(page))
-        self.reply(req_id, {"data": [_turn_view(turn, view) for turn in page],
-                            "nextCursor": str(start + size) if start + size < len(ordered) else None,
-                            "backwardsCursor": str(start) if page else None})
+        self.reply(
+            req_id,
+            {
+                "data": [_turn_view(turn, view) for turn in page],
+                "nextCursor": str(start + size) if start + size < len(ordered) else None,
+                "backwardsCursor": str(start) if page else None,
+            },
+        )
 
     def _finish_setup(self, req_id: Any, th: CodexThread, started: bool, exclude_turns: bool = False) -> None:
         turns = [] if started or exclude_turns else [{**t, "itemsView": "full"} for t in th.turns]
@@ -387,8 +456,11 @@ class CodexServer:
         if th is None:
             raise RpcError(-32600, f"thread not found: {tid}")
         items = params.get("input")
-        texts = [i.get("text", "") for i in items if isinstance(i, dict) and i.get("type") == "text"] \
-            if isinstance(items, list) else []
+        texts = (
+            [i.get("text", "") for i in items if isinstance(i, dict) and i.get("type") == "text"]
+            if isinstance(items, list)
+            else []
+        )
         if not texts:
             raise RpcError(-32602, "input must be a non-empty array of text items")
         text = "\n".join(texts)
@@ -401,8 +473,13 @@ class CodexServer:
         th.preview = th.preview or text[:80]
         th.turns.append(turn.record("inProgress"))
         self.persist(th)
-        self.log.record("turn", requestId=req_id, threadId=tid, turnId=turn.id,
-                        directives=[{"name": d.name, **d.params} for d in directives])
+        self.log.record(
+            "turn",
+            requestId=req_id,
+            threadId=tid,
+            turnId=turn.id,
+            directives=[{"name": d.name, **d.params} for d in directives],
+        )
         if self.noise:
             self.notify("warning", {"threadId": tid, "message": f"Model metadata for `{MODEL}` not found (fake)."})
         if core.scenario_bool(self.scenario, "terminal_in_response"):
@@ -412,8 +489,9 @@ class CodexServer:
             self.reply(req_id, {"turn": turn.turn_json("completed", [], "notLoaded")})
             return
         self.reply(req_id, {"turn": turn.turn_json("inProgress", [], "notLoaded", started=False)})
-        core.start_worker(self.log, turn.run, f"fake-turn-{turn.id[:8]}",
-                          on_error=lambda _tb: turn.fail("fake internal error"))
+        core.start_worker(
+            self.log, turn.run, f"fake-turn-{turn.id[:8]}", on_error=lambda _tb: turn.fail("fake internal error")
+        )
 
     def end_turn(self, turn: CodexTurn, status: str) -> None:
         """Before the terminal goes out: persist the turn (a new process may resume right after)

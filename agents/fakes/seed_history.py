@@ -33,12 +33,25 @@ def _words(index: int, chars: int) -> str:
 
 def _codex_turn(index: int, chars: int) -> dict[str, Any]:
     at = int(time.time()) - 86_400
-    user = {"type": "userMessage", "id": str(uuid.uuid4()), "clientId": None,
-            "content": [{"type": "text", "text": _words(index, chars), "text_elements": []}]}
+    user = {
+        "type": "userMessage",
+        "id": str(uuid.uuid4()),
+        "clientId": None,
+        "content": [{"type": "text", "text": _words(index, chars), "text_elements": []}],
+    }
     reply = {"type": "agentMessage", "id": str(uuid.uuid4()), "text": _words(index, chars), "phase": "final_answer"}
     turn_id = str(uuid.uuid4())
-    return {"id": turn_id, "rootTurnId": turn_id, "items": [user, reply], "itemsView": "full", "status": "completed",
-            "error": None, "startedAt": at, "completedAt": at, "durationMs": 1000}
+    return {
+        "id": turn_id,
+        "rootTurnId": turn_id,
+        "items": [user, reply],
+        "itemsView": "full",
+        "status": "completed",
+        "error": None,
+        "startedAt": at,
+        "completedAt": at,
+        "durationMs": 1000,
+    }
 
 
 def seed(state_dir: str, family: str, session_id: str, turns: int, chars: int = 700) -> int:
@@ -54,8 +67,11 @@ def seed(state_dir: str, family: str, session_id: str, turns: int, chars: int = 
         count = len(data["turns"])
     else:
         agent_role = "assistant" if family == "claude" else "agent"
-        seeded = [entry for i in range(turns) for entry in
-                  ({"role": "user", "text": _words(i, chars)}, {"role": agent_role, "text": _words(i, chars)})]
+        seeded = [
+            entry
+            for i in range(turns)
+            for entry in ({"role": "user", "text": _words(i, chars)}, {"role": agent_role, "text": _words(i, chars)})
+        ]
         data[HISTORY] = seeded + list(data.get(HISTORY) or [])
         count = len(data[HISTORY]) // 2
     StateStore(family, state_dir).save(session_id, data)  # a fresh store: an atomic rewrite

@@ -21,8 +21,13 @@ from turns.member_actions import resolve_caller
 
 def caller_writer(binding_id: str) -> Writer:
     caller = resolve_caller(binding_id)
-    return Writer(binding_id, caller.actor, "mcp", correlation_id=caller.turn.root_correlation_id,
-                  causation_id=caller.turn.turn_id)
+    return Writer(
+        binding_id,
+        caller.actor,
+        "mcp",
+        correlation_id=caller.turn.root_correlation_id,
+        causation_id=caller.turn.turn_id,
+    )
 
 
 def memory_search(binding_id: str, payload: Any) -> dict[str, Any]:

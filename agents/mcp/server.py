@@ -64,15 +64,16 @@ def tool_server(name: str, instructions: str, tools: dict) -> Server:
     async def call(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await call_tool(tools, ctx, params)
 
-    return Server(name, version="0.1.0", instructions=instructions, on_list_tools=tool_lister(tools),
-                  on_call_tool=call)
+    return Server(name, version="0.1.0", instructions=instructions, on_list_tools=tool_lister(tools), on_call_tool=call)
 
 
 def tool_lister(tools: dict):
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
-                   for tool in tools.values()]
+            tools=[
+                types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
+                for tool in tools.values()
+            ]
         )
 
     return list_tools
@@ -111,8 +112,9 @@ class Endpoint:
 
     async def ensure_running(self) -> None:
         if self._runner is None:
-            manager = self.manager = StreamableHTTPSessionManager(app=self.server, json_response=True, stateless=True,
-                                                                  security_settings=SECURITY)
+            manager = self.manager = StreamableHTTPSessionManager(
+                app=self.server, json_response=True, stateless=True, security_settings=SECURITY
+            )
             ready = self._ready = asyncio.Event()
 
             async def run() -> None:
@@ -211,15 +213,26 @@ def _json_rpc_code(status: int) -> int:
 
 
 async def json_rpc_error(send, error: GroupXError) -> None:
-    await send_json(send, error.status, {"jsonrpc": "2.0", "id": None,
-                                         "error": {"code": _json_rpc_code(error.status), "message": error.message,
-                                                   "data": {"code": error.code}}})
+    await send_json(
+        send,
+        error.status,
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": _json_rpc_code(error.status), "message": error.message, "data": {"code": error.code}},
+        },
+    )
 
 
 async def send_json(send, status: int, payload: dict) -> None:
     body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -253,8 +266,11 @@ async def handle(scope, receive, send) -> None:
     state, binding_id = found or ("unknown", None)
     if state == "unknown":
         return await json_rpc_error(
-            send, GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding"))
+            send, GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "missing, unknown or closed GroupX binding")
+        )
     if state == "unavailable":
-        return await json_rpc_error(send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session"))
+        return await json_rpc_error(
+            send, GroupXError(ErrorCode.MCP_UNAVAILABLE, "MCP is not verified for this session")
+        )
     # The tools get the stored id, so nothing past this point looks anything up by what was presented.
     await endpoint.handle_request({**scope, "groupx.binding": binding_id}, receive, send)

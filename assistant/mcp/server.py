@@ -26,6 +26,8 @@ async def handle(scope, receive, send) -> None:
     if refused(matched):
         return
     if not matched:
-        return await json_rpc_error(send, GroupXError(
-            ErrorCode.MCP_BINDING_MISMATCH, "the operator tools need the room assistant's session binding"))
+        return await json_rpc_error(
+            send,
+            GroupXError(ErrorCode.MCP_BINDING_MISMATCH, "the operator tools need the room assistant's session binding"),
+        )
     await endpoint.handle_request({**scope, "groupx.binding": OPERATOR_BINDING_ID}, receive, send)

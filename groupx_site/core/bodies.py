@@ -75,7 +75,8 @@ def check_json_value(value: Any) -> None:
     path = find_unencodable(value)
     if path is not None:
         raise GroupXError(
-            "INVALID_ENVELOPE", f"{path} holds text that is not valid Unicode (a lone surrogate)",
+            "INVALID_ENVELOPE",
+            f"{path} holds text that is not valid Unicode (a lone surrogate)",
             details={"issues": [{"path": path, "code": "invalid_unicode"}]},
         )
 

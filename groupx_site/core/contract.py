@@ -42,7 +42,8 @@ class ErrorDetail(BaseModel):
     code: ErrorCode = Field(description="One of the protocol's error codes (FEATURES §19).")
     message: str = Field(max_length=256, description="For people; never parsed.")
     details: dict[str, Any] | None = Field(
-        None, description="Machine-readable specifics: forbiddenFields, unknownFields, issues, limit, length, …")
+        None, description="Machine-readable specifics: forbiddenFields, unknownFields, issues, limit, length, …"
+    )
 
 
 class ErrorBody(BaseModel):
@@ -136,13 +137,24 @@ def error_response_doc(status: int, codes: tuple[str, ...]) -> dict[str, Any]:
         "content": {"application/json": {"schema": schema}},
     }
     if status == 503:
-        doc["headers"] = {"Retry-After": {"description": "Seconds to wait before retrying (store faults)",
-                                          "schema": {"type": "string"}}}
+        doc["headers"] = {
+            "Retry-After": {
+                "description": "Seconds to wait before retrying (store faults)",
+                "schema": {"type": "string"},
+            }
+        }
     return doc
 
 
-def route(ok: dict[int, Any], *, errors: dict[int, Iterable[str]] | None = None, write: bool = False,
-          body: bool = False, media_type: str | None = None, **extra: Any) -> dict[str, Any]:
+def route(
+    ok: dict[int, Any],
+    *,
+    errors: dict[int, Iterable[str]] | None = None,
+    write: bool = False,
+    body: bool = False,
+    media_type: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """The keyword arguments of a ninja route decorator that document every answer it gives.
 
     ``ok``: {status: response schema} for the successes; ``errors``: {status: codes} the route adds

@@ -191,8 +191,14 @@ def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *,
     return call
 
 
-def _run_then_post(loop: asyncio.AbstractEventLoop, future: asyncio.Future, context: contextvars.Context,
-                   fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+def _run_then_post(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future,
+    context: contextvars.Context,
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+) -> None:
     result = error = None
     with handoff.collecting(loop) as posts:
         try:
@@ -206,13 +212,15 @@ def _run_then_post(loop: asyncio.AbstractEventLoop, future: asyncio.Future, cont
     del future, error
 
 
-def _deliver_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,
-                  error: BaseException | None) -> None:
+def _deliver_soon(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any, error: BaseException | None
+) -> None:
     handoff.deliver(loop, _deliver, loop, future, posts, result, error)
 
 
-def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any,
-             error: BaseException | None) -> None:
+def _deliver(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any, error: BaseException | None
+) -> None:
     handoff.run_posts(loop, posts)  # the call's commits reach the tail and the lanes first, as before
     if future.cancelled():
         return
@@ -243,8 +251,11 @@ def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
 def _leave_checkpoints_to_their_thread(sender, connection, **kwargs) -> None:
     # A commit that crosses SQLite's automatic checkpoint copies the WAL back on the thread that
     # committed: on the writer thread every queued write waited for it (docs/DECISIONS.md D67).
-    if (connection.vendor == "sqlite" and threading.current_thread().name.startswith(WRITER_THREAD)
-            and wal_checkpoints.turns_off_autocheckpoint()):
+    if (
+        connection.vendor == "sqlite"
+        and threading.current_thread().name.startswith(WRITER_THREAD)
+        and wal_checkpoints.turns_off_autocheckpoint()
+    ):
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA wal_autocheckpoint=0")
 
@@ -301,4 +312,3 @@ def _faults_as_codes(fn: Callable[..., Any], *, clears: bool) -> Callable[..., A
         return result
 
     return call
-

@@ -47,8 +47,7 @@ def available() -> bool:
     return connection.vendor == "sqlite"
 
 
-def run_together(calls: list[Call], run_alone: Callable[..., None],
-                 deliver: Callable[..., None]) -> None:
+def run_together(calls: list[Call], run_alone: Callable[..., None], deliver: Callable[..., None]) -> None:
     """Run ``calls`` (from one loop) in one transaction and deliver their outcomes after it;
     ``run_alone(*call)`` runs one call by itself, ``deliver(loop, future, posts, result, error)``
     hands one outcome to its loop."""
@@ -57,11 +56,12 @@ def run_together(calls: list[Call], run_alone: Callable[..., None],
     with handoff.collecting(loop) as posts:
         failure = _run_in_one_transaction(calls, outcomes)
     if failure is not None:
-        outcomes = [(future, None, error if error is not None else _same_fault(failure))
-                    for future, _result, error in outcomes]
+        outcomes = [
+            (future, None, error if error is not None else _same_fault(failure)) for future, _result, error in outcomes
+        ]
     for index, (future, result, error) in enumerate(outcomes):
         deliver(loop, future, posts if index == 0 else [], result, error)
-    for call in calls[len(outcomes):]:  # not run: the group failed before them
+    for call in calls[len(outcomes) :]:  # not run: the group failed before them
         run_alone(*call)
 
 

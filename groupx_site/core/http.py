@@ -37,8 +37,9 @@ def is_own_origin(origin: str, host: str) -> bool:
 
 
 def foreign_host(*, status: int) -> GroupXError:
-    return GroupXError("INVALID_ENVELOPE", "the Host header must name this server (127.0.0.1, localhost or [::1])",
-                       status=status)
+    return GroupXError(
+        "INVALID_ENVELOPE", "the Host header must name this server (127.0.0.1, localhost or [::1])", status=status
+    )
 
 
 def refused_content_type(content_type: str) -> GroupXError | None:

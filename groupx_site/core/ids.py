@@ -36,7 +36,7 @@ class _RandomPool:
             if at >= len(self._hex):
                 self._hex, at = os.urandom(RANDOM_BYTES * POOL_IDS).hex(), 0
             self._at = at + 2 * RANDOM_BYTES
-            return self._hex[at:at + 2 * RANDOM_BYTES]
+            return self._hex[at : at + 2 * RANDOM_BYTES]
 
 
 _pool = _RandomPool()

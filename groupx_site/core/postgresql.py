@@ -74,6 +74,7 @@ def repair_nul_on_postgresql(sender, connection, **kwargs) -> None:
             def dump(self, obj):
                 data = bytes(super().dump(obj))
                 return _JSON_NUL.sub(rb"\1\\ufffd", data) if b"\\u0000" in data else data
+
         return Dumper
 
     adapters = connection.connection.adapters

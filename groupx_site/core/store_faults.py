@@ -59,8 +59,14 @@ _BY_SQLSTATE = {
     "57P03": "cannot_open",  # cannot_connect_now (starting up, shutting down)
     "53300": "cannot_open",  # too_many_connections
 }
-_BY_DRIVER_MESSAGE = ("connection failed", "connection is lost", "connection is closed",
-                      "server closed the connection", "consuming input failed", "terminating connection")
+_BY_DRIVER_MESSAGE = (
+    "connection failed",
+    "connection is lost",
+    "connection is closed",
+    "server closed the connection",
+    "consuming input failed",
+    "terminating connection",
+)
 DESCRIPTIONS = {
     "disk_full": "the disk is full",
     "read_only": "the database is read-only",
@@ -74,8 +80,11 @@ class StoreUnavailable(GroupXError):
     """A store fault, as the protocol's retryable 503."""
 
     def __init__(self, kind: str):
-        super().__init__("STORE_UNAVAILABLE", f"the store is unavailable: {DESCRIPTIONS[kind]}; try again later",
-                         details={"fault": kind})
+        super().__init__(
+            "STORE_UNAVAILABLE",
+            f"the store is unavailable: {DESCRIPTIONS[kind]}; try again later",
+            details={"fault": kind},
+        )
         self.kind = kind
         self.headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
 
@@ -144,8 +153,12 @@ class Fault:
     last_seen: float
 
     def as_json(self) -> dict:
-        return {"fault": self.kind, "faultMessage": DESCRIPTIONS[self.kind],
-                "faultSince": _iso(self.since), "faultLastSeen": _iso(self.last_seen)}
+        return {
+            "fault": self.kind,
+            "faultMessage": DESCRIPTIONS[self.kind],
+            "faultSince": _iso(self.since),
+            "faultLastSeen": _iso(self.last_seen),
+        }
 
 
 _lock = threading.Lock()

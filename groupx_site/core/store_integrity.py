@@ -74,8 +74,11 @@ def note_if_damaged(error: BaseException) -> None:
         name = getattr(candidate, "sqlite_errorname", None) or ""
         corrupt = getattr(candidate, "sqlstate", None) in ("XX001", "XX002")  # PostgreSQL's data/index_corrupted
         if corrupt or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(candidate):
-            _last = Integrity(False, timezone.now().isoformat(timespec="milliseconds"),
-                              (f"a database call met a damaged page: {candidate}",))
+            _last = Integrity(
+                False,
+                timezone.now().isoformat(timespec="milliseconds"),
+                (f"a database call met a damaged page: {candidate}",),
+            )
             return
 
 
@@ -118,8 +121,10 @@ class NewerSchema(Exception):
     """The database was written by a newer GroupX: this one must not write to it."""
 
     def __init__(self, found: int):
-        super().__init__(f"the database has storage schema version {found}, newer than this GroupX's "
-                         f"{SCHEMA_VERSION}; start the GroupX that wrote it, or point storagePath elsewhere")
+        super().__init__(
+            f"the database has storage schema version {found}, newer than this GroupX's "
+            f"{SCHEMA_VERSION}; start the GroupX that wrote it, or point storagePath elsewhere"
+        )
 
 
 def refuse_newer_schema(cursor) -> None:
@@ -133,9 +138,11 @@ class NewerMigrations(Exception):
 
     def __init__(self, unknown: list[str]):
         shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
-        super().__init__(f"the database was written by a newer GroupX (migrations this version does not know: "
-                         f"{shown}); nothing was written to it. Start the GroupX that wrote it, or point "
-                         "storagePath elsewhere")
+        super().__init__(
+            f"the database was written by a newer GroupX (migrations this version does not know: "
+            f"{shown}); nothing was written to it. Start the GroupX that wrote it, or point "
+            "storagePath elsewhere"
+        )
 
 
 def unknown_migrations(cursor) -> list[str]:

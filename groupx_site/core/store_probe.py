@@ -58,8 +58,7 @@ def _probe() -> None:
         return  # not migrated yet: the start creates it
     try:
         # mode=rw: never create the file (a fresh store is created by migrate, not by health).
-        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=PROBE_LOCK_WAIT_SECONDS,
-                             isolation_level=None)
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=PROBE_LOCK_WAIT_SECONDS, isolation_level=None)
     except sqlite3.Error as error:
         _remember(error)
         return

@@ -20,8 +20,15 @@ from groupx_site.core.sqlite import functions
 TRIGRAM = 3
 
 
-def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: str = "id",
-                content: str = "content", indexed_through_sql: str | None = None) -> QuerySet:
+def text_filter(
+    queryset: QuerySet,
+    fts_table: str,
+    query: str | None,
+    *,
+    key: str = "id",
+    content: str = "content",
+    indexed_through_sql: str | None = None,
+) -> QuerySet:
     """``queryset`` narrowed to rows matching every term of ``query``: ``key`` is the field that
     equals the index's rowid, ``content`` the lookup path of the searched text. An index filled in
     batches names, in ``indexed_through_sql``, the last key it holds: rows past it match their
@@ -40,8 +47,9 @@ def text_filter(queryset: QuerySet, fts_table: str, query: str | None, *, key: s
             # LIKE does: the answer does not depend on whether a batch has taken the row yet.
             not_indexed_yet = Q(**{f"{key}__gt": RawSQL(indexed_through_sql, [])})
             for term in indexed:
-                not_indexed_yet &= Q(Func(F(content), Value(term), function=functions.FOLDED_CONTAINS,
-                                          output_field=BooleanField()))
+                not_indexed_yet &= Q(
+                    Func(F(content), Value(term), function=functions.FOLDED_CONTAINS, output_field=BooleanField())
+                )
             matches |= not_indexed_yet
         queryset = queryset.filter(matches)
     for term in terms:

@@ -162,8 +162,13 @@ class Checkpointer:
     def _open(self) -> sqlite3.Connection:
         # mode=rw: never create the database (the migrations do that); autocommit, so a PRAGMA runs
         # outside any transaction as a checkpoint must.
-        self._connection = sqlite3.connect(f"{self.database.as_uri()}?mode=rw", uri=True, isolation_level=None,
-                                           timeout=TRUNCATE_WAIT_SECONDS, check_same_thread=False)
+        self._connection = sqlite3.connect(
+            f"{self.database.as_uri()}?mode=rw",
+            uri=True,
+            isolation_level=None,
+            timeout=TRUNCATE_WAIT_SECONDS,
+            check_same_thread=False,
+        )
         return self._connection
 
     def _close(self) -> None:

@@ -122,8 +122,11 @@ def serve(main_func, *args, **kwargs) -> None:
         reloader = autoreload.get_reloader()
         if type(reloader) is autoreload.StatReloader:
             reloader = GroupXStatReloader()
-        logger.info("Watching for file changes with %s%s", reloader.__class__.__name__,
-                    f" (installed packages every {OUTSIDE_EVERY} s)" if reloader.__class__ is GroupXStatReloader else "")
+        logger.info(
+            "Watching for file changes with %s%s",
+            reloader.__class__.__name__,
+            f" (installed packages every {OUTSIDE_EVERY} s)" if reloader.__class__ is GroupXStatReloader else "",
+        )
         autoreload.start_django(reloader, main_func, *args, **kwargs)
     except KeyboardInterrupt:
         pass

@@ -36,16 +36,21 @@ class MoveRefused(Exception):
 
 def add_target(url: str, *, lock_timeout_ms: int) -> str:
     """The PostgreSQL database at ``url`` as a second connection alias."""
-    both = {"default": connections.settings["default"],
-            TARGET: postgresql_database(url, busy_timeout_ms=lock_timeout_ms)}
+    both = {
+        "default": connections.settings["default"],
+        TARGET: postgresql_database(url, busy_timeout_ms=lock_timeout_ms),
+    }
     connections.settings[TARGET] = connections.configure_settings(both)[TARGET]
     return TARGET
 
 
 def room_models() -> list[type[models.Model]]:
     """GroupX's own models (not Django's), in dependency order."""
-    found = [model for model in apps.get_models()
-             if not model.__module__.startswith("django.") and model._meta.label_lower not in NOT_MOVED]
+    found = [
+        model
+        for model in apps.get_models()
+        if not model.__module__.startswith("django.") and model._meta.label_lower not in NOT_MOVED
+    ]
     return sorted(found, key=lambda model: model._meta.label_lower)
 
 
@@ -56,12 +61,33 @@ def log_hash(alias: str) -> str:
 
     digest = hashlib.sha256()
     for event in Event.objects.using(alias).order_by("seq").iterator(chunk_size=BATCH):
-        digest.update(json.dumps([
-            event.seq, event.event_id, event.room_id, event.event_type, event.actor_id, event.actor_kind,
-            event.actor_display_name, event.instance_id, event.targets, event.reply_to_event_id,
-            event.forwarded_event_id, event.causation_id, event.correlation_id, event.root_correlation_id,
-            event.idempotency_key, event.occurred_at.isoformat(), event.body, event.provenance,
-        ], sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode())
+        digest.update(
+            json.dumps(
+                [
+                    event.seq,
+                    event.event_id,
+                    event.room_id,
+                    event.event_type,
+                    event.actor_id,
+                    event.actor_kind,
+                    event.actor_display_name,
+                    event.instance_id,
+                    event.targets,
+                    event.reply_to_event_id,
+                    event.forwarded_event_id,
+                    event.causation_id,
+                    event.correlation_id,
+                    event.root_correlation_id,
+                    event.idempotency_key,
+                    event.occurred_at.isoformat(),
+                    event.body,
+                    event.provenance,
+                ],
+                sort_keys=True,
+                ensure_ascii=False,
+                separators=(",", ":"),
+            ).encode()
+        )
         digest.update(b"\n")
     return digest.hexdigest()
 

@@ -46,7 +46,7 @@ ROUND_ONE = {
     ],
     "grok": [
         'stream n=5 delay_ms=40 text="Same failure in the CI log of run #482:\\n\\n'
-        '- **only** `test_login_expires_session` is red\\n- the rest of the suite passes\\n\\n'
+        "- **only** `test_login_expires_session` is red\\n- the rest of the suite passes\\n\\n"
         'I can add a regression test once the fix is in."',
     ],
 }
@@ -57,7 +57,7 @@ ROUND_TWO = {
         'tool name=edit title="edit auth/session.py" command="auth/session.py"',
         'tool name=shell title="pytest -q tests/auth" command="pytest -q tests/auth"',
         'stream n=6 delay_ms=60 text="Done: `create_session` now uses `timezone.now()` and the auth suite is '
-        'green.\\n\\n```console\\n$ pytest -q tests/auth\\n.........................................  [100%]\\n'
+        "green.\\n\\n```console\\n$ pytest -q tests/auth\\n.........................................  [100%]\\n"
         '41 passed in 3.12s\\n```"',
     ],
     "grok": [
@@ -88,15 +88,22 @@ def script_agents(workdir: Path, turns: dict[str, list[str]]) -> None:
 
 
 def round_one(server: GroupXServer) -> dict:
-    accepted = send(server, "@all", "Morning! test_login started failing after yesterday's merge. "
-                                    "Could each of you take a quick look and tell me what you find?")
+    accepted = send(
+        server,
+        "@all",
+        "Morning! test_login started failing after yesterday's merge. "
+        "Could each of you take a quick look and tell me what you find?",
+    )
     terminals = {t["target"]: wait_terminal(server, t["turnId"]) for t in accepted["turns"]}
     return terminals["agent:kimi"]["body"]["responseEventId"]
 
 
 MEMORY = [
-    ({"type": "room", "id": "room:main"}, "decision", "All datetimes are timezone-aware (USE_TZ = True); "
-                                                      "use django.utils.timezone.now(), never datetime.now()."),
+    (
+        {"type": "room", "id": "room:main"},
+        "decision",
+        "All datetimes are timezone-aware (USE_TZ = True); use django.utils.timezone.now(), never datetime.now().",
+    ),
     ({"type": "room", "id": "room:main"}, "instruction", "Run the auth tests before saying a fix is done."),
     ({"type": "agent", "id": "agent:kimi"}, "preference", "Keep diffs small: one concern per change."),
 ]
@@ -104,8 +111,9 @@ MEMORY = [
 
 def remember(server: GroupXServer) -> None:
     for scope, kind, content in MEMORY:
-        response = server.post("/api/memory", {"clientCommandId": str(uuid.uuid4()), "scope": scope,
-                                               "kind": kind, "content": content})
+        response = server.post(
+            "/api/memory", {"clientCommandId": str(uuid.uuid4()), "scope": scope, "kind": kind, "content": content}
+        )
         assert response.status_code == 201, response.text
 
 
@@ -131,11 +139,18 @@ def take(out: Path) -> None:
                 expect(page.locator("body[data-ready=true]")).to_be_attached(timeout=15_000)
                 pages[name] = page
 
-            fix = send(server, "agent:kimi", "Good catch. Please make that change and run the auth tests.",
-                       replyToEventId=kimi_reply)
+            fix = send(
+                server,
+                "agent:kimi",
+                "Good catch. Please make that change and run the auth tests.",
+                replyToEventId=kimi_reply,
+            )
             wait_terminal(server, fix["turns"][0]["turnId"])
-            send(server, ["agent:grok", "agent:hermes"],
-                 "Grok, please add a regression test for the 12-hour boundary. Hermes, review Kimi's diff.")
+            send(
+                server,
+                ["agent:grok", "agent:hermes"],
+                "Grok, please add a regression test for the 12-hour boundary. Hermes, review Kimi's diff.",
+            )
             send(server, "agent:grok", "After that, check that the remember-me cookie uses the same expiry.")
 
             for name, page in pages.items():
@@ -158,14 +173,17 @@ def take(out: Path) -> None:
         server.stop()
 
 
-ASSISTANT_ASK = {"to": ["agent:kimi", "agent:hermes", "agent:grok"], "clientCommandId": "shot-status",
-                 "content": "Quick status check: one line on what you are working on and whether anything blocks you."}
+ASSISTANT_ASK = {
+    "to": ["agent:kimi", "agent:hermes", "agent:grok"],
+    "clientCommandId": "shot-status",
+    "content": "Quick status check: one line on what you are working on and whether anything blocks you.",
+}
 # The assistant's brain (the fake Claude CLI) asks through /mcp/operator, then sums up; the fake
 # writes the tool's result (mcp:worker_ask:ok:<eventId>) as its first line.
 ASSISTANT_TURN = [
     f"mcp tool=worker_ask args='{json.dumps(ASSISTANT_ASK)}'",
     'stream n=6 delay_ms=40 text="\n\nAll three answered:\n\n- **Kimi** fixed the naive datetime in '
-    '`create_session`; the auth suite is green.\n- **Hermes** is reviewing that diff, nothing found so far.\n'
+    "`create_session`; the auth suite is green.\n- **Hermes** is reviewing that diff, nothing found so far.\n"
     '- **Grok** is adding the 12-hour boundary test.\n\nNothing is blocked."',
 ]
 STATUS_REPLIES = {
@@ -185,8 +203,9 @@ def take_assistant(out: Path) -> None:
         (workdir / f"cwd-{name}" / ".groupx-fake.json").write_text(json.dumps({"default_turn": turn}))
     assistant = assistant_config(workdir, name="Room assistant")
     (Path(assistant["brain"]["cwd"]) / ".groupx-fake.json").write_text(json.dumps({"default_turn": ASSISTANT_TURN}))
-    server = assistant_room(workdir, "kimi", "hermes", "grok", assistant=assistant,
-                            timeouts={"handshakeMs": 600000, "closeMs": 300})
+    server = assistant_room(
+        workdir, "kimi", "hermes", "grok", assistant=assistant, timeouts={"handshakeMs": 600000, "closeMs": 300}
+    )
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(**launch_options())
@@ -198,7 +217,9 @@ def take_assistant(out: Path) -> None:
             box.press("Enter")
             dispatch = page.locator('#durable .dispatch[data-type="operator.dispatch"]')
             expect(dispatch.locator('.turn-chip[data-status="completed"]')).to_have_count(3, timeout=60_000)
-            expect(page.locator(".assistant-msg--assistant", has_text="Nothing is blocked")).to_be_visible(timeout=60_000)
+            expect(page.locator(".assistant-msg--assistant", has_text="Nothing is blocked")).to_be_visible(
+                timeout=60_000
+            )
             page.wait_for_timeout(300)  # let the last scroll-to-bottom frame land
             page.screenshot(path=str(out / "assistant-panel.png"), animations="disabled")
             print(f"wrote {out / 'assistant-panel.png'}")

@@ -24,8 +24,9 @@ def open_in(browser, server, path, *, viewport, scheme):
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     """Three agents with a conversation in the timeline and in the assistant's side chat."""
-    server = assistant_room(tmp_path_factory.mktemp("axe"), "kimi", "hermes", "grok",
-                            timeouts={"handshakeMs": 600000, "closeMs": 300})
+    server = assistant_room(
+        tmp_path_factory.mktemp("axe"), "kimi", "hermes", "grok", timeouts={"handshakeMs": 600000, "closeMs": 300}
+    )
     server.post("/api/messages", {"clientCommandId": "axe-1", "to": ["@all"], "content": "hello **all**"})
     say(server, "hello assistant")
     yield server
@@ -58,8 +59,9 @@ def test_the_room_has_no_serious_accessibility_violation(room, browser, scheme, 
 
 @pytest.mark.parametrize("path", ["/setup", "/admin/login/"])
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_setup_and_the_admin_login_have_no_serious_accessibility_violation(make_server, tmp_path, browser, path,
-                                                                           viewport):
+def test_setup_and_the_admin_login_have_no_serious_accessibility_violation(
+    make_server, tmp_path, browser, path, viewport
+):
     server = make_server(demo_agents(tmp_path))
     context, page = open_in(browser, server, path, viewport=viewport, scheme="light")
     try:

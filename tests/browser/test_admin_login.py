@@ -26,8 +26,15 @@ def test_the_first_admin_logs_in_from_chromium_opens_a_turn_and_retracts_a_memor
     # A Turn and a memory item to look at.
     sent = room.post("/api/messages", {"clientCommandId": str(uuid.uuid4()), "to": ["agent:kimi"], "content": "hi"})
     turn_id = sent.json()["turns"][0]["turnId"]
-    memory = room.post("/api/memory", {"clientCommandId": str(uuid.uuid4()), "scope": {"type": "room", "id": "room:main"},
-                                       "kind": "fact", "content": "The staging DB is read-only"})
+    memory = room.post(
+        "/api/memory",
+        {
+            "clientCommandId": str(uuid.uuid4()),
+            "scope": {"type": "room", "id": "room:main"},
+            "kind": "fact",
+            "content": "The staging DB is read-only",
+        },
+    )
     memory_id = memory.json()["memory"]["memoryId"]
 
     login.get_by_label("Username").fill("ada")
@@ -44,8 +51,10 @@ def test_the_first_admin_logs_in_from_chromium_opens_a_turn_and_retracts_a_memor
     login.get_by_label("Action:").select_option(label="Retract the selected records")
     login.get_by_role("button", name="Go").click()
     expect(login.locator(".messagelist")).to_contain_text("Retracted 1 record(s).")
-    wait_until(lambda: room.get("/api/memory", params={"scopeType": "room", "scopeId": "room:main"}).json()["items"] == [],
-               message="the retracted item to leave the room's memory")
+    wait_until(
+        lambda: room.get("/api/memory", params={"scopeType": "room", "scopeId": "room:main"}).json()["items"] == [],
+        message="the retracted item to leave the room's memory",
+    )
 
     page.reload()  # an admin exists now: the hint is gone
     expect(admin_link).not_to_have_attribute("title", re.compile("createadmin"))

@@ -20,8 +20,14 @@ def rollup_room(make_server, tmp_path, monkeypatch):
     """Kimi writes its dated memory as soon as one big Turn fills a batch (checked every 100 ms)."""
     monkeypatch.setenv("GROUPX_DATED_MEMORY_QUIET_MS", "0")
     monkeypatch.setenv("GROUPX_MEMORY_TICK_MS", "100")
-    return make_server(fake_agents(tmp_path, "kimi", "hermes", scenarios={"kimi": {"default_turn": [
-        'reply text="Fixed the <b>login</b> test; USE_TZ was the cause."']}}))
+    return make_server(
+        fake_agents(
+            tmp_path,
+            "kimi",
+            "hermes",
+            scenarios={"kimi": {"default_turn": ['reply text="Fixed the <b>login</b> test; USE_TZ was the cause."']}},
+        )
+    )
 
 
 def test_core_memory_is_kept_per_agent_and_dated_memory_is_grouped_by_day(rollup_room, open_page):

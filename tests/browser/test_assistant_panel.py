@@ -20,8 +20,9 @@ from tests.server import wait_until
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     """One room for the module: the fake Kimi and Grok, and an assistant whose brain is ready."""
-    server = assistant_room(tmp_path_factory.mktemp("assistant-ui"), "kimi", "grok",
-                            timeouts={"handshakeMs": 600000, "closeMs": 300})
+    server = assistant_room(
+        tmp_path_factory.mktemp("assistant-ui"), "kimi", "grok", timeouts={"handshakeMs": 600000, "closeMs": 300}
+    )
     yield server
     server.stop()
 
@@ -62,8 +63,11 @@ def test_a_message_to_the_assistant_is_answered_in_the_side_chat_and_never_poste
 
 def test_what_the_assistant_dispatches_shows_in_the_timeline_as_a_dispatch_row_with_its_targets(room, open_page):
     page = open_page(room)
-    dispatch = {"to": ["agent:kimi", "agent:grok"], "content": "Each of you: one line of status, please.",
-                "clientCommandId": "ui-dispatch-1"}
+    dispatch = {
+        "to": ["agent:kimi", "agent:grok"],
+        "content": "Each of you: one line of status, please.",
+        "clientCommandId": "ui-dispatch-1",
+    }
 
     ask(page, f"Get a status from Kimi and Grok [[fake: mcp tool=worker_dispatch args='{json.dumps(dispatch)}']]")
 
@@ -187,8 +191,12 @@ def test_the_wizard_card_configures_the_assistant_and_saves_it_to_groupx_json(ro
 
     expect(page.locator("#banner")).to_contain_text("Saved")
     saved = json.loads(room.config_path.read_text())["assistant"]
-    assert saved == {"enabled": True, "name": "Room helper", "extraInstructions": "Answer in one paragraph.",
-                     "brain": {"driver": "claude", "cwd": str(brain_dir), "command": "claude"}}
+    assert saved == {
+        "enabled": True,
+        "name": "Room helper",
+        "extraInstructions": "Answer in one paragraph.",
+        "brain": {"driver": "claude", "cwd": str(brain_dir), "command": "claude"},
+    }
 
     page.reload()  # the page reads the saved card back
     expect(card.get_by_label("Name")).to_have_value("Room helper")
@@ -208,8 +216,14 @@ def test_a_send_that_did_not_get_through_shows_its_code_and_retry_sends_it_once(
         page = open_page(server)
         expect(page.locator("#assistant-status")).to_have_text("ready")
         sent = []  # the bodies the page posted, observed on their way out
-        page.on("request", lambda r: r.method == "POST" and r.url.endswith("/api/assistant/messages")
-                and sent.append(json.loads(r.post_data)))
+        page.on(
+            "request",
+            lambda r: (
+                r.method == "POST"
+                and r.url.endswith("/api/assistant/messages")
+                and sent.append(json.loads(r.post_data))
+            ),
+        )
         port = server.port
         server.stop()
 
@@ -222,8 +236,11 @@ def test_a_send_that_did_not_get_through_shows_its_code_and_retry_sends_it_once(
         expect(panel(page).locator('.assistant-msg--user[data-state="failed"]')).to_have_count(1)
 
         server.start(port=port)
-        wait_until(lambda: server.get("/api/assistant").json()["status"] == "ready", timeout=60,
-                   message="the assistant's brain to start again")
+        wait_until(
+            lambda: server.get("/api/assistant").json()["status"] == "ready",
+            timeout=60,
+            message="the assistant's brain to start again",
+        )
         error.get_by_role("button", name="Retry").click()
 
         expect(side_row(page, "assistant", "echo: are you there?")).to_be_visible(timeout=60_000)

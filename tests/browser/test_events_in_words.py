@@ -15,8 +15,15 @@ from tests.server import GroupXServer
 
 
 def remember(server, content: str) -> None:
-    response = server.post("/api/memory", {"clientCommandId": str(uuid.uuid4()), "kind": "fact", "content": content,
-                                           "scope": {"type": "room", "id": "room:main"}})
+    response = server.post(
+        "/api/memory",
+        {
+            "clientCommandId": str(uuid.uuid4()),
+            "kind": "fact",
+            "content": content,
+            "scope": {"type": "room", "id": "room:main"},
+        },
+    )
     assert response.status_code == 201, response.text
 
 
@@ -39,8 +46,20 @@ def test_a_context_reset_reads_as_a_sentence_and_a_run_of_notes_folds_into_one_l
 
 def test_a_refused_chain_is_a_sentence_with_its_code_under_details(room, open_page):
     page = open_page(room)
-    append_raw_events(room, [("routing.loop_stopped", {"errorCode": "HOP_LIMIT_REACHED", "commandType": "send",
-                                                       "parentTurnId": "turn_x", "message": "hop limit reached"})])
+    append_raw_events(
+        room,
+        [
+            (
+                "routing.loop_stopped",
+                {
+                    "errorCode": "HOP_LIMIT_REACHED",
+                    "commandType": "send",
+                    "parentTurnId": "turn_x",
+                    "message": "hop limit reached",
+                },
+            )
+        ],
+    )
     line = page.locator('#durable .sys[data-type="routing.loop_stopped"]')
     expect(line).to_contain_text("could not send its message to other agents")
     code = line.locator("details code")
@@ -68,8 +87,10 @@ def test_a_failing_agent_card_shows_one_state_and_a_plain_sentence(tmp_path, ope
 def test_a_send_that_failed_on_the_network_goes_again_under_its_id_when_the_stream_is_back(room, open_page):
     page = open_page(room)
     sent = []
-    page.on("request", lambda r: r.method == "POST" and r.url.endswith("/api/messages")
-            and sent.append(json.loads(r.post_data)))
+    page.on(
+        "request",
+        lambda r: r.method == "POST" and r.url.endswith("/api/messages") and sent.append(json.loads(r.post_data)),
+    )
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
 
     page.context.set_offline(True)

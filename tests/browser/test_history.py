@@ -16,7 +16,9 @@ from tests.history_seed import message, numbered, seed_messages
 from tests.server import wait_until
 
 SHOWN = "#durable article[data-seq]"
-AT_BOTTOM = "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
+AT_BOTTOM = (
+    "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
+)
 OLDER_OR_START = f"""floor => Number(document.querySelector('{SHOWN}').dataset.seq) < floor
   || document.getElementById('history-note').dataset.state === 'start'"""
 NEWER_OR_LIVE = f"""ceiling => {{ const all = document.querySelectorAll('{SHOWN}');

@@ -90,13 +90,22 @@ def test_a_reply_to_a_message_older_than_the_page_shows_its_excerpt(room, open_p
 
     expect(quote).to_contain_text("the original question about the parser rewrite")
     expect(quote.locator(".ref-author")).to_have_text("You")
-    expect(page.locator("article .msg-body", has_text="the original question about the parser rewrite")).to_have_count(0)
+    expect(page.locator("article .msg-body", has_text="the original question about the parser rewrite")).to_have_count(
+        0
+    )
 
 
 def test_consecutive_messages_by_one_author_show_one_avatar_and_name(room, open_page):
-    seed_messages(room, [message("kimi one", author="kimi"), message("kimi two", author="kimi"),
-                         message("kimi three", author="kimi"), message("mine", author="user"),
-                         message("kimi again", author="kimi")])
+    seed_messages(
+        room,
+        [
+            message("kimi one", author="kimi"),
+            message("kimi two", author="kimi"),
+            message("kimi three", author="kimi"),
+            message("mine", author="user"),
+            message("kimi again", author="kimi"),
+        ],
+    )
     page = open_page(room)
 
     def article(text):
@@ -204,8 +213,13 @@ def test_a_new_messages_divider_marks_what_came_while_the_reader_was_away(room, 
 
     # A hidden tab: what arrives meanwhile gets the divider, once.
     again.evaluate(SET_VISIBILITY, True)
-    append_raw_events(room, [("message.created", {"content": "news while hidden"}),
-                             ("message.created", {"content": "more news while hidden"})])
+    append_raw_events(
+        room,
+        [
+            ("message.created", {"content": "news while hidden"}),
+            ("message.created", {"content": "more news while hidden"}),
+        ],
+    )
     expect(again.locator(".unread-divider + article")).to_contain_text("news while hidden")
     again.evaluate(SET_VISIBILITY, False)
     expect(divider).to_have_count(1)
@@ -270,10 +284,16 @@ def test_reply_and_forward_show_on_hover_without_moving_anything(room, open_page
 def test_the_room_data_is_asked_for_while_the_modules_are_still_loading(room, open_page):
     page = open_page(room)
     loaded = page.evaluate("""() => performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)""")
-    preloaded = set(page.eval_on_selector_all('link[rel="modulepreload"]', "els => els.map(e => new URL(e.href).pathname)"))
+    preloaded = set(
+        page.eval_on_selector_all('link[rel="modulepreload"]', "els => els.map(e => new URL(e.href).pathname)")
+    )
     modules = {name for name in loaded if name.startswith("/static/rooms/") and name.endswith(".js")}
     classic = ("theme", "boot_fetch", "room", "demo_banner")  # not preloaded: scripts, and the entry itself
-    modules = {name for name in modules if not re.fullmatch(rf"/static/rooms/({'|'.join(classic)})(\.[0-9a-f]{{12}})?\.js", name)}
+    modules = {
+        name
+        for name in modules
+        if not re.fullmatch(rf"/static/rooms/({'|'.join(classic)})(\.[0-9a-f]{{12}})?\.js", name)
+    }
     assert modules and modules <= preloaded  # no module waited for its importer to load first
 
     # room.js takes the early request for its first snapshot: one bootstrap until the page is ready

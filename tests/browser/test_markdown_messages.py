@@ -146,7 +146,8 @@ def test_hostile_html_and_markdown_stay_visible_as_text_and_run_nothing(room, op
             assert dead.get_attribute("href") is None
         # Images are links to open, never loaded.
         expect(body.locator("a.md-image", has_text="tracker")).to_have_attribute(
-            "href", "https://tracker.example/pixel.png")
+            "href", "https://tracker.example/pixel.png"
+        )
         assert body.locator("a.md-image", has_text="inline svg").get_attribute("href") is None
         safe = body.locator('a[href="https://example.com/safe"]')
         expect(safe).to_have_attribute("rel", "noopener noreferrer")
@@ -161,7 +162,8 @@ def test_hostile_html_and_markdown_stay_visible_as_text_and_run_nothing(room, op
     assert hrefs and all(re.match(r"^(https?:|mailto:)", href) for href in hrefs), hrefs
     attributes = timeline.locator(".msg-body").evaluate_all(
         "bodies => bodies.flatMap(body => [...body.querySelectorAll('*')])"
-        ".flatMap(el => [...el.attributes].map(a => a.name))")
+        ".flatMap(el => [...el.attributes].map(a => a.name))"
+    )
     assert not [name for name in attributes if name.startswith("on") or name in ("style", "src", "srcdoc")]
     assert page.evaluate("window.__pwned") is None
     assert dialogs == [] and popups == []

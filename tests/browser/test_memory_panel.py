@@ -42,9 +42,12 @@ def test_public_memory_is_added_replaced_and_retracted_from_the_panel(room, open
     expect(page.locator("#memory-count")).to_have_text("1")
     # The durable memory.remembered event reached the page through the stream.
     expect(page.locator('#durable .sys--memory[data-type="memory.remembered"]')).to_contain_text(
-        "remembered a public decision")
+        "remembered a public decision"
+    )
     [stored] = room_memory(room)
-    assert stored["content"] == "Ship on <b>Fridays</b> only after CI is green" and stored["authorActorId"] == "user:web"
+    assert (
+        stored["content"] == "Ship on <b>Fridays</b> only after CI is green" and stored["authorActorId"] == "user:web"
+    )
 
     # Replace: a new record supersedes the old one.
     item.get_by_role("button", name="Replace this decision").click()
@@ -71,16 +74,25 @@ def test_public_memory_is_added_replaced_and_retracted_from_the_panel(room, open
     expect(panel.locator(".mem-empty")).to_be_visible()
     expect(page.locator("#memory-count")).to_have_text("0")
     assert sorted(r["status"] for r in room_memory(room)) == ["retracted", "superseded"]
-    wait_until(lambda: memory_events(room) == ["memory.remembered", "memory.superseded", "memory.retracted"],
-               message="three memory events")
+    wait_until(
+        lambda: memory_events(room) == ["memory.remembered", "memory.superseded", "memory.retracted"],
+        message="three memory events",
+    )
 
 
 def test_memory_written_elsewhere_appears_live_and_an_invalid_write_shows_its_code(room, open_page):
     page = open_page(room)
     panel = page.locator("#memory-panel")
 
-    response = room.post("/api/memory", {"clientCommandId": str(uuid.uuid4()), "scope": {"type": "room", "id": "room:main"},
-                                         "kind": "fact", "content": "The staging DB is read-only"})
+    response = room.post(
+        "/api/memory",
+        {
+            "clientCommandId": str(uuid.uuid4()),
+            "scope": {"type": "room", "id": "room:main"},
+            "kind": "fact",
+            "content": "The staging DB is read-only",
+        },
+    )
     assert response.status_code == 201, response.text
 
     expect(panel.locator(".mem-content")).to_have_text(["The staging DB is read-only"])  # no reload

@@ -21,8 +21,9 @@ SMALL_TARGETS = """() => [...document.querySelectorAll('button, a[href], summary
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
-    server = assistant_room(tmp_path_factory.mktemp("phone"), "kimi", "hermes", "grok",
-                            timeouts={"handshakeMs": 600000, "closeMs": 300})
+    server = assistant_room(
+        tmp_path_factory.mktemp("phone"), "kimi", "hermes", "grok", timeouts={"handshakeMs": 600000, "closeMs": 300}
+    )
     yield server
     server.stop()
 

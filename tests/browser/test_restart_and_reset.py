@@ -32,8 +32,13 @@ def test_the_restart_button_asks_first_then_the_card_follows_the_new_instance(ma
     restart.click()
     page.get_by_role("dialog", name="Restart Kimi?").get_by_role("button", name="Restart").click()
 
-    wait_until(lambda: kimi_health(server).get("instanceId") not in (None, before)
-               and kimi_health(server)["status"] == "ready", timeout=20, message="kimi on a new instance")
+    wait_until(
+        lambda: (
+            kimi_health(server).get("instanceId") not in (None, before) and kimi_health(server)["status"] == "ready"
+        ),
+        timeout=20,
+        message="kimi on a new instance",
+    )
     expect(card).to_have_attribute("data-status", "ready")
     stopped = events_of(server, "session.stopped")
     assert [e["body"]["reason"] for e in stopped] == ["restart"]  # the cancelled question sent nothing
@@ -42,8 +47,10 @@ def test_the_restart_button_asks_first_then_the_card_follows_the_new_instance(ma
 
 def test_reset_context_says_what_is_kept_and_resets_the_native_sessions_by_default(make_server, tmp_path, open_page):
     server = make_server(fake_agents(tmp_path, "kimi"))
-    assert wait_terminal(server, send(server, "agent:kimi", "remember the tortoise")["turns"][0]["turnId"])[
-        "type"] == "turn.completed"
+    assert (
+        wait_terminal(server, send(server, "agent:kimi", "remember the tortoise")["turns"][0]["turnId"])["type"]
+        == "turn.completed"
+    )
     page = open_page(server)
     reset = page.get_by_role("button", name="Reset context")
 
@@ -61,8 +68,11 @@ def test_reset_context_says_what_is_kept_and_resets_the_native_sessions_by_defau
     expect(page.locator("#context-meter .meter-percent")).to_have_text("0%")
     event = events_of(server, "context.reset")[-1]
     assert event["body"]["resetNativeSessions"] is True and event["provenance"]["sourceKind"] == "web"
-    wait_until(lambda: [e["body"]["reason"] for e in events_of(server, "session.stopped")] == ["context_reset"],
-               timeout=20, message="kimi's native session closed")
+    wait_until(
+        lambda: [e["body"]["reason"] for e in events_of(server, "session.stopped")] == ["context_reset"],
+        timeout=20,
+        message="kimi's native session closed",
+    )
 
     send(server, "agent:kimi", "after the reset")
     reset.click()

@@ -56,8 +56,13 @@ def test_the_five_demo_agents_have_distinct_initials_and_colours(make_server, tm
     cards = page.locator(".agent-card")
     expect(cards).to_have_count(5)
     avatars = {card.get_attribute("data-actor-id"): card.locator(".avatar") for card in cards.all()}
-    expected = {"agent:demo-claude": "CL", "agent:demo-codex": "CO", "agent:demo-grok": "GR",
-                "agent:demo-hermes": "HE", "agent:demo-kimi": "KI"}
+    expected = {
+        "agent:demo-claude": "CL",
+        "agent:demo-codex": "CO",
+        "agent:demo-grok": "GR",
+        "agent:demo-hermes": "HE",
+        "agent:demo-kimi": "KI",
+    }
     assert {actor: avatar.inner_text() for actor, avatar in avatars.items()} == expected
     colours = {avatar.evaluate("el => getComputedStyle(el).color") for avatar in avatars.values()}
     backgrounds = {avatar.evaluate("el => getComputedStyle(el).backgroundColor") for avatar in avatars.values()}
@@ -71,8 +76,9 @@ def test_the_five_demo_agents_have_distinct_initials_and_colours(make_server, tm
     answer = reply(page, "agent:demo-kimi", "echo: who are you?")
     expect_final(answer)
     expect(answer.locator(".avatar")).to_have_text("KI")
-    assert answer.locator(".avatar").evaluate("el => getComputedStyle(el).color") == \
-        avatars["agent:demo-kimi"].evaluate("el => getComputedStyle(el).color")
+    assert answer.locator(".avatar").evaluate("el => getComputedStyle(el).color") == avatars[
+        "agent:demo-kimi"
+    ].evaluate("el => getComputedStyle(el).color")
 
 
 def test_agents_whose_names_start_alike_still_get_distinct_initials_and_colours(make_server, tmp_path, open_page):
@@ -154,7 +160,9 @@ def test_the_agent_picker_works_from_the_keyboard_alone(room, open_page):
     message = user_message(page, "@Grok and @Kimi not @he")
     expect(message.locator(".turn-chip")).to_have_count(2)
     assert sorted(message.locator(".turn-chip").evaluate_all("els => els.map(e => e.dataset.agent)")) == [
-        "agent:grok", "agent:kimi"]
+        "agent:grok",
+        "agent:kimi",
+    ]
 
 
 def test_while_the_tab_is_hidden_the_title_counts_new_replies_until_it_is_seen(room, open_page):
@@ -188,12 +196,16 @@ def test_an_opted_in_notification_says_when_a_turn_finishes_or_fails(room, open_
     expect_final(reply(page, "agent:kimi", "echo: before opting in"))
     bell.click()
     expect(page.get_by_role("button", name="Stop notifications when a Turn ends")).to_have_attribute(
-        "aria-pressed", "true")
+        "aria-pressed", "true"
+    )
     send(room, "agent:kimi", "all good")
     send(room, "agent:hermes", "break [[fake: fail message=boom]]")
 
-    notes = wait_until(lambda: (found := page.evaluate("window.__notifications")) and len(found) >= 2 and found,
-                       timeout=30, message="two notifications")
+    notes = wait_until(
+        lambda: (found := page.evaluate("window.__notifications")) and len(found) >= 2 and found,
+        timeout=30,
+        message="two notifications",
+    )
     assert sorted(note["title"] for note in notes) == ["Hermes's Turn failed", "Kimi finished"]
     assert all(re.search(r"\S", note["body"]) for note in notes)
 
@@ -216,7 +228,9 @@ def test_the_header_links_to_the_admin_and_to_api_docs_that_render_under_the_csp
         expect(link).to_have_attribute("rel", "noopener")
 
     refused = []
-    page.context.on("console", lambda message: "Content Security Policy" in message.text and refused.append(message.text))
+    page.context.on(
+        "console", lambda message: "Content Security Policy" in message.text and refused.append(message.text)
+    )
     with page.context.expect_page() as opened:
         docs.click()
     api_docs = opened.value

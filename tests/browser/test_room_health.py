@@ -11,14 +11,23 @@ from tests.server import GroupXServer
 
 
 def test_the_page_says_starting_until_the_agents_have_started_then_names_the_one_that_keeps_failing(
-        tmp_path, open_page):
+    tmp_path, open_page
+):
     release = tmp_path / "release-the-handshake"
-    agents = fake_agents(tmp_path, "kimi", "grok", scenarios={
-        "kimi": {"initialize_wait_for_file": str(release)},  # slow to start, until the test says so
-        "grok": {"exit_on_start": {"code": 3, "stderr": "no luck"}},  # never starts
-    })
-    server = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
-                          env={"GROUPX_SESSION_START_WAIT_MS": "60000"})
+    agents = fake_agents(
+        tmp_path,
+        "kimi",
+        "grok",
+        scenarios={
+            "kimi": {"initialize_wait_for_file": str(release)},  # slow to start, until the test says so
+            "grok": {"exit_on_start": {"code": 3, "stderr": "no luck"}},  # never starts
+        },
+    )
+    server = GroupXServer(
+        tmp_path,
+        {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
+        env={"GROUPX_SESSION_START_WAIT_MS": "60000"},
+    )
     try:
         server.start(wait_ready=False)
         page = open_page(server)
@@ -40,10 +49,14 @@ def test_the_page_says_starting_until_the_agents_have_started_then_names_the_one
 
 
 def test_a_cli_that_keeps_failing_to_start_is_a_problem_in_words_on_its_card_and_in_the_timeline_until_it_heals(
-        tmp_path, open_page):
+    tmp_path, open_page
+):
     agents = fake_agents(tmp_path, "kimi", scenarios={"kimi": {"exit_on_start": {"code": 3, "stderr": "no luck"}}})
-    server = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
-                          env={"GROUPX_SESSION_START_WAIT_MS": "60000"})
+    server = GroupXServer(
+        tmp_path,
+        {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
+        env={"GROUPX_SESSION_START_WAIT_MS": "60000"},
+    )
     try:
         server.start(timeout=90)
         page = open_page(server)

@@ -48,8 +48,12 @@ def test_a_save_from_a_page_older_than_the_file_is_refused_and_says_so(make_serv
     expect(page.locator("#setup-form")).to_be_visible(timeout=15_000)
     # Another page (or the assistant) saves first.
     current = server.get("/api/setup").json()
-    assert server.post("/api/setup", {"config": {**current["config"], "serverPort": 4455},
-                                      "revision": current["revision"]}).status_code == 200
+    assert (
+        server.post(
+            "/api/setup", {"config": {**current["config"], "serverPort": 4455}, "revision": current["revision"]}
+        ).status_code
+        == 200
+    )
     newer = server.config_path.read_bytes()
 
     page.locator("#server-port").fill("4466")

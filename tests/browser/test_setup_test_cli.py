@@ -16,8 +16,11 @@ def test_test_shows_the_version_and_handshake_and_a_missing_cli_shows_an_install
     path_dir = tmp_path / "path"
     path_dir.mkdir()
     (path_dir / "kimi").symlink_to(FAKES_BIN / "kimi")  # the one native CLI this machine "has"
-    server = GroupXServer(tmp_path, {"agents": fake_agents(tmp_path, "kimi"), "timeouts": {"closeMs": 300}},
-                          env={"PATH": f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"})
+    server = GroupXServer(
+        tmp_path,
+        {"agents": fake_agents(tmp_path, "kimi"), "timeouts": {"closeMs": 300}},
+        env={"PATH": f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"},
+    )
     try:
         server.start()
         page = open_page(server)

@@ -42,8 +42,7 @@ def add_demo(page: Page, label: str) -> None:
     page.locator("#demo-picker").select_option(label=label)
 
 
-def test_the_demo_room_offers_setup_in_a_banner_that_stays_dismissed_after_a_reload(make_server, tmp_path,
-                                                                                     open_page):
+def test_the_demo_room_offers_setup_in_a_banner_that_stays_dismissed_after_a_reload(make_server, tmp_path, open_page):
     demo = {"driver": "kimi", "name": "Demo Kimi", "command": str(FAKES_BIN / "kimi"), "cwd": str(tmp_path)}
     room = make_server({"demo-kimi": demo})
     page = open_page(room)
@@ -61,15 +60,16 @@ def test_the_demo_room_offers_setup_in_a_banner_that_stays_dismissed_after_a_rel
     expect(banner).to_be_hidden()
 
 
-def test_setup_shows_the_cli_found_on_path_open_the_others_folded_and_the_assistant_off(tmp_path, browser,
-                                                                                       page_errors):
+def test_setup_shows_the_cli_found_on_path_open_the_others_folded_and_the_assistant_off(tmp_path, browser, page_errors):
     # This machine's PATH has exactly one agent CLI, "kimi" (the fake under its real name); the
     # roster runs it and keeps a disabled codex that is not installed.
     workdir = tmp_path / "room"
     workdir.mkdir()
-    server = GroupXServer(workdir, {"agents": {"kimi": {"cwd": "."}, "codex": {"cwd": ".", "enabled": False}},
-                                    "timeouts": {"closeMs": 300}},
-                          env={"PATH": isolated_path(tmp_path, "kimi")})
+    server = GroupXServer(
+        workdir,
+        {"agents": {"kimi": {"cwd": "."}, "codex": {"cwd": ".", "enabled": False}}, "timeouts": {"closeMs": 300}},
+        env={"PATH": isolated_path(tmp_path, "kimi")},
+    )
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         server.start()

@@ -23,7 +23,8 @@ def test_a_pair_is_one_group_with_its_bubbles_steers_reasons_and_state(make_serv
         expect(pair.locator(".pair-steers")).to_have_text("2 steers")
         expect(pair.locator('[data-pair-note="steer-nudge"]')).to_contain_text(NUDGE)
         expect(pair.locator('[data-pair-note="steer-interrupt"]')).to_contain_text(
-            "an interrupt cancels the whole Turn")
+            "an interrupt cancels the whole Turn"
+        )
         expect(pair.locator('[data-pair-note="steer-interrupt"]')).to_contain_text(INTERRUPT)
         expect(pair.locator('article.msg--turn[data-actor-id="agent:grok"]')).to_have_count(1)
         # The cancelled first Turn and the two Turns the steers queued, all inside the group.

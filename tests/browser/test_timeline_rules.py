@@ -9,7 +9,9 @@ from playwright.sync_api import expect
 
 from tests.browser.room_page import address, append_raw_events, expect_final, reply, say, user_message
 
-AT_BOTTOM = "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
+AT_BOTTOM = (
+    "() => { const s = document.getElementById('timeline'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; }"
+)
 
 
 def notes(n: int, start: int = 0) -> list[tuple[str, dict]]:
@@ -19,12 +21,15 @@ def notes(n: int, start: int = 0) -> list[tuple[str, dict]]:
 def test_unknown_event_types_are_shown_generically_and_reserved_ones_never(room, open_page):
     page = open_page(room)
 
-    append_raw_events(room, [
-        ("approval.requested", {"content": "approve me"}),
-        ("permission.asked", {"content": "let me in"}),
-        ("user_input.requested", {"content": "type here"}),
-        ("example.future_event", {"message": "hop limit reached"}),  # known types have sentences
-    ])
+    append_raw_events(
+        room,
+        [
+            ("approval.requested", {"content": "approve me"}),
+            ("permission.asked", {"content": "let me in"}),
+            ("user_input.requested", {"content": "type here"}),
+            ("example.future_event", {"message": "hop limit reached"}),  # known types have sentences
+        ],
+    )
 
     line = page.locator(".sys--generic")
     expect(line).to_have_count(1, timeout=10_000)

@@ -15,10 +15,14 @@ FIGURES = "figures"
 
 
 def pytest_terminal_summary(terminalreporter):
-    reports = [report for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
-               if report.when == "call"]
-    measured = [(report.nodeid, value) for report in reports
-                for name, value in report.user_properties if name == FIGURES]
+    reports = [
+        report
+        for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
+        if report.when == "call"
+    ]
+    measured = [
+        (report.nodeid, value) for report in reports for name, value in report.user_properties if name == FIGURES
+    ]
     if not measured:
         return
     terminalreporter.section("fault tier figures")

@@ -38,5 +38,7 @@ class MemoryWatch:
 
     def report(self, case: str) -> str:
         """One line for the test's output (``-s``): the figures docs/RELIABILITY.md quotes."""
-        return (f"[memory] {case}: peak {self.peak_before / MIB:.0f} -> {peak_resident_bytes(self.pid) / MIB:.0f} MiB"
-                f" (+{self.rise() / MIB:.1f}), now {resident_bytes(self.pid) / MIB:.0f} MiB")
+        return (
+            f"[memory] {case}: peak {self.peak_before / MIB:.0f} -> {peak_resident_bytes(self.pid) / MIB:.0f} MiB"
+            f" (+{self.rise() / MIB:.1f}), now {resident_bytes(self.pid) / MIB:.0f} MiB"
+        )

@@ -30,7 +30,7 @@ class Dechunker:
             if self._left:
                 taken = self._buffer[: self._left]
                 body += taken
-                self._buffer = self._buffer[len(taken):]
+                self._buffer = self._buffer[len(taken) :]
                 self._left -= len(taken)
                 if self._left:
                     return bytes(body)
@@ -38,7 +38,7 @@ class Dechunker:
             if size_end < 0:
                 return bytes(body)
             size_line = self._buffer[:size_end].strip(b"\r\n").split(b";")[0]
-            self._buffer = self._buffer[size_end + 2:]
+            self._buffer = self._buffer[size_end + 2 :]
             self._left = int(size_line, 16)
             if self._left == 0:
                 return bytes(body)
@@ -47,8 +47,15 @@ class Dechunker:
 class StreamReader:
     """One ``GET /api/events?afterSeq=…`` reader that records the durable seqs it gets."""
 
-    def __init__(self, port: int, after_seq: int, *, receive_buffer: int | None = None, piece: int = 65536,
-                 hold: asyncio.Event | None = None):
+    def __init__(
+        self,
+        port: int,
+        after_seq: int,
+        *,
+        receive_buffer: int | None = None,
+        piece: int = 65536,
+        hold: asyncio.Event | None = None,
+    ):
         self.port, self.after_seq = port, after_seq
         self.receive_buffer, self.piece, self.hold = receive_buffer, piece, hold
         self.seqs: list[int] = []
@@ -65,8 +72,10 @@ class StreamReader:
         await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", self.port))
         reader, writer = await asyncio.open_connection(sock=sock, limit=self.piece)
         try:
-            writer.write(f"GET /api/events?afterSeq={self.after_seq} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
-                         "Accept: text/event-stream\r\n\r\n".encode())
+            writer.write(
+                f"GET /api/events?afterSeq={self.after_seq} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+                "Accept: text/event-stream\r\n\r\n".encode()
+            )
             head = await reader.readuntil(b"\r\n\r\n")
             self.status = int(head.split(b" ", 2)[1])
             self.headers_read.set()

@@ -18,8 +18,14 @@ def what_is_written(server: GroupXServer) -> tuple[int, int]:
     return head, receipts
 
 
-def publish_call(server: GroupXServer, binding: str | None, arguments: dict, *, headers: dict | None = None,
-                 content: bytes | None = None) -> httpx.Response:
+def publish_call(
+    server: GroupXServer,
+    binding: str | None,
+    arguments: dict,
+    *,
+    headers: dict | None = None,
+    content: bytes | None = None,
+) -> httpx.Response:
     """A streamable-HTTP ``tools/call publish`` (the write every member tool has) with any headers."""
     headers = {**MCP_HEADERS, **(headers or {})}
     if binding is not None:
@@ -44,6 +50,9 @@ def tool_error_code(response: httpx.Response) -> str | None:
 def hang_turn(server: GroupXServer, agent: str) -> str:
     """A Turn of ``agent`` that runs until cancelled: its binding may act while it runs."""
     turn_id = send(server, f"agent:{agent}", "[[fake: hang]]")["turns"][0]["turnId"]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(server, turn_id)), timeout=60,
-               message=f"{agent}'s Turn to start")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(server, turn_id)),
+        timeout=60,
+        message=f"{agent}'s Turn to start",
+    )
     return turn_id

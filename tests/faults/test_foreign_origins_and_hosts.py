@@ -37,8 +37,10 @@ def room(tmp_path_factory):
     from tests.server import GroupXServer
 
     workdir = tmp_path_factory.mktemp("origins")
-    server = GroupXServer(workdir, {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": NEVER,
-                                    "agents": fake_agents(workdir, "kimi")}).start()
+    server = GroupXServer(
+        workdir,
+        {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": NEVER, "agents": fake_agents(workdir, "kimi")},
+    ).start()
     hang_turn(server, "kimi")
     yield server
     server.stop()
@@ -49,24 +51,35 @@ def message_body() -> dict:
 
 
 def rest_write(room, headers: dict) -> httpx.Response:
-    return httpx.post(room.url("/api/messages"), content=json.dumps(message_body()).encode(),
-                      headers={"Content-Type": "application/json", **headers}, timeout=10)
+    return httpx.post(
+        room.url("/api/messages"),
+        content=json.dumps(message_body()).encode(),
+        headers={"Content-Type": "application/json", **headers},
+        timeout=10,
+    )
 
 
 def event_stream(room, headers: dict) -> tuple[int, str, bytes]:
     method = "POST" if headers.get("Content-Type") == "text/plain" else "GET"
     content = b'{"afterSeq": 0}' if method == "POST" else None
-    with httpx.stream(method, room.url("/api/events?afterSeq=0"), headers=headers, content=content,
-                      timeout=10) as response:
+    with httpx.stream(
+        method, room.url("/api/events?afterSeq=0"), headers=headers, content=content, timeout=10
+    ) as response:
         opened = response.headers.get("content-type", "").startswith("text/event-stream")
-        return response.status_code, "stream" if opened else response.headers.get("content-type", ""), (
-            b"" if opened else response.read())
+        return (
+            response.status_code,
+            "stream" if opened else response.headers.get("content-type", ""),
+            (b"" if opened else response.read()),
+        )
 
 
-@pytest.mark.parametrize(("attack", "headers", "status"), [
-    ("a rebound Host", REBOUND_HOST, 400),
-    ("a text/plain write", TEXT_PLAIN, 415),
-])
+@pytest.mark.parametrize(
+    ("attack", "headers", "status"),
+    [
+        ("a rebound Host", REBOUND_HOST, 400),
+        ("a text/plain write", TEXT_PLAIN, 415),
+    ],
+)
 def test_rest_refuses_with_the_protocols_error_body_and_writes_nothing(room, attack, headers, status):
     before = what_is_written(room)
 
@@ -77,11 +90,14 @@ def test_rest_refuses_with_the_protocols_error_body_and_writes_nothing(room, att
     assert what_is_written(room) == before
 
 
-@pytest.mark.parametrize(("attack", "headers", "status"), [
-    ("a foreign Origin", FOREIGN_ORIGIN, 403),
-    ("a rebound Host", REBOUND_HOST, 400),
-    ("a text/plain write", TEXT_PLAIN, 415),
-])
+@pytest.mark.parametrize(
+    ("attack", "headers", "status"),
+    [
+        ("a foreign Origin", FOREIGN_ORIGIN, 403),
+        ("a rebound Host", REBOUND_HOST, 400),
+        ("a text/plain write", TEXT_PLAIN, 415),
+    ],
+)
 def test_the_event_stream_refuses_with_the_protocols_error_body_and_opens_no_stream(room, attack, headers, status):
     before = what_is_written(room)
 
@@ -92,11 +108,14 @@ def test_the_event_stream_refuses_with_the_protocols_error_body_and_opens_no_str
     assert what_is_written(room) == before
 
 
-@pytest.mark.parametrize(("attack", "headers", "status"), [
-    ("a foreign Origin", FOREIGN_ORIGIN, 403),
-    ("a rebound Host", REBOUND_HOST, 421),
-    ("a text/plain write", TEXT_PLAIN, 415),
-])
+@pytest.mark.parametrize(
+    ("attack", "headers", "status"),
+    [
+        ("a foreign Origin", FOREIGN_ORIGIN, 403),
+        ("a rebound Host", REBOUND_HOST, 421),
+        ("a text/plain write", TEXT_PLAIN, 415),
+    ],
+)
 def test_mcp_refuses_a_live_binding_with_a_json_rpc_error_and_writes_nothing(room, attack, headers, status):
     binding = active_binding(room, "agent:kimi")
     arguments = {"content": "said from a hostile page", "clientCommandId": f"m-{secrets.token_hex(6)}"}

@@ -25,8 +25,14 @@ def room(tmp_path_factory):
     from tests.server import GroupXServer
 
     workdir = tmp_path_factory.mktemp("bindings")
-    server = GroupXServer(workdir, {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": NEVER,
-                                    "agents": fake_agents(workdir, "kimi", "hermes", "grok")}).start()
+    server = GroupXServer(
+        workdir,
+        {
+            "server": {"host": "127.0.0.1", "port": 4310},
+            "timeouts": NEVER,
+            "agents": fake_agents(workdir, "kimi", "hermes", "grok"),
+        },
+    ).start()
     hang_turn(server, "hermes")
     yield server
     server.stop()
@@ -49,8 +55,12 @@ def altered(binding: str) -> str:
 @pytest.mark.parametrize("forgery", ["never issued", "one character off a live one", "the web's", "the operator's"])
 def test_a_forged_binding_is_refused_with_binding_mismatch_and_writes_nothing(room, forgery):
     live = active_binding(room, "agent:hermes")
-    forged = {"never issued": f"bind_{secrets.token_urlsafe(24)}", "one character off a live one": altered(live),
-              "the web's": "binding:web", "the operator's": "binding:operator"}[forgery]
+    forged = {
+        "never issued": f"bind_{secrets.token_urlsafe(24)}",
+        "one character off a live one": altered(live),
+        "the web's": "binding:web",
+        "the operator's": "binding:operator",
+    }[forgery]
     before = what_is_written(room)
 
     refused = publish_call(room, forged, publish("said with a forged binding"))

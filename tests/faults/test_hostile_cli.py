@@ -56,8 +56,7 @@ def test_a_lone_surrogate_from_a_cli_is_repaired_recorded_and_the_room_goes_on(r
 
 
 @pytest.mark.parametrize("driver", ["kimi", "codex", "claude"])
-def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_and_the_next_turn_runs(
-        room, driver):
+def test_a_flooding_cli_ends_its_turn_at_the_reply_cap_within_the_memory_bound_and_the_next_turn_runs(room, driver):
     everyone_answers(room)  # every lane has run once: what follows is the flood's own cost
     before = peak_resident_bytes(room.proc.pid)
 
@@ -114,8 +113,11 @@ def test_a_cli_that_closes_its_stdin_between_turns_is_replaced_before_the_next_t
 
     # Noticed while idle (the server says so in its log), so the dead session is replaced before
     # the next prompt instead of being found dead by it.
-    wait_until(lambda: "closed its stdin and keeps running" in room.log(), timeout=20,
-               message="the server to notice the closed stdin")
+    wait_until(
+        lambda: "closed its stdin and keeps running" in room.log(),
+        timeout=20,
+        message="the server to notice the closed stdin",
+    )
     second = turn_of(room, f"agent:{driver}", "back?")
     assert wait_terminal(room, second)["type"] == "turn.completed"
     assert started_instance(room, second) != started_instance(room, first["body"]["turnId"])

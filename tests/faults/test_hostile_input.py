@@ -28,8 +28,9 @@ def room(tmp_path_factory):
     from tests.server import GroupXServer
 
     workdir = tmp_path_factory.mktemp("hostile")
-    server = GroupXServer(workdir, {"agents": fake_agents(workdir, "kimi"),
-                                    "timeouts": {"handshakeMs": 600000, "closeMs": 300}})
+    server = GroupXServer(
+        workdir, {"agents": fake_agents(workdir, "kimi"), "timeouts": {"handshakeMs": 600000, "closeMs": 300}}
+    )
     server.start()
     yield server
     server.stop()
@@ -123,8 +124,12 @@ def test_a_body_nested_just_past_the_stated_depth_is_refused_and_one_within_it_i
     within = "[" * (MAX_JSON_DEPTH - 1) + "]" * (MAX_JSON_DEPTH - 1)  # the body object is one level
     past = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
 
-    ok = raw_post(room, "/api/messages", fill('{"clientCommandId":"d-%s","to":["agent:kimi"],"content":{text}}', within))
-    refused = raw_post(room, "/api/messages", fill('{"clientCommandId":"d-%s","to":["agent:kimi"],"content":{text}}', past))
+    ok = raw_post(
+        room, "/api/messages", fill('{"clientCommandId":"d-%s","to":["agent:kimi"],"content":{text}}', within)
+    )
+    refused = raw_post(
+        room, "/api/messages", fill('{"clientCommandId":"d-%s","to":["agent:kimi"],"content":{text}}', past)
+    )
 
     assert ok.json()["error"]["message"] == "content must be a non-blank string"  # reached the field checks
     assert "nested deeper" in refused.json()["error"]["message"]
@@ -152,8 +157,10 @@ def status_and_error(answer: bytes) -> tuple[int, dict]:
 
 
 def test_a_declared_length_over_two_mib_is_refused_before_any_of_the_body_is_sent(room):
-    head = (b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 209715200\r\n\r\n")  # 200 MB announced, not one byte of it written
+    head = (
+        b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 209715200\r\n\r\n"
+    )  # 200 MB announced, not one byte of it written
 
     status, error = status_and_error(send_raw(room, head))
 
@@ -166,8 +173,10 @@ def chunk(data: bytes) -> bytes:
 
 
 def test_a_chunked_body_is_refused_with_its_code_as_soon_as_it_passes_two_mib(room):
-    head = (b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n")
+    head = (
+        b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
     parts = [chunk(b'{"content":"' + b"x" * (256 * 1024)) for _ in range(9)]  # 2.25 MiB, never terminated
 
     status, error = status_and_error(send_raw(room, head, parts))
@@ -179,8 +188,10 @@ def test_a_chunked_body_is_refused_with_its_code_as_soon_as_it_passes_two_mib(ro
 
 def test_a_small_chunked_body_is_accepted_like_any_other(room):
     body = json.dumps({"clientCommandId": f"ch-{uuid.uuid4()}", "to": ["agent:kimi"], "content": "chunked"}).encode()
-    head = (b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+    head = (
+        b"POST /api/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
 
     answer = send_raw(room, head, [chunk(body[:10]), chunk(body[10:]), b"0\r\n\r\n"])
 
@@ -207,15 +218,22 @@ def test_an_mcp_call_with_a_lone_surrogate_or_deep_nesting_is_refused_with_a_cod
 
 
 def _raw_mcp(server, binding: str, arguments_json: str) -> httpx.Response:
-    body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"publish","arguments":' + arguments_json + "}}"
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18",
-               "Content-Type": "application/json", "X-GroupX-Binding": binding}
+    body = (
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"publish","arguments":' + arguments_json + "}}"
+    )
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+        "Content-Type": "application/json",
+        "X-GroupX-Binding": binding,
+    }
     return httpx.post(server.url("/mcp"), content=body.encode(), headers=headers, timeout=30)
 
 
 def test_an_mcp_request_over_two_mib_is_refused_before_it_is_read(room):
-    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 104857600\r\n\r\n")
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n"
+    )
 
     status, error = status_and_error(send_raw(room, head))
 
@@ -229,8 +247,10 @@ def test_a_log_that_already_holds_a_lone_surrogate_still_replays_and_every_agent
     # What an older version left behind: the message's stored JSON spells a lone surrogate.
     db = sqlite3.connect(room.workdir / ".groupx" / "groupx.db")
     with db:
-        db.execute("UPDATE rooms_event SET body = ? WHERE event_id = ?",
-                   ['{"content": "poisoned ' + LONE_SURROGATE + ' here"}', poisoned["messageEventId"]])
+        db.execute(
+            "UPDATE rooms_event SET body = ? WHERE event_id = ?",
+            ['{"content": "poisoned ' + LONE_SURROGATE + ' here"}', poisoned["messageEventId"]],
+        )
     db.close()
 
     after = [send(room, agent, "still there?")["turns"][0]["turnId"] for agent in ("agent:kimi", "agent:hermes")]
@@ -253,10 +273,16 @@ def test_a_log_that_already_holds_a_lone_surrogate_still_replays_and_every_agent
 def test_an_mcp_request_whose_id_json_rpc_does_not_allow_is_answered_invalid_request(room, bad_id):
     binding = active_binding(room, "agent:kimi")
     published = [e for e in room.events() if e["type"] == "message.created"]
-    body = ('{"jsonrpc":"2.0","id":' + bad_id + ',"method":"tools/call","params":{"name":"publish",'
-            '"arguments":{"content":"never published"}}}')
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18",
-               "Content-Type": "application/json", "X-GroupX-Binding": binding}
+    body = (
+        '{"jsonrpc":"2.0","id":' + bad_id + ',"method":"tools/call","params":{"name":"publish",'
+        '"arguments":{"content":"never published"}}}'
+    )
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+        "Content-Type": "application/json",
+        "X-GroupX-Binding": binding,
+    }
 
     response = httpx.post(room.url("/mcp"), content=body.encode(), headers=headers, timeout=30)
 

@@ -90,8 +90,11 @@ class Poster:
                 token = f"soak-{self.name}-{number}"
                 number += 1
                 targets = self.rng.sample(AGENTS, self.rng.choice((1, 1, 2)))
-                body = {"clientCommandId": f"cid-{token}", "to": [f"agent:{a}" for a in targets],
-                        "content": f"{token} from {self.name}"}
+                body = {
+                    "clientCommandId": f"cid-{token}",
+                    "to": [f"agent:{a}" for a in targets],
+                    "content": f"{token} from {self.name}",
+                }
                 answer = self._post_until_answered(client, body)
                 if answer is not None:
                     self.accepted[token], self.sent[token] = answer, body
@@ -145,11 +148,14 @@ class Soak:
         self.fault_dir = workdir / "fault"
         self.fault_dir.mkdir(parents=True)
         self.marker = self.fault_dir / "paused"
-        self.server = GroupXServer(workdir, {
-            "server": {"host": "127.0.0.1", "port": 4310},
-            "timeouts": {"handshakeMs": 600000, "closeMs": 300},
-            "agents": fake_agents(workdir, *AGENTS),
-        })
+        self.server = GroupXServer(
+            workdir,
+            {
+                "server": {"host": "127.0.0.1", "port": 4310},
+                "timeouts": {"handshakeMs": 600000, "closeMs": 300},
+                "agents": fake_agents(workdir, *AGENTS),
+            },
+        )
         self.port = 0
         self.peak_rss = 0
         self.kills: list[str] = []  # the phase of each kill
@@ -158,8 +164,13 @@ class Soak:
     def start(self, phase: str | None, pass_first: int = 0) -> None:
         """Start (again) on the same database and port, the hook armed for ``phase`` (or not)."""
         self.marker.unlink(missing_ok=True)
-        self.server.env.update({"GROUPX_FAULT_PAUSE_AT": phase or "", "GROUPX_FAULT_PAUSE_AFTER": str(pass_first),
-                                "GROUPX_FAULT_DIR": str(self.fault_dir)})
+        self.server.env.update(
+            {
+                "GROUPX_FAULT_PAUSE_AT": phase or "",
+                "GROUPX_FAULT_PAUSE_AFTER": str(pass_first),
+                "GROUPX_FAULT_DIR": str(self.fault_dir),
+            }
+        )
         self.server.start(port=self.port, migrate=self.port == 0, timeout=120)
         self.port = self.server.port
 
@@ -209,8 +220,10 @@ def _strings(value):
 
 
 def no_turn_in_flight(server: GroupXServer) -> bool:
-    return not db_rows(server, "SELECT 1 FROM turns_turn WHERE status NOT IN "
-                               "('completed', 'failed', 'cancelled', 'interrupted') LIMIT 1")
+    return not db_rows(
+        server,
+        "SELECT 1 FROM turns_turn WHERE status NOT IN ('completed', 'failed', 'cancelled', 'interrupted') LIMIT 1",
+    )
 
 
 class History:
@@ -218,11 +231,17 @@ class History:
 
     def __init__(self, server: GroupXServer):
         self.events = server.events()
-        self.messages = Counter(match.group() for e in self.events if e["type"] == "message.created"
-                                and (match := TOKEN.match(e["body"].get("content", ""))))
+        self.messages = Counter(
+            match.group()
+            for e in self.events
+            if e["type"] == "message.created" and (match := TOKEN.match(e["body"].get("content", "")))
+        )
         self.message_ids = {e["eventId"] for e in self.events if e["type"] == "message.created"}
-        self.tokens = {e["eventId"]: match.group() for e in self.events if e["type"] == "message.created"
-                       and (match := TOKEN.match(e["body"].get("content", "")))}
+        self.tokens = {
+            e["eventId"]: match.group()
+            for e in self.events
+            if e["type"] == "message.created" and (match := TOKEN.match(e["body"].get("content", "")))
+        }
         self.turns = {e["body"]["turnId"]: e["body"] for e in self.events if e["type"] == "turn.queued"}
         self.by_turn: dict[str, list[dict]] = {}
         for e in self.events:
@@ -260,7 +279,8 @@ def soak(tmp_path):
 
 @pytest.mark.timeout(1200)  # twenty restarts: ~3 minutes alone on 2 cores, far more on a shared machine
 def test_sigkill_at_every_dispatch_phase_under_load_loses_no_message_resends_no_prompt_and_ends_every_turn_once(
-        soak, record_property):
+    soak, record_property
+):
     rng = random.Random(17)
     stop, restarts = threading.Event(), []
     soak.start(PHASES[0], pass_first=rng.randrange(*PASS_FIRST))
@@ -284,12 +304,21 @@ def test_sigkill_at_every_dispatch_phase_under_load_loses_no_message_resends_no_
     lost = [token for token, answer in accepted.items() if answer["messageEventId"] not in log.message_ids]
     ends = Counter(log.terminals(turn_id)[-1]["type"] for turn_id in log.turns if log.terminals(turn_id))
     figures = {
-        "cycles": CYCLES, "killsPerPhase": dict(Counter(soak.kills)), "turnsCaughtAtTheirPhase": len(soak.stops),
-        "acceptedMessages": len(accepted), "turns": len(log.turns), "events": len(log.events),
-        "lost": len(lost), "prompts": sum(prompts.values()), "replayedPrompts": sum(count - 1 for count in prompts.values() if count > 1),
-        "completed": ends["turn.completed"], "interrupted": ends["turn.interrupted"],
+        "cycles": CYCLES,
+        "killsPerPhase": dict(Counter(soak.kills)),
+        "turnsCaughtAtTheirPhase": len(soak.stops),
+        "acceptedMessages": len(accepted),
+        "turns": len(log.turns),
+        "events": len(log.events),
+        "lost": len(lost),
+        "prompts": sum(prompts.values()),
+        "replayedPrompts": sum(count - 1 for count in prompts.values() if count > 1),
+        "completed": ends["turn.completed"],
+        "interrupted": ends["turn.interrupted"],
         "otherEnds": sum(ends.values()) - ends["turn.completed"] - ends["turn.interrupted"],
-        "clientRetries": sum(p.retries for p in posters), "queueFullAnswers": sum(p.queue_full for p in posters), "resentAfterRestart": sum(len(p.replays) for p in posters),
+        "clientRetries": sum(p.retries for p in posters),
+        "queueFullAnswers": sum(p.queue_full for p in posters),
+        "resentAfterRestart": sum(len(p.replays) for p in posters),
         "peakServerRssMiB": round(soak.peak_rss / 2**20, 1),
     }
     record_property("figures", figures)

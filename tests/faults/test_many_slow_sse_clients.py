@@ -42,8 +42,11 @@ def server(make_server):
 async def post_messages(base_url: str, count: int) -> None:
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         for i in range(count):
-            body = {"clientCommandId": str(uuid.uuid4()), "to": ["agent:sleeper"],
-                    "content": f"{i:04d} " + "m" * CONTENT_CHARACTERS}
+            body = {
+                "clientCommandId": str(uuid.uuid4()),
+                "to": ["agent:sleeper"],
+                "content": f"{i:04d} " + "m" * CONTENT_CHARACTERS,
+            }
             response = await client.post("/api/messages", json=body)
             assert response.status_code == 202, response.text
 
@@ -90,8 +93,10 @@ async def post_while_two_hundred_read(server) -> None:
         rise_while_paused = memory.rise()
         release.set()
         await within_deadline(asyncio.gather(*(r.reached(head) for r in paused)), "the released streams")
-        print(memory.report(f"{READERS} streams, {len(paused)} paused, {TRICKLING} trickling, up to seq {head}"),
-              f"(+{rise_while_paused / MIB:.1f} MiB while paused)")
+        print(
+            memory.report(f"{READERS} streams, {len(paused)} paused, {TRICKLING} trickling, up to seq {head}"),
+            f"(+{rise_while_paused / MIB:.1f} MiB while paused)",
+        )
 
         assert [r.seqs == list(range(r.after_seq + 1, head + 1)) for r in readers] == [True] * READERS
         assert rise_while_paused < MEMORY_BOUND_BYTES

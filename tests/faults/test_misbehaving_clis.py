@@ -64,8 +64,14 @@ def rooms(tmp_path_factory):
     def room_for(driver: str) -> GroupXServer:
         if driver not in started:
             workdir = tmp_path_factory.mktemp(f"misbehaving-{driver}")
-            server = GroupXServer(workdir, {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": TIMEOUTS,
-                                            "agents": fake_agents(workdir, *DRIVERS)})
+            server = GroupXServer(
+                workdir,
+                {
+                    "server": {"host": "127.0.0.1", "port": 4310},
+                    "timeouts": TIMEOUTS,
+                    "agents": fake_agents(workdir, *DRIVERS),
+                },
+            )
             started[driver] = server.start()
             everyone_answers(started[driver])  # every lane has run once: what follows is the fault's own cost
         return started[driver]
@@ -91,7 +97,8 @@ def has_started(server, turn_id: str) -> bool:
 @pytest.mark.parametrize("misbehaviour", list(MISBEHAVIOURS))
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_misbehaving_cli_fails_only_its_own_turn_within_the_memory_bound_and_then_runs_on_a_new_session(
-        rooms, driver, misbehaviour):
+    rooms, driver, misbehaviour
+):
     room = rooms(driver)
     healthy = [d for d in DRIVERS if d != driver]
     last_good = send(room, f"agent:{driver}", "before the fault")["turns"][0]["turnId"]
@@ -99,8 +106,9 @@ def test_a_misbehaving_cli_fails_only_its_own_turn_within_the_memory_bound_and_t
     memory = MemoryWatch(room.proc.pid)
 
     good = [send(room, f"agent:{name}", HEALTHY_TURN)["turns"][0]["turnId"] for name in healthy]
-    wait_until(lambda: all(has_started(room, turn_id) for turn_id in good), timeout=30,
-               message="the healthy Turns to start")
+    wait_until(
+        lambda: all(has_started(room, turn_id) for turn_id in good), timeout=30, message="the healthy Turns to start"
+    )
     bad = send(room, f"agent:{driver}", MISBEHAVIOURS[misbehaviour])["turns"][0]["turnId"]
     if misbehaviour == "ignores-cancel":
         wait_until(lambda: has_started(room, bad), timeout=30, message="the hanging Turn to start")

@@ -73,8 +73,11 @@ class Room:
         return stream
 
     def mount_tmpfs(self, size_mib: int = DISK_MIB) -> None:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(self.store_dir)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(self.store_dir)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             pytest.skip(f"needs a tmpfs of its own (mount as root): {done.stderr.strip() or done.returncode}")
         self.mounted = True
@@ -83,8 +86,11 @@ class Room:
         subprocess.run(["mount", "-o", f"remount,{mode}", str(self.store_dir)], check=True)
 
     def server(self, **env: str) -> GroupXServer:
-        config = {"server": {"host": "127.0.0.1", "port": 4310}, "timeouts": {"closeMs": 300},
-                  "agents": fake_agents(self.workdir, "kimi")}
+        config = {
+            "server": {"host": "127.0.0.1", "port": 4310},
+            "timeouts": {"closeMs": 300},
+            "agents": fake_agents(self.workdir, "kimi"),
+        }
         server = GroupXServer(self.workdir, config, env=env)
         self.servers.append(server)
         return server
@@ -121,8 +127,9 @@ def head(server: GroupXServer) -> int:
     return server.get("/api/bootstrap").json()["room"]["throughSeq"]
 
 
-def assert_refused_and_nothing_written(server: GroupXServer, command_id: str, refused, fault: str,
-                                       head_before: int) -> None:
+def assert_refused_and_nothing_written(
+    server: GroupXServer, command_id: str, refused, fault: str, head_before: int
+) -> None:
     """503 STORE_UNAVAILABLE naming ``fault`` with Retry-After; no receipt, and no event past the head."""
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "STORE_UNAVAILABLE"
@@ -160,6 +167,7 @@ def fill_disk(folder: Path) -> Path:
 def truncate_wal(server: GroupXServer) -> None:
     """Checkpoint the WAL and cut it to nothing, so the server's next commit must grow it (a WAL
     reused after a checkpoint could take a few more commits on a full disk)."""
+
     def truncated():
         db = sqlite3.connect(server.workdir / ".groupx" / "groupx.db")
         try:
@@ -225,14 +233,19 @@ def test_a_full_disk_refuses_writes_with_a_code_and_the_room_goes_on_when_space_
 
 
 def test_a_lock_held_by_another_process_for_ten_seconds_answers_store_unavailable_and_turns_run_once_it_is_released(
-        room):
+    room,
+):
     server = room.server().start()  # the default busy timeout (5 s): the lock outlasts it
     assert wait_terminal(server, send(server, "agent:kimi", "before")["turns"][0]["turnId"])["type"] == "turn.completed"
     running = send(server, "agent:kimi", "slow [[fake: sleep ms=3000; echo]]")["turns"][0]["turnId"]
     wait_until(lambda: turn_started(server, running), message="the slow Turn to start")
 
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(room.store_dir / "groupx.db"), str(LOCK_SECONDS)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(room.store_dir / "groupx.db"), str(LOCK_SECONDS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert locker.stdout.readline().strip() == "locked"
         head_before = head(server)
@@ -245,8 +258,12 @@ def test_a_lock_held_by_another_process_for_ten_seconds_answers_store_unavailabl
         assert not is_terminal(server, running)
         # Its Turn is still running in the store, so the agent's binding may call tools: a write
         # tool gets the same code.
-        tool = call_tool(server, active_binding(server, "agent:kimi"), "publish",
-                         {"content": "from an agent while locked", "clientCommandId": "p-locked"}).json()
+        tool = call_tool(
+            server,
+            active_binding(server, "agent:kimi"),
+            "publish",
+            {"content": "from an agent while locked", "clientCommandId": "p-locked"},
+        ).json()
         assert tool["result"]["isError"] is True
         assert json.loads(tool["result"]["content"][0]["text"])["code"] == "STORE_UNAVAILABLE"
     finally:
@@ -269,8 +286,9 @@ def test_a_start_on_a_read_only_disk_keeps_retrying_and_becomes_ready_when_it_is
     room.remount("ro")
     server.start(migrate=False, wait_ready=False)
 
-    waiting = wait_until(lambda: (h := health(server)).get("startAttempts", 0) >= 2 and h,
-                         message="a second start attempt")
+    waiting = wait_until(
+        lambda: (h := health(server)).get("startAttempts", 0) >= 2 and h, message="a second start attempt"
+    )
     assert waiting["readiness"] == "starting" and waiting["status"] == "degraded"
     assert waiting["lastError"]["code"] == "STORE_UNAVAILABLE" and "nextRetryMs" in waiting
     assert waiting["store"]["available"] is False and waiting["store"]["fault"] == "read_only"
@@ -310,7 +328,7 @@ def test_a_restart_after_a_sigkill_on_a_read_only_folder_writes_nothing_and_reco
     terminal = wait_terminal(server, running)
     assert terminal["type"] == "turn.interrupted" and terminal["body"]["errorCode"] == "TURN_INTERRUPTED"
     log = assert_log_gap_free(server)
-    assert log[:len(history)] == history  # what was there before the fault is untouched
+    assert log[: len(history)] == history  # what was there before the fault is untouched
     assert not any("while the folder is read-only" in str(e["body"]) for e in log)
     assert db_rows(server, "SELECT 1 FROM rooms_clientcommand WHERE client_command_id = ?", command_id) == []
     assert wait_terminal(server, send(server, "agent:kimi", "after")["turns"][0]["turnId"])["type"] == "turn.completed"

@@ -40,16 +40,20 @@ def free_port() -> int:
 
 def clean_env(path: str) -> dict[str, str]:
     """Nothing of the checkout: no PYTHONPATH, no GROUPX_*, no virtualenv of the caller."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GROUPX_", "PYTHON", "VIRTUAL_ENV", "DJANGO_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GROUPX_", "PYTHON", "VIRTUAL_ENV", "DJANGO_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")
+    }
     return {**env, "PATH": path, "PYTHONUNBUFFERED": "1"}
 
 
 def run(argv: list, *, cwd: Path, env: dict, timeout: float = 600) -> str:
     done = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
-        raise SystemExit(f"[install tier] {' '.join(map(str, argv))} failed ({done.returncode}):\n"
-                         f"{done.stdout}\n{done.stderr}")
+        raise SystemExit(
+            f"[install tier] {' '.join(map(str, argv))} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
     return done.stdout
 
 
@@ -69,8 +73,11 @@ def check_room(origin: str) -> None:
 
 
 def all_answer(origin: str, agents: list[str]) -> None:
-    accepted = httpx.post(f"{origin}/api/messages", timeout=10, json={
-        "clientCommandId": f"install-{uuid.uuid4()}", "to": ["@all"], "content": "hello from the install tier"})
+    accepted = httpx.post(
+        f"{origin}/api/messages",
+        timeout=10,
+        json={"clientCommandId": f"install-{uuid.uuid4()}", "to": ["@all"], "content": "hello from the install tier"},
+    )
     assert accepted.status_code == 202, accepted.text
     turns = {turn["turnId"]: turn["target"] for turn in accepted.json()["turns"]}
     assert sorted(turns.values()) == sorted(agents), (turns, agents)
@@ -112,10 +119,16 @@ def main(dist: Path) -> int:
         room.mkdir()
         port = free_port()
         log = open(room / "start.log", "wb")  # noqa: SIM115 (the server's output, read on failure)
-        server = subprocess.Popen([bin_dir / "groupx", "start", "--port", str(port), "--no-open"], cwd=room, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [bin_dir / "groupx", "start", "--port", str(port), "--no-open"],
+            cwd=room,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         origin = f"http://127.0.0.1:{port}"
         try:
+
             def ready():
                 if server.poll() is not None:
                     raise SystemExit(f"[install tier] groupx start exited:\n{(room / 'start.log').read_text()}")

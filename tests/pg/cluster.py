@@ -54,24 +54,65 @@ class Cluster:
         if os.geteuid() == 0:
             self.root.chmod(0o755)
             shutil.chown(self.root, UNPRIVILEGED_USER)
-        subprocess.run(_as_owner([pg_bin("initdb"), "-D", str(self.data), "-U", SUPERUSER, "-A", "trust",
-                                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]),
-                       check=True, capture_output=True, text=True, cwd=self.root)
-        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                   "-c fsync=off -c max_connections=300 -c shared_buffers=64MB")
-        subprocess.run(_as_owner([pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"),
-                                  "-o", options, "-w", "-t", "60", "start"]),
-                       check=True, capture_output=True, text=True, cwd=self.root)
+        subprocess.run(
+            _as_owner(
+                [
+                    pg_bin("initdb"),
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    SUPERUSER,
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                    "--no-sync",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=self.root,
+        )
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
+            "-c fsync=off -c max_connections=300 -c shared_buffers=64MB"
+        )
+        subprocess.run(
+            _as_owner(
+                [
+                    pg_bin("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.root / "server.log"),
+                    "-o",
+                    options,
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=self.root,
+        )
         return self
 
     def stop(self) -> None:
-        subprocess.run(_as_owner([pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"]),
-                       capture_output=True, cwd=self.root)
+        subprocess.run(
+            _as_owner([pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"]),
+            capture_output=True,
+            cwd=self.root,
+        )
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
-    command = argv[argv.index("--") + 1:] if "--" in argv else argv
+    command = argv[argv.index("--") + 1 :] if "--" in argv else argv
     cluster = Cluster().start()
     try:
         return subprocess.run(command, env={**os.environ, "GROUPX_TEST_PG_URL": cluster.url}).returncode

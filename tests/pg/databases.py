@@ -47,8 +47,13 @@ def _migrated_template(cluster: str) -> str:
         url = create_database(cluster, name)
         folder = Path(tempfile.mkdtemp(prefix="groupx-pg-template-"))
         (folder / "groupx.json").write_text(json.dumps({"agents": {"kimi": {"cwd": "."}}, "storage": {"url": url}}))
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, check=True, timeout=180,
-                       env={**os.environ, "GROUPX_CONFIG": str(folder / "groupx.json")})
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+            cwd=REPO,
+            check=True,
+            timeout=180,
+            env={**os.environ, "GROUPX_CONFIG": str(folder / "groupx.json")},
+        )
         _template = name
     return _template
 

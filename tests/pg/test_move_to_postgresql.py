@@ -20,16 +20,31 @@ def command_id() -> str:
 
 def test_a_sqlite_room_moves_into_postgresql_whole_and_goes_on_from_there(tmp_path, cluster):
     agents = fake_agents(tmp_path, "kimi")
-    room = GroupXServer(tmp_path, {"agents": agents, "timeouts": TIMEOUTS,
-                                   "storage": {"path": ".groupx/groupx.db"}}).start()
+    room = GroupXServer(
+        tmp_path, {"agents": agents, "timeouts": TIMEOUTS, "storage": {"path": ".groupx/groupx.db"}}
+    ).start()
     accepted = send(room, "agent:kimi", "hello before the move")
     assert wait_terminal(room, accepted["turns"][0]["turnId"])["type"] == "turn.completed"
-    memory = {"clientCommandId": command_id(), "scope": {"type": "room", "id": "room:main"}, "kind": "fact",
-              "content": "The release is on Friday"}
+    memory = {
+        "clientCommandId": command_id(),
+        "scope": {"type": "room", "id": "room:main"},
+        "kind": "fact",
+        "content": "The release is on Friday",
+    }
     remembered = room.post("/api/memory", memory)
     assert remembered.status_code == 201
-    assert room.post("/api/identity", {"clientCommandId": command_id(), "subjectActorId": "agent:kimi",
-                                       "kind": "instruction", "content": "Kimi answers briefly"}).status_code == 201
+    assert (
+        room.post(
+            "/api/identity",
+            {
+                "clientCommandId": command_id(),
+                "subjectActorId": "agent:kimi",
+                "kind": "instruction",
+                "content": "Kimi answers briefly",
+            },
+        ).status_code
+        == 201
+    )
     before = room.events()
     turns_before = db_rows(room, "SELECT turn_id, status FROM turns_turn ORDER BY turn_id")
     room.stop()
@@ -42,15 +57,17 @@ def test_a_sqlite_room_moves_into_postgresql_whole_and_goes_on_from_there(tmp_pa
     room.write_config({"agents": agents, "timeouts": TIMEOUTS, "storage": {"url": target}})
     room.start()
     after = room.events()  # the moved log, then what the restart itself wrote (the agent's session)
-    assert [(e["seq"], e["eventId"], e["body"]) for e in after[:len(before)]] == [
-        (e["seq"], e["eventId"], e["body"]) for e in before]
+    assert [(e["seq"], e["eventId"], e["body"]) for e in after[: len(before)]] == [
+        (e["seq"], e["eventId"], e["body"]) for e in before
+    ]
     assert db_rows(room, "SELECT turn_id, status FROM turns_turn ORDER BY turn_id") == turns_before
     assert db_rows(room, "SELECT COUNT(*) AS n FROM turns_turnattempt")[0]["n"] >= 1
     assert db_rows(room, "SELECT COUNT(*) AS n FROM agents_deliverycursor")[0]["n"] >= 1
     found = room.get("/api/memory", params={"query": "release"}).json()["items"]
     assert [m["content"] for m in found] == ["The release is on Friday"]
-    assert [r["content"] for r in room.get("/api/identity", params={"subjectActorId": "agent:kimi"}).json()["items"]
-            ] == ["Kimi answers briefly"]
+    assert [
+        r["content"] for r in room.get("/api/identity", params={"subjectActorId": "agent:kimi"}).json()["items"]
+    ] == ["Kimi answers briefly"]
     replay = room.post("/api/memory", memory)  # the receipt moved: the retry replays, it writes nothing new
     assert replay.status_code == 201 and replay.json() == remembered.json()
     assert len(room.get("/api/memory", params={"query": "release"}).json()["items"]) == 1

@@ -12,8 +12,15 @@ from tests.agents import send
 def test_a_nul_in_a_message_and_a_memory_is_stored_as_a_replacement_character(make_server):
     room = make_server()
     accepted = send(room, "agent:sleeper", "before\x00after")
-    memory = room.post("/api/memory", {"clientCommandId": f"nul-{uuid.uuid4()}", "kind": "fact",
-                                       "scope": {"type": "room", "id": "room:main"}, "content": "half\x00way"})
+    memory = room.post(
+        "/api/memory",
+        {
+            "clientCommandId": f"nul-{uuid.uuid4()}",
+            "kind": "fact",
+            "scope": {"type": "room", "id": "room:main"},
+            "content": "half\x00way",
+        },
+    )
     assert memory.status_code == 201, memory.text
 
     message = next(e for e in room.events() if e["eventId"] == accepted["messageEventId"])

@@ -43,16 +43,22 @@ def database(tmp_path):
 
 
 def test_a_second_insert_waits_for_the_first_transaction_and_takes_the_next_seq(database):
-    with psycopg.connect(database) as first, psycopg.connect(database) as second, \
-            psycopg.connect(database, autocommit=True) as observer:
+    with (
+        psycopg.connect(database) as first,
+        psycopg.connect(database) as second,
+        psycopg.connect(database, autocommit=True) as observer,
+    ):
         head = observer.execute("SELECT COALESCE(MAX(seq), 0) FROM rooms_event").fetchone()[0]
         assert insert(first) == head + 1  # in flight, not committed
         second_pid = second.info.backend_pid
         result: list[int] = []
         thread = threading.Thread(target=lambda: result.append(insert(second)))
         thread.start()
-        wait_until(lambda: waiting_on_a_lock(observer, second_pid), timeout=30,
-                   message="the second insert to wait for the first transaction")
+        wait_until(
+            lambda: waiting_on_a_lock(observer, second_pid),
+            timeout=30,
+            message="the second insert to wait for the first transaction",
+        )
         assert observer.execute("SELECT COUNT(*) FROM rooms_event WHERE seq > %s", [head]).fetchone()[0] == 0
         first.commit()
         thread.join(timeout=30)
@@ -84,15 +90,21 @@ def posts_reach_every_stream_once_and_in_order(room, targets: list[str], posts_p
     streams = [SseClient(web.base_url, after_seq=0) for web in room.webs]
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            list(pool.map(lambda n: send(room.webs[n % 2], targets[n % len(targets)], f"post {n}"),
-                          range(2 * posts_per_web)))
+            list(
+                pool.map(
+                    lambda n: send(room.webs[n % 2], targets[n % len(targets)], f"post {n}"), range(2 * posts_per_web)
+                )
+            )
         head = room.web.get("/api/bootstrap").json()["room"]["throughSeq"]
         for stream in streams:
             stream.wait_for_seq(head, timeout=60)
             seqs = [event["seq"] for event in stream.durable]
             assert seqs == list(range(1, len(seqs) + 1))  # what came after the head (replies) too
-        contents = [e["body"].get("content") for e in streams[0].durable
-                    if e["type"] == "message.created" and e["actor"]["kind"] == "user"]
+        contents = [
+            e["body"].get("content")
+            for e in streams[0].durable
+            if e["type"] == "message.created" and e["actor"]["kind"] == "user"
+        ]
         posts = sorted(f"post {n}" for n in range(2 * posts_per_web))
         assert sorted(content for content in contents if content in posts) == posts
     finally:

@@ -27,13 +27,17 @@ FIRST, SECOND = "kimi,claude", "hermes"
 @pytest.fixture(scope="module")
 def room(tmp_path_factory, redis_server):
     workdir = tmp_path_factory.mktemp("several-workers")
-    room = start_split_room(workdir, fake_agents(workdir, "kimi", "claude", "hermes"), redis_server,
-                            webs=2, worker_agents=[FIRST, SECOND])
+    room = start_split_room(
+        workdir, fake_agents(workdir, "kimi", "claude", "hermes"), redis_server, webs=2, worker_agents=[FIRST, SECOND]
+    )
     first, second = room.workers
     first.wait_for("runs agents agent:claude, agent:kimi", timeout=DEADLINE)
     second.wait_for("runs agents agent:hermes", timeout=DEADLINE)
-    wait_until(lambda: room.web.get("/api/health").json()["status"] == "ok", timeout=DEADLINE,
-               message="health ok: every agent run by a worker, none failed")
+    wait_until(
+        lambda: room.web.get("/api/health").json()["status"] == "ok",
+        timeout=DEADLINE,
+        message="health ok: every agent run by a worker, none failed",
+    )
     yield room
     room.stop()
 
@@ -55,8 +59,11 @@ def test_health_and_doctor_say_which_worker_runs_each_agent_and_which_runs_the_r
     assert sum(w["roomJobs"] for w in workers.values()) == 1
     assert health["worker"]["owner"]["pid"] in workers
     by_agent = {a["actorId"]: a["worker"] for a in health["agents"]}
-    assert by_agent == {"agent:kimi": workers[first.pid]["workerId"], "agent:claude": workers[first.pid]["workerId"],
-                        "agent:hermes": workers[second.pid]["workerId"]}
+    assert by_agent == {
+        "agent:kimi": workers[first.pid]["workerId"],
+        "agent:claude": workers[first.pid]["workerId"],
+        "agent:hermes": workers[second.pid]["workerId"],
+    }
     assert health["status"] == "ok"
     report = doctor(room.web)
     assert f"{workers[first.pid]['workerId']} runs agent:claude, agent:kimi" in report
@@ -85,8 +92,11 @@ def test_killing_one_worker_mid_turn_interrupts_only_its_agents_turn_and_its_sta
     killed_turn = send(web, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
     queued_turn = send(web, "agent:kimi", "after the kill")["turns"][0]["turnId"]
     other_turn = send(web, "agent:hermes", "[[fake: hang]] on the other worker")["turns"][0]["turnId"]
-    wait_until(lambda: started(web, killed_turn) and started(web, other_turn), timeout=DEADLINE,
-               message="both hanging Turns to start")
+    wait_until(
+        lambda: started(web, killed_turn) and started(web, other_turn),
+        timeout=DEADLINE,
+        message="both hanging Turns to start",
+    )
 
     first.kill()  # SIGKILL
     room.workers.remove(first)
@@ -110,8 +120,12 @@ def test_killing_one_worker_mid_turn_interrupts_only_its_agents_turn_and_its_sta
     def taken_over():
         worker = web.get("/api/health").json()["worker"]
         holders = {w["pid"]: w for w in worker["workers"]}
-        return (first.pid not in holders and holders.get(standby.pid, {}).get("agents") == ["agent:claude", "agent:kimi"]
-                and worker["owner"] is not None and worker["owner"]["pid"] in (second.pid, standby.pid))
+        return (
+            first.pid not in holders
+            and holders.get(standby.pid, {}).get("agents") == ["agent:claude", "agent:kimi"]
+            and worker["owner"] is not None
+            and worker["owner"]["pid"] in (second.pid, standby.pid)
+        )
 
     wait_until(taken_over, timeout=DEADLINE, message="health to show the standby running the killed worker's agents")
     room_jobs = next(w for w in (second, standby) if OWNS in w.log())

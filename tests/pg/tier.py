@@ -19,9 +19,15 @@ from pathlib import Path
 
 from tests.pg.databases import cluster_url, url_of
 
-END_TO_END = ["tests/test_post_message.py", "tests/test_agent_turns.py", "tests/test_event_stream.py",
-              "tests/test_replay_events.py", "tests/test_memory.py", "tests/test_member_tools.py",
-              "tests/test_history.py"]
+END_TO_END = [
+    "tests/test_post_message.py",
+    "tests/test_agent_turns.py",
+    "tests/test_event_stream.py",
+    "tests/test_replay_events.py",
+    "tests/test_memory.py",
+    "tests/test_member_tools.py",
+    "tests/test_history.py",
+]
 PYTEST = [sys.executable, "-m", "pytest", "-q"]
 
 

@@ -37,11 +37,17 @@ def real_clis():
         return {}
     found = install.clis()
     checks = {"codex": install.codex_ok, "claude": install.claude_ok, "hermes": install.hermes_ok}
-    missing = [f"{name} {found[name].version} ({found[name].binary})" for name, ok in checks.items()
-               if not ok(install.cache_dir())]
+    missing = [
+        f"{name} {found[name].version} ({found[name].binary})"
+        for name, ok in checks.items()
+        if not ok(install.cache_dir())
+    ]
     if missing:
-        pytest.fail(f"GROUPX_REAL_CLI=1 but these CLIs are not installed: {', '.join(missing)}. "
-                    "Run `python tests/realcli/install.py` (make test-real does).", pytrace=False)
+        pytest.fail(
+            f"GROUPX_REAL_CLI=1 but these CLIs are not installed: {', '.join(missing)}. "
+            "Run `python tests/realcli/install.py` (make test-real does).",
+            pytrace=False,
+        )
     return found
 
 
@@ -77,7 +83,9 @@ def pytest_terminal_summary(terminalreporter):
         if entry.get("latency_s") is not None:
             rows.setdefault((entry["scenario"], f"{entry['driver']} {entry['version']}"), []).append(entry["latency_s"])
     for (scenario, cli), values in sorted(rows.items()):
-        terminalreporter.write_line(f"  {scenario:<28} {cli:<16} n={len(values):<3} median={statistics.median(values):6.2f}"
-                                    f"  max={max(values):6.2f}")
+        terminalreporter.write_line(
+            f"  {scenario:<28} {cli:<16} n={len(values):<3} median={statistics.median(values):6.2f}"
+            f"  max={max(values):6.2f}"
+        )
     if harness.REPORT:
         terminalreporter.write_line(f"  (raw: {harness.REPORT})")

@@ -29,10 +29,26 @@ from tests.sse import SseClient
 
 HERE = Path(__file__).resolve().parent
 # Variables from the developer's own setup that would steer a CLI away from the mock.
-FOREIGN_VARS = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CONFIG_DIR",
-                "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
-                "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "CODEX_HOME", "HERMES_HOME", "KIMI_SHARE_DIR",
-                "IS_SANDBOX", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
+FOREIGN_VARS = (
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "CODEX_HOME",
+    "HERMES_HOME",
+    "KIMI_SHARE_DIR",
+    "IS_SANDBOX",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+)
 DRIVERS = ("codex", "claude", "hermes")
 
 
@@ -50,9 +66,12 @@ class MockModel:
 
     def start(self) -> MockModel:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "mock_model.py"), "--log", str(self.log_path)],
-                                     stdout=subprocess.PIPE, stderr=open(self.workdir / "mock.stderr", "ab"),  # noqa: SIM115
-                                     text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "mock_model.py"), "--log", str(self.log_path)],
+            stdout=subprocess.PIPE,
+            stderr=open(self.workdir / "mock.stderr", "ab"),  # noqa: SIM115
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # the first line names the port; it comes before serving
         if "listening on 127.0.0.1:" not in line:
@@ -104,20 +123,29 @@ class RealAgent:
     def launches(self) -> list[list[dict]]:
         """The wiretap's record of every launch of this agent's CLI, oldest first (see wiretap.py)."""
         directory = self.wrapper.with_suffix(".wire")
-        files = sorted(directory.glob("*.jsonl"), key=lambda p: float(p.name.split("-")[0])) if directory.exists() else []
+        files = (
+            sorted(directory.glob("*.jsonl"), key=lambda p: float(p.name.split("-")[0])) if directory.exists() else []
+        )
         return [[json.loads(line) for line in f.read_text().splitlines() if line.strip()] for f in files]
 
     def entry(self) -> dict:
-        return {"driver": self.driver, "command": str(self.wrapper), "cwd": str(self.cwd),
-                "identity": f"You are {self.agent_id}, a GroupX conformance-test agent."}
+        return {
+            "driver": self.driver,
+            "command": str(self.wrapper),
+            "cwd": str(self.cwd),
+            "identity": f"You are {self.agent_id}, a GroupX conformance-test agent.",
+        }
 
 
 def _write_wrapper(path: Path, binary: Path, env: dict[str, str]) -> None:
     inherited = path.with_suffix(".inherited")
-    lines = ["#!/bin/sh", "# GroupX real-CLI tier: a scratch home pointed at the mock model, then the real CLI.",
-             # what GroupX itself put in the environment, before this wrapper changes anything
-             f'echo "IS_SANDBOX=${{IS_SANDBOX-<unset>}}" >> {shlex.quote(str(inherited))}',
-             "unset " + " ".join(FOREIGN_VARS)]
+    lines = [
+        "#!/bin/sh",
+        "# GroupX real-CLI tier: a scratch home pointed at the mock model, then the real CLI.",
+        # what GroupX itself put in the environment, before this wrapper changes anything
+        f'echo "IS_SANDBOX=${{IS_SANDBOX-<unset>}}" >> {shlex.quote(str(inherited))}',
+        "unset " + " ".join(FOREIGN_VARS),
+    ]
     lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
     tap = [sys.executable, str(HERE / "wiretap.py"), "--log", str(path.with_suffix(".wire")), "--"]
     lines.append(f'exec {shlex.join(tap)} {shlex.quote(str(binary))} "$@"')
@@ -189,9 +217,14 @@ def make_agent(root: Path, agent_id: str, driver: str, mock: MockModel, *, sandb
         (codex_home / "config.toml").write_text(_codex_config(mock))
         env |= {"CODEX_HOME": str(codex_home), "MOCK_API_KEY": "groupx-mock"}
     elif driver == "claude":
-        env |= {"ANTHROPIC_BASE_URL": mock.url, "ANTHROPIC_API_KEY": "groupx-mock",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+        env |= {
+            "ANTHROPIC_BASE_URL": mock.url,
+            "ANTHROPIC_API_KEY": "groupx-mock",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
         if sandbox:
             env["IS_SANDBOX"] = "1"  # Claude Code refuses bypassPermissions as root without it (L1)
     elif driver == "hermes":
@@ -202,9 +235,18 @@ def make_agent(root: Path, agent_id: str, driver: str, mock: MockModel, *, sandb
         (home / ".kimi" / "credentials").mkdir(parents=True, exist_ok=True)
         (home / ".kimi" / "config.toml").write_text(_kimi_config(mock))
         # kimi acp refuses session/new without a Kimi Code token file, even for a custom provider.
-        (home / ".kimi" / "credentials" / "kimi-code.json").write_text(json.dumps(
-            {"access_token": "groupx-mock", "refresh_token": "groupx-mock", "expires_at": 4102444800, "scope": "",
-             "token_type": "Bearer", "expires_in": 0}))
+        (home / ".kimi" / "credentials" / "kimi-code.json").write_text(
+            json.dumps(
+                {
+                    "access_token": "groupx-mock",
+                    "refresh_token": "groupx-mock",
+                    "expires_at": 4102444800,
+                    "scope": "",
+                    "token_type": "Bearer",
+                    "expires_in": 0,
+                }
+            )
+        )
     else:
         raise ValueError(driver)
     wrapper = root / f"{agent_id}.sh"
@@ -213,12 +255,16 @@ def make_agent(root: Path, agent_id: str, driver: str, mock: MockModel, *, sandb
 
 
 def room_config(agents: list[RealAgent], **timeouts: int) -> dict:
-    return {"server": {"host": "127.0.0.1", "port": 4310},
-            "timeouts": {"handshakeMs": 60_000, "closeMs": 3_000, "cancelMs": 15_000, **timeouts},
-            "agents": {a.agent_id: a.entry() for a in agents}}
+    return {
+        "server": {"host": "127.0.0.1", "port": 4310},
+        "timeouts": {"handshakeMs": 60_000, "closeMs": 3_000, "cancelMs": 15_000, **timeouts},
+        "agents": {a.agent_id: a.entry() for a in agents},
+    }
 
 
-def start_room(workdir: Path, agents: list[RealAgent], *, ready_timeout: float = 120.0, **timeouts: int) -> GroupXServer:
+def start_room(
+    workdir: Path, agents: list[RealAgent], *, ready_timeout: float = 120.0, **timeouts: int
+) -> GroupXServer:
     server = GroupXServer(workdir, room_config(agents, **timeouts))
     server.start(timeout=60)
     wait_agents_ready(server, [a.agent_id for a in agents], timeout=ready_timeout)
@@ -235,8 +281,9 @@ def wait_agents_ready(server: GroupXServer, agent_ids: list[str], *, timeout: fl
 
     def ready():
         agents = health_agents(server)
-        failed = {k: v for k, v in agents.items() if k in wanted and v.get("status") in (
-            "failed", "native_policy_blocked")}
+        failed = {
+            k: v for k, v in agents.items() if k in wanted and v.get("status") in ("failed", "native_policy_blocked")
+        }
         if failed:
             raise AssertionError(f"agents failed to start: {json.dumps(failed)}\n{server.log()[-4000:]}")
         return agents if all(agents.get(a, {}).get("status") == "ready" for a in wanted) else None
@@ -276,8 +323,9 @@ class TimedSse(SseClient):
         super()._deliver(frame)
 
     def of_turn(self, turn_id: str, event_type: str) -> list[tuple[float, dict]]:
-        return [(t, e) for t, e in list(self.timeline)
-                if e["type"] == event_type and e["body"].get("turnId") == turn_id]
+        return [
+            (t, e) for t, e in list(self.timeline) if e["type"] == event_type and e["body"].get("turnId") == turn_id
+        ]
 
 
 @dataclass
@@ -327,18 +375,29 @@ class Room:
             turn_id = accepted["turns"][0]["turnId"]
             if on_started is not None:
                 on_started(sse, turn_id)
-            terminal = sse.wait_for(lambda e: e.get("seq") is not None and e["type"] in TERMINALS
-                                    and e["body"].get("turnId") == turn_id, timeout=timeout,
-                                    message=f"the terminal event of {turn_id}")
+            terminal = sse.wait_for(
+                lambda e: e.get("seq") is not None and e["type"] in TERMINALS and e["body"].get("turnId") == turn_id,
+                timeout=timeout,
+                message=f"the terminal event of {turn_id}",
+            )
             ended_at = next(t for t, e in sse.timeline if e.get("eventId") == terminal["eventId"])
             deltas = sse.of_turn(turn_id, "turn.content.delta")
             if os.environ.get("GROUPX_REALCLI_DEBUG"):  # the Turn's SSE timeline, for a person
                 for t, e in sse.timeline:
-                    print(f"{t - posted_at:7.3f} {e.get('seq')} {e['type']} {e.get('occurredAt')} {e['body'].get('turnId')}")
-            return TurnRun(turn_id, accepted, terminal, posted_at, ended_at, [e for _, e in deltas],
-                           [e for _, e in sse.of_turn(turn_id, "turn.reasoning.delta")],
-                           [e for _, e in sse.of_turn(turn_id, "tool.progress")],
-                           deltas[0][0] if deltas else None)
+                    print(
+                        f"{t - posted_at:7.3f} {e.get('seq')} {e['type']} {e.get('occurredAt')} {e['body'].get('turnId')}"
+                    )
+            return TurnRun(
+                turn_id,
+                accepted,
+                terminal,
+                posted_at,
+                ended_at,
+                [e for _, e in deltas],
+                [e for _, e in sse.of_turn(turn_id, "turn.reasoning.delta")],
+                [e for _, e in sse.of_turn(turn_id, "tool.progress")],
+                deltas[0][0] if deltas else None,
+            )
         finally:
             sse.close()
 

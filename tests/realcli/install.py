@@ -41,9 +41,20 @@ KIMI_VERSION = "1.51.0"  # 1.52.0, the latest, is a tombstone that only prints a
 HERMES_EXTRAS: tuple[str, ...] = ()
 
 NETWORK_HINTS = (
-    "ENOTFOUND", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "EAI_AGAIN", "ENETUNREACH", "network request",
-    "Failed to establish a new connection", "Temporary failure in name resolution", "Network is unreachable",
-    "Max retries exceeded", "Could not fetch URL", "No matching distribution found", "ReadTimeoutError",
+    "ENOTFOUND",
+    "ETIMEDOUT",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "EAI_AGAIN",
+    "ENETUNREACH",
+    "network request",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "Max retries exceeded",
+    "Could not fetch URL",
+    "No matching distribution found",
+    "ReadTimeoutError",
     "Connection refused",
 )
 
@@ -103,9 +114,13 @@ def claude_ok(cache: Path) -> bool:
 
 def hermes_ok(cache: Path) -> bool:
     venv = cache / "hermes-venv"
-    return (clis(cache)["hermes"].binary.exists() and _venv_has(venv, "hermes_agent", HERMES_VERSION)
-            and _venv_has(venv, "agent_client_protocol") and _venv_has(venv, "mcp")
-            and all(_venv_has(venv, extra.split("==")[0]) for extra in HERMES_EXTRAS))
+    return (
+        clis(cache)["hermes"].binary.exists()
+        and _venv_has(venv, "hermes_agent", HERMES_VERSION)
+        and _venv_has(venv, "agent_client_protocol")
+        and _venv_has(venv, "mcp")
+        and all(_venv_has(venv, extra.split("==")[0]) for extra in HERMES_EXTRAS)
+    )
 
 
 def kimi_ok(cache: Path) -> bool:
@@ -123,17 +138,25 @@ def _run(argv: list[str], *, what: str, registry: str, timeout: float = 1200) ->
     print(f"[realcli] {what}: {' '.join(argv)}", flush=True)
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "npm_config_update_notifier": "false"})
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "npm_config_update_notifier": "false"},
+        )
     except subprocess.TimeoutExpired as exc:
-        raise RegistryUnreachable(f"{what} did not finish within {timeout:g} s; is the {registry} reachable "
-                                  "from this machine?") from exc
+        raise RegistryUnreachable(
+            f"{what} did not finish within {timeout:g} s; is the {registry} reachable from this machine?"
+        ) from exc
     output = (proc.stdout or "") + (proc.stderr or "")
     if proc.returncode != 0:
         tail = "\n".join(output.strip().splitlines()[-25:])
         if any(hint in output for hint in NETWORK_HINTS):
-            raise RegistryUnreachable(f"{what} failed: the {registry} could not be reached (or does not serve the "
-                                      f"pinned version). Last lines:\n{tail}")
+            raise RegistryUnreachable(
+                f"{what} failed: the {registry} could not be reached (or does not serve the "
+                f"pinned version). Last lines:\n{tail}"
+            )
         raise RuntimeError(f"{what} failed with exit code {proc.returncode}. Last lines:\n{tail}")
     print(f"[realcli] {what}: done in {time.monotonic() - started:.0f} s", flush=True)
 
@@ -150,9 +173,20 @@ def install_npm(cache: Path) -> None:
     manifest = prefix / "package.json"
     if not manifest.exists():  # keeps npm from walking up to some other package.json
         manifest.write_text('{"name": "groupx-realcli", "private": true}\n')
-    _run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-          f"@openai/codex@{CODEX_VERSION}", f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
-         what="npm install codex + claude", registry="npm registry")
+    _run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            f"@openai/codex@{CODEX_VERSION}",
+            f"@anthropic-ai/claude-code@{CLAUDE_VERSION}",
+        ],
+        what="npm install codex + claude",
+        registry="npm registry",
+    )
     if not (codex_ok(cache) and claude_ok(cache)):
         raise RuntimeError(f"npm finished but {prefix}/node_modules/.bin/codex or claude is missing")
 
@@ -170,25 +204,32 @@ def install_hermes(cache: Path) -> None:
         return
     python = os.environ.get("GROUPX_REALCLI_PYTHON") or shutil.which("python3") or sys.executable
     pip = _make_venv(python, cache / "hermes-venv")
-    _run([str(pip), "install", "-q", f"hermes-agent[acp,mcp]=={HERMES_VERSION}", *HERMES_EXTRAS],
-         what="pip install hermes-agent", registry="Python package index")
+    _run(
+        [str(pip), "install", "-q", f"hermes-agent[acp,mcp]=={HERMES_VERSION}", *HERMES_EXTRAS],
+        what="pip install hermes-agent",
+        registry="Python package index",
+    )
     if not hermes_ok(cache):
         raise RuntimeError("pip finished but hermes-venv/bin/hermes (or its acp/mcp extras) is missing")
 
 
 def python312() -> str | None:
     """A Python >= 3.12 interpreter for kimi-cli, or None."""
-    candidates = [os.environ.get("GROUPX_REALCLI_PYTHON312"), shutil.which("python3.13"), shutil.which("python3.12"),
-                  *sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.1[2-9]*" / "bin" / "python3")),
-                          reverse=True),
-                  *sorted(glob.glob("/usr/bin/python3.1[2-9]"), reverse=True)]
+    candidates = [
+        os.environ.get("GROUPX_REALCLI_PYTHON312"),
+        shutil.which("python3.13"),
+        shutil.which("python3.12"),
+        *sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.1[2-9]*" / "bin" / "python3")), reverse=True),
+        *sorted(glob.glob("/usr/bin/python3.1[2-9]"), reverse=True),
+    ]
     if os.environ.get("PYTHON_PREFIX"):
         candidates.append(str(Path(os.environ["PYTHON_PREFIX"]) / "bin" / "python3"))
     for candidate in candidates:
         if not candidate or not Path(candidate).exists():
             continue
-        check = subprocess.run([candidate, "-c", "import sys, venv; sys.exit(sys.version_info < (3, 12))"],
-                               capture_output=True, timeout=30)
+        check = subprocess.run(
+            [candidate, "-c", "import sys, venv; sys.exit(sys.version_info < (3, 12))"], capture_output=True, timeout=30
+        )
         if check.returncode == 0:
             return candidate
     return None
@@ -199,11 +240,16 @@ def install_kimi(cache: Path) -> str:
         return f"kimi-cli {KIMI_VERSION}: already installed"
     python = python312()
     if python is None:
-        return ("kimi-cli skipped: it needs Python >= 3.12 and none was found (set GROUPX_REALCLI_PYTHON312 "
-                "to one); the kimi scenarios will be skipped")
+        return (
+            "kimi-cli skipped: it needs Python >= 3.12 and none was found (set GROUPX_REALCLI_PYTHON312 "
+            "to one); the kimi scenarios will be skipped"
+        )
     pip = _make_venv(python, cache / "kimi-venv")
-    _run([str(pip), "install", "-q", f"kimi-cli=={KIMI_VERSION}"], what="pip install kimi-cli",
-         registry="Python package index")
+    _run(
+        [str(pip), "install", "-q", f"kimi-cli=={KIMI_VERSION}"],
+        what="pip install kimi-cli",
+        registry="Python package index",
+    )
     return f"kimi-cli {KIMI_VERSION}: installed with {python}"
 
 
@@ -239,8 +285,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[realcli] kimi-cli (optional) not installed: {exc}", file=sys.stderr)
     print("[realcli] installed CLIs:")
     print("\n".join(report(cache)))
-    missing = [name for name, cli in clis(cache).items() if cli.required and not {
-        "codex": codex_ok, "claude": claude_ok, "hermes": hermes_ok}[name](cache)]
+    missing = [
+        name
+        for name, cli in clis(cache).items()
+        if cli.required and not {"codex": codex_ok, "claude": claude_ok, "hermes": hermes_ok}[name](cache)
+    ]
     if missing:
         print(f"[realcli] required CLIs missing: {', '.join(missing)}", file=sys.stderr)
         return 1

@@ -166,8 +166,16 @@ class Handler(BaseHTTPRequestHandler):
             raise ClientGone() from exc
 
     def _record(self, body: Any, **extra: Any) -> None:
-        self.server.log.write({"t": time.time(), "method": self.command, "path": self.path,
-                               "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, **extra})
+        self.server.log.write(
+            {
+                "t": time.time(),
+                "method": self.command,
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+                **extra,
+            }
+        )
 
     # -- routes --
 
@@ -200,8 +208,11 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_mock/reset":
             self.server.script.reset()
             return self._json(200, {"rules": 0})
-        handlers = {"/v1/responses": (view_responses, self.serve_responses), "/v1/messages": (view_messages, self.serve_messages),
-                    "/v1/chat/completions": (view_chat, self.serve_chat)}
+        handlers = {
+            "/v1/responses": (view_responses, self.serve_responses),
+            "/v1/messages": (view_messages, self.serve_messages),
+            "/v1/chat/completions": (view_chat, self.serve_chat),
+        }
         if path.endswith("/messages/count_tokens"):
             self._record(body, api="probe")
             return self._json(200, {"input_tokens": 100})
@@ -211,13 +222,21 @@ class Handler(BaseHTTPRequestHandler):
                 auxiliary = not view.tools  # a title or summary request on the side: never scripted
                 rule, steps = (None, AUX_STEPS) if auxiliary else self.server.script.match(view.api, view.current)
                 decision = plan(view, steps)
-                self._record(body, api=view.api, current=view.current, rule=rule, step=view.rounds, aux=auxiliary,
-                             tool_result=view.tool_result,
-                             reply={k: v for k, v in decision.items() if k != "delay"})
+                self._record(
+                    body,
+                    api=view.api,
+                    current=view.current,
+                    rule=rule,
+                    step=view.rounds,
+                    aux=auxiliary,
+                    tool_result=view.tool_result,
+                    reply={k: v for k, v in decision.items() if k != "delay"},
+                )
                 try:
                     if decision["kind"] == "error":
-                        return self._json(decision["status"], {"error": {"type": "mock_error",
-                                                                         "message": decision["message"]}})
+                        return self._json(
+                            decision["status"], {"error": {"type": "mock_error", "message": decision["message"]}}
+                        )
                     return reply(body, decision)
                 except ClientGone:
                     return  # the CLI hung up (an interrupt or a cancel): expected
@@ -231,8 +250,19 @@ class Handler(BaseHTTPRequestHandler):
     def serve_responses(self, body: dict[str, Any], decision: dict[str, Any]) -> None:
         response_id = _id("resp")
         self._stream_open()
-        self._event("response.created", {"type": "response.created", "response": {
-            "id": response_id, "object": "response", "status": "in_progress", "model": body.get("model"), "output": []}})
+        self._event(
+            "response.created",
+            {
+                "type": "response.created",
+                "response": {
+                    "id": response_id,
+                    "object": "response",
+                    "status": "in_progress",
+                    "model": body.get("model"),
+                    "output": [],
+                },
+            },
+        )
         output: list[dict[str, Any]] = []
         index = 0
         if decision.get("reasoning"):
@@ -244,69 +274,154 @@ class Handler(BaseHTTPRequestHandler):
                 index += 1
             output.append(self._responses_call(index, decision))
         else:
-            output.append(self._responses_message(index, split_text(decision["text"], decision["chunks"]),
-                                                  decision["delay"]))
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110}
-        self._event("response.completed", {"type": "response.completed", "response": {
-            "id": response_id, "object": "response", "status": "completed", "model": body.get("model"),
-            "output": output, "usage": usage}})
+            output.append(
+                self._responses_message(index, split_text(decision["text"], decision["chunks"]), decision["delay"])
+            )
+        usage = {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 110,
+        }
+        self._event(
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": {
+                    "id": response_id,
+                    "object": "response",
+                    "status": "completed",
+                    "model": body.get("model"),
+                    "output": output,
+                    "usage": usage,
+                },
+            },
+        )
         self._stream_close()
 
     def _responses_reasoning(self, index: int, text: str) -> dict[str, Any]:
         item = {"type": "reasoning", "id": _id("rs"), "summary": []}
-        self._event("response.output_item.added", {"type": "response.output_item.added", "output_index": index,
-                                                   "item": item})
-        self._event("response.reasoning_summary_part.added", {
-            "type": "response.reasoning_summary_part.added", "item_id": item["id"], "output_index": index,
-            "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
-        self._event("response.reasoning_summary_text.delta", {
-            "type": "response.reasoning_summary_text.delta", "item_id": item["id"], "output_index": index,
-            "summary_index": 0, "delta": text})
-        self._event("response.reasoning_summary_text.done", {
-            "type": "response.reasoning_summary_text.done", "item_id": item["id"], "output_index": index,
-            "summary_index": 0, "text": text})
+        self._event(
+            "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": item}
+        )
+        self._event(
+            "response.reasoning_summary_part.added",
+            {
+                "type": "response.reasoning_summary_part.added",
+                "item_id": item["id"],
+                "output_index": index,
+                "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""},
+            },
+        )
+        self._event(
+            "response.reasoning_summary_text.delta",
+            {
+                "type": "response.reasoning_summary_text.delta",
+                "item_id": item["id"],
+                "output_index": index,
+                "summary_index": 0,
+                "delta": text,
+            },
+        )
+        self._event(
+            "response.reasoning_summary_text.done",
+            {
+                "type": "response.reasoning_summary_text.done",
+                "item_id": item["id"],
+                "output_index": index,
+                "summary_index": 0,
+                "text": text,
+            },
+        )
         done = {**item, "summary": [{"type": "summary_text", "text": text}]}
-        self._event("response.output_item.done", {"type": "response.output_item.done", "output_index": index,
-                                                  "item": done})
+        self._event(
+            "response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": done}
+        )
         return done
 
     def _responses_message(self, index: int, chunks: list[str], delay: float) -> dict[str, Any]:
         item = {"type": "message", "id": _id("msg"), "role": "assistant", "status": "in_progress", "content": []}
-        self._event("response.output_item.added", {"type": "response.output_item.added", "output_index": index,
-                                                   "item": item})
-        self._event("response.content_part.added", {
-            "type": "response.content_part.added", "item_id": item["id"], "output_index": index, "content_index": 0,
-            "part": {"type": "output_text", "text": "", "annotations": []}})
+        self._event(
+            "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": item}
+        )
+        self._event(
+            "response.content_part.added",
+            {
+                "type": "response.content_part.added",
+                "item_id": item["id"],
+                "output_index": index,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []},
+            },
+        )
         for chunk in chunks:
-            self._event("response.output_text.delta", {
-                "type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
-                "content_index": 0, "delta": chunk}, delay)
+            self._event(
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": chunk,
+                },
+                delay,
+            )
         text = "".join(chunks)
-        self._event("response.output_text.done", {"type": "response.output_text.done", "item_id": item["id"],
-                                                  "output_index": index, "content_index": 0, "text": text})
+        self._event(
+            "response.output_text.done",
+            {
+                "type": "response.output_text.done",
+                "item_id": item["id"],
+                "output_index": index,
+                "content_index": 0,
+                "text": text,
+            },
+        )
         done = {**item, "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}
-        self._event("response.output_item.done", {"type": "response.output_item.done", "output_index": index,
-                                                  "item": done})
+        self._event(
+            "response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": done}
+        )
         return done
 
     def _responses_call(self, index: int, decision: dict[str, Any]) -> dict[str, Any]:
         arguments = json.dumps(decision["args"])
-        item = {"type": "function_call", "id": _id("fc"), "call_id": _id("call"), "name": decision["name"],
-                "arguments": "", "status": "in_progress"}
+        item = {
+            "type": "function_call",
+            "id": _id("fc"),
+            "call_id": _id("call"),
+            "name": decision["name"],
+            "arguments": "",
+            "status": "in_progress",
+        }
         if decision.get("namespace"):
             item["namespace"] = decision["namespace"]
-        self._event("response.output_item.added", {"type": "response.output_item.added", "output_index": index,
-                                                   "item": item})
-        self._event("response.function_call_arguments.delta", {
-            "type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index,
-            "delta": arguments})
-        self._event("response.function_call_arguments.done", {
-            "type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index,
-            "arguments": arguments})
+        self._event(
+            "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": item}
+        )
+        self._event(
+            "response.function_call_arguments.delta",
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": item["id"],
+                "output_index": index,
+                "delta": arguments,
+            },
+        )
+        self._event(
+            "response.function_call_arguments.done",
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": item["id"],
+                "output_index": index,
+                "arguments": arguments,
+            },
+        )
         done = {**item, "arguments": arguments, "status": "completed"}
-        self._event("response.output_item.done", {"type": "response.output_item.done", "output_index": index,
-                                                  "item": done})
+        self._event(
+            "response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": done}
+        )
         return done
 
     # -- Anthropic Messages (claude) --
@@ -323,43 +438,115 @@ class Handler(BaseHTTPRequestHandler):
             blocks.append(("text", split_text(decision["text"], decision["chunks"])))
         stop = "tool_use" if decision["kind"] == "tool" else "end_turn"
         message_id = _id("msg")
-        usage = {"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0}
+        usage = {
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
         model = body.get("model", MODEL)
         if not body.get("stream"):
-            content = [{"type": "text", "text": "".join(v)} if kind == "text" else
-                       {"type": "thinking", "thinking": v, "signature": "mock"} if kind == "thinking" else
-                       {"type": "tool_use", "id": _id("toolu"), "name": v["name"], "input": v["args"]}
-                       for kind, v in blocks]
-            return self._json(200, {"id": message_id, "type": "message", "role": "assistant", "model": model,
-                                    "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage})
+            content = [
+                {"type": "text", "text": "".join(v)}
+                if kind == "text"
+                else {"type": "thinking", "thinking": v, "signature": "mock"}
+                if kind == "thinking"
+                else {"type": "tool_use", "id": _id("toolu"), "name": v["name"], "input": v["args"]}
+                for kind, v in blocks
+            ]
+            return self._json(
+                200,
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            )
         self._stream_open()
-        self._event("message_start", {"type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}})
+        self._event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {**usage, "output_tokens": 1},
+                },
+            },
+        )
         for index, (kind, value) in enumerate(blocks):
             if kind == "thinking":
-                self._event("content_block_start", {"type": "content_block_start", "index": index,
-                                                     "content_block": {"type": "thinking", "thinking": ""}})
-                self._event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "thinking_delta", "thinking": value}})
-                self._event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "signature_delta", "signature": "mock"}})
+                self._event(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "thinking", "thinking": ""},
+                    },
+                )
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": value},
+                    },
+                )
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "signature_delta", "signature": "mock"},
+                    },
+                )
             elif kind == "text":
-                self._event("content_block_start", {"type": "content_block_start", "index": index,
-                                                     "content_block": {"type": "text", "text": ""}})
+                self._event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
                 for chunk in value:
-                    self._event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                         "delta": {"type": "text_delta", "text": chunk}},
-                                decision.get("delay", 0.0))
+                    self._event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": chunk}},
+                        decision.get("delay", 0.0),
+                    )
             else:
-                self._event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-                    "type": "tool_use", "id": _id("toolu"), "name": value["name"], "input": {}}})
-                self._event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-                    "type": "input_json_delta", "partial_json": json.dumps(value["args"])}})
+                self._event(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "tool_use", "id": _id("toolu"), "name": value["name"], "input": {}},
+                    },
+                )
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(value["args"])},
+                    },
+                )
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
-        self._event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                       "usage": {"output_tokens": 10}})
+        self._event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 10},
+            },
+        )
         self._event("message_stop", {"type": "message_stop"})
         self._stream_close()
 
@@ -372,21 +559,32 @@ class Handler(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
         call = None
         if decision["kind"] == "tool":
-            call = {"id": _id("call"), "type": "function",
-                    "function": {"name": decision["name"], "arguments": json.dumps(decision["args"])}}
+            call = {
+                "id": _id("call"),
+                "type": "function",
+                "function": {"name": decision["name"], "arguments": json.dumps(decision["args"])},
+            }
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": decision.get("text")}
             if call:
                 message["tool_calls"] = [call]
-            return self._json(200, {"id": completion_id, "object": "chat.completion", "created": created,
-                                    "model": model, "usage": usage, "choices": [{
-                                        "index": 0, "message": message,
-                                        "finish_reason": "tool_calls" if call else "stop"}]})
+            return self._json(
+                200,
+                {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+                },
+            )
         base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
 
         def chunk(delta: dict[str, Any], finish: str | None = None, pause: float = 0.0, **extra: Any) -> None:
-            self._event(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra},
-                        pause)
+            self._event(
+                None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}, pause
+            )
 
         self._stream_open()
         chunk({"role": "assistant", "content": ""})
@@ -405,8 +603,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _model_entry() -> dict[str, Any]:
-    return {"id": MODEL, "object": "model", "created": 0, "owned_by": "groupx-mock", "type": "model",
-            "display_name": "GroupX mock", "context_length": 256000}
+    return {
+        "id": MODEL,
+        "object": "model",
+        "created": 0,
+        "owned_by": "groupx-mock",
+        "type": "model",
+        "display_name": "GroupX mock",
+        "context_length": 256000,
+    }
 
 
 class MockServer(ThreadingHTTPServer):

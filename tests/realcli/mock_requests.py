@@ -64,7 +64,7 @@ def split_text(text: str, chunks: int) -> list[str]:
     out, at = [], 0
     for i in range(chunks):
         step = size + (1 if i < extra else 0)
-        out.append(text[at:at + step])
+        out.append(text[at : at + step])
         at += step
     return [c for c in out if c] or [""]
 
@@ -104,10 +104,12 @@ def _stringify(value: Any) -> str:
 
 def view_responses(body: dict[str, Any]) -> View:
     items = [i for i in (body.get("input") or []) if isinstance(i, dict)]
-    last_user = max((n for n, i in enumerate(items) if i.get("type", "message") == "message"
-                     and i.get("role") == "user"), default=-1)
+    last_user = max(
+        (n for n, i in enumerate(items) if i.get("type", "message") == "message" and i.get("role") == "user"),
+        default=-1,
+    )
     user_text = _text_of(items[last_user].get("content")) if last_user >= 0 else ""
-    after = items[last_user + 1:]
+    after = items[last_user + 1 :]
     rounds = sum(1 for i in after if i.get("type") in ("function_call", "custom_tool_call", "local_shell_call"))
     outputs = [i for i in after if i.get("type") in ("function_call_output", "custom_tool_call_output")]
     tool_result = _stringify(outputs[-1].get("output")) if outputs else None
@@ -129,13 +131,15 @@ def view_messages(body: dict[str, Any]) -> View:
 
     def is_tool_result(message: dict) -> bool:
         content = message.get("content")
-        return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
-                                                 for b in content)
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        )
 
-    last_user = max((n for n, m in enumerate(messages) if m.get("role") == "user" and not is_tool_result(m)),
-                    default=-1)
+    last_user = max(
+        (n for n, m in enumerate(messages) if m.get("role") == "user" and not is_tool_result(m)), default=-1
+    )
     user_text = _text_of(messages[last_user].get("content")) if last_user >= 0 else ""
-    after = messages[last_user + 1:]
+    after = messages[last_user + 1 :]
     rounds = sum(1 for m in after if m.get("role") == "assistant")
     tool_result = None
     for message in after:
@@ -150,7 +154,7 @@ def view_chat(body: dict[str, Any]) -> View:
     messages = [m for m in (body.get("messages") or []) if isinstance(m, dict)]
     last_user = max((n for n, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     user_text = _text_of(messages[last_user].get("content")) if last_user >= 0 else ""
-    after = messages[last_user + 1:]
+    after = messages[last_user + 1 :]
     rounds = sum(1 for m in after if m.get("role") == "assistant" and m.get("tool_calls"))
     results = [m for m in after if m.get("role") == "tool"]
     tool_result = _stringify(results[-1].get("content")) if results else None
@@ -165,8 +169,11 @@ def view_chat(body: dict[str, Any]) -> View:
 SHELL_TOOLS = {
     "responses": [("exec_command", lambda c: {"cmd": c}), ("shell", lambda c: {"command": ["bash", "-lc", c]})],
     "messages": [("Bash", lambda c: {"command": c, "description": "Run a command"})],
-    "chat": [("terminal", lambda c: {"command": c}), ("Shell", lambda c: {"command": c}),
-             ("run_shell_command", lambda c: {"command": c})],
+    "chat": [
+        ("terminal", lambda c: {"command": c}),
+        ("Shell", lambda c: {"command": c}),
+        ("run_shell_command", lambda c: {"command": c}),
+    ],
 }
 
 
@@ -196,8 +203,11 @@ def result_json(text: str | None) -> dict[str, Any]:
         except ValueError:
             value = None
         if isinstance(value, dict):
-            inner = value.get("result", value.get("error")) if set(value) <= {"result", "structuredContent",
-                                                                                "error"} else None
+            inner = (
+                value.get("result", value.get("error"))
+                if set(value) <= {"result", "structuredContent", "error"}
+                else None
+            )
             if isinstance(inner, str):
                 with contextlib.suppress(ValueError):
                     parsed = json.loads(inner)
@@ -229,8 +239,13 @@ def plan(view: View, steps: list[dict[str, Any]]) -> dict[str, Any]:
         found = resolve_tool(view, step["tool"], server)
         if found is None:
             offered = sorted({(t.get("namespace") or "") + ":" + t["name"] for t in view.tools})
-            return {"kind": "text", "text": f"MOCK ERROR: MCP tool {server}/{step['tool']} was not offered; "
-                                            f"offered: {', '.join(offered)[:2000]}", "chunks": 1, "delay": 0.0}
+            return {
+                "kind": "text",
+                "text": f"MOCK ERROR: MCP tool {server}/{step['tool']} was not offered; "
+                f"offered: {', '.join(offered)[:2000]}",
+                "chunks": 1,
+                "delay": 0.0,
+            }
         args = fill(step.get("args") or {}, view.tool_result)
         return {"kind": "tool", **found, "args": args, "text": step.get("say")}
     if "shell" in step:
@@ -243,7 +258,10 @@ def plan(view: View, steps: list[dict[str, Any]]) -> dict[str, Any]:
         return {"kind": "error", "status": int(step["error"]), "message": step.get("message", "mock error")}
     text = str(step.get("text", ""))
     text = text.replace("{result}", view.tool_result or "").replace("{current}", view.current)
-    return {"kind": "text", "text": text, "chunks": int(step.get("chunks", 3)),
-            "delay": float(step.get("delay_ms", 10)) / 1000, "reasoning": step.get("reasoning")}
-
-
+    return {
+        "kind": "text",
+        "text": text,
+        "chunks": int(step.get("chunks", 3)),
+        "delay": float(step.get("delay_ms", 10)) / 1000,
+        "reasoning": step.get("reasoning"),
+    }

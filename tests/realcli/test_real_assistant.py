@@ -16,22 +16,45 @@ from tests.server import GroupXServer, wait_until
 
 def test_a_real_claude_brain_dispatches_with_worker_ask_and_quotes_the_answer(tmp_path, mock, key):
     brain = harness.make_agent(tmp_path, "assistant-brain", "claude", mock)
-    config = {"server": {"host": "127.0.0.1", "port": 4310}, "agents": fake_agents(tmp_path, "kimi"),
-              "timeouts": {"handshakeMs": 60_000, "closeMs": 3_000},
-              "assistant": {"enabled": True, "brain": {"driver": "claude", "command": str(brain.wrapper),
-                                                       "cwd": str(brain.cwd)}}}
+    config = {
+        "server": {"host": "127.0.0.1", "port": 4310},
+        "agents": fake_agents(tmp_path, "kimi"),
+        "timeouts": {"handshakeMs": 60_000, "closeMs": 3_000},
+        "assistant": {
+            "enabled": True,
+            "brain": {"driver": "claude", "command": str(brain.wrapper), "cwd": str(brain.cwd)},
+        },
+    }
     server = GroupXServer(tmp_path / "groupx", config).start(timeout=60)
     try:
-        wait_until(lambda: server.get("/api/assistant").json()["status"] == "ready", timeout=120,
-                   message="the real brain ready")
-        mock.script({"when": key, "steps": [
-            {"tool": "worker_ask", "args": {"to": ["agent:kimi"], "content": f"status please {key}",
-                                            "clientCommandId": f"ask-{key}", "timeoutMs": 60000}},
-            {"text": "kimi said: {result}"},
-        ]})
+        wait_until(
+            lambda: server.get("/api/assistant").json()["status"] == "ready",
+            timeout=120,
+            message="the real brain ready",
+        )
+        mock.script(
+            {
+                "when": key,
+                "steps": [
+                    {
+                        "tool": "worker_ask",
+                        "args": {
+                            "to": ["agent:kimi"],
+                            "content": f"status please {key}",
+                            "clientCommandId": f"ask-{key}",
+                            "timeoutMs": 60000,
+                        },
+                    },
+                    {"text": "kimi said: {result}"},
+                ],
+            }
+        )
 
-        answer = server.post("/api/assistant/messages", {"clientCommandId": f"side-{key}",
-                                                         "content": f"Ask kimi for a status {key}"}, timeout=180)
+        answer = server.post(
+            "/api/assistant/messages",
+            {"clientCommandId": f"side-{key}", "content": f"Ask kimi for a status {key}"},
+            timeout=180,
+        )
 
         assert answer.status_code == 200, answer.text
         reply = answer.json()["assistantMessage"]

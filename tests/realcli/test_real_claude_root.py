@@ -23,6 +23,7 @@ def test_claude_as_root_without_is_sandbox_is_policy_blocked_with_a_hint(tmp_pat
     server.env.pop("IS_SANDBOX", None)  # nothing in the server's own environment either
     server.start(timeout=60)
     try:
+
         def blocked():
             entry = harness.health_agents(server).get("agent:claude", {})
             return entry if entry.get("status") in ("native_policy_blocked", "failed", "ready") else None

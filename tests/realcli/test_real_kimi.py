@@ -27,6 +27,7 @@ def test_legacy_kimi_cli_starts_but_refuses_the_kimi_drivers_auto_mode(tmp_path,
     agent = harness.make_agent(tmp_path, "kimi", "kimi", mock)
     server = GroupXServer(tmp_path / "groupx", harness.room_config([agent])).start(timeout=60)
     try:
+
         def settled():
             entry = harness.health_agents(server).get("agent:kimi", {})
             return entry if entry.get("status") in ("failed", "ready", "native_policy_blocked") else None

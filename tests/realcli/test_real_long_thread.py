@@ -37,8 +37,11 @@ def test_a_thread_longer_than_one_stdout_line_resumes_after_a_restart(tmp_path, 
         server.start(timeout=60)
         harness.wait_agents_ready(server, [driver])
 
-        sessions = [e for e in server.events(after_seq=head)
-                    if e["type"].startswith("session.") and e["actor"]["actorId"] == actor]
+        sessions = [
+            e
+            for e in server.events(after_seq=head)
+            if e["type"].startswith("session.") and e["actor"]["actorId"] == actor
+        ]
         started = [e for e in sessions if e["type"] in ("session.resumed", "session.ready")]
         assert [e["type"] for e in started] == ["session.resumed"], sessions
         assert native_session(server, actor) == before

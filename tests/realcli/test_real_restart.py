@@ -20,8 +20,12 @@ from tests.realcli.harness import DRIVERS, record, seconds_of
 
 
 def native_session(server, actor_id: str) -> str | None:
-    rows = db_rows(server, "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND status = "
-                           "'active' AND native_session_id IS NOT NULL ORDER BY created_at DESC", actor_id)
+    rows = db_rows(
+        server,
+        "SELECT native_session_id FROM agents_sessionbinding WHERE actor_id = ? AND status = "
+        "'active' AND native_session_id IS NOT NULL ORDER BY created_at DESC",
+        actor_id,
+    )
     return rows[0]["native_session_id"] if rows else None
 
 
@@ -49,8 +53,11 @@ def restarted(tmp_path_factory, mock, real_clis):
 def test_after_a_restart_the_next_turn_resumes_the_same_native_session(restarted, driver):
     room, first_key = restarted["room"], restarted["keys"][driver]
     actor = f"agent:{driver}"
-    sessions = [e for e in room.server.events(after_seq=restarted["head"])
-                if e["type"].startswith("session.") and e["actor"]["actorId"] == actor]
+    sessions = [
+        e
+        for e in room.server.events(after_seq=restarted["head"])
+        if e["type"].startswith("session.") and e["actor"]["actorId"] == actor
+    ]
     kinds = [e["type"] for e in sessions]
     assert "session.resumed" in kinds and "session.failed" not in kinds, sessions
     resumed = next(e for e in sessions if e["type"] == "session.resumed")
@@ -65,8 +72,11 @@ def test_after_a_restart_the_next_turn_resumes_the_same_native_session(restarted
     assert run.terminal["type"] == "turn.completed", run.terminal
     record("turn after restart (resumed)", driver, latency_s=round(run.latency, 3))
     starting = next(e for e in sessions if e["type"] == "session.starting")
-    record("session resume (spawn -> resumed)", driver,
-           latency_s=round(seconds_of(resumed["occurredAt"]) - seconds_of(starting["occurredAt"]), 3))
+    record(
+        "session resume (spawn -> resumed)",
+        driver,
+        latency_s=round(seconds_of(resumed["occurredAt"]) - seconds_of(starting["occurredAt"]), 3),
+    )
     request = room.mock.requests(rule=key)[0]
     history = native_history(request)
     assert f"first answer {first_key}" in history["assistant"], history

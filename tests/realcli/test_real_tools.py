@@ -26,19 +26,33 @@ def test_publish_then_ask_another_real_agent(room, key, driver):
     question_key, answer = f"Q{key}", f"answer-{key} from {target}"
     room.mock.script(
         {"when": question_key, "steps": [{"text": answer, "chunks": 2}]},
-        {"when": key, "steps": [
-            {"tool": "publish", "args": {"content": f"progress {key}", "clientCommandId": f"pub-{key}"}},
-            {"tool": "ask", "args": {"to": [f"agent:{target}"], "content": f"question {question_key}",
-                                     "clientCommandId": f"ask-{key}", "timeoutMs": 60000}},
-            {"text": "asked and got: {result}", "chunks": 2},
-        ]},
+        {
+            "when": key,
+            "steps": [
+                {"tool": "publish", "args": {"content": f"progress {key}", "clientCommandId": f"pub-{key}"}},
+                {
+                    "tool": "ask",
+                    "args": {
+                        "to": [f"agent:{target}"],
+                        "content": f"question {question_key}",
+                        "clientCommandId": f"ask-{key}",
+                        "timeoutMs": 60000,
+                    },
+                },
+                {"text": "asked and got: {result}", "chunks": 2},
+            ],
+        },
     )
 
     run = room.turn(f"agent:{driver}", f"Coordinate please {key}", timeout=120)
 
     assert run.terminal["type"] == "turn.completed", run.terminal
-    record(f"publish + ask -> {target}", driver, latency_s=round(run.latency, 3),
-           tools=[[t["body"]["nativeType"], t["body"]["details"]] for t in run.tools])
+    record(
+        f"publish + ask -> {target}",
+        driver,
+        latency_s=round(run.latency, 3),
+        tools=[[t["body"]["nativeType"], t["body"]["details"]] for t in run.tools],
+    )
     events = room.server.events()
     by_content = {e["body"].get("content"): e for e in events if e["type"] == "message.created"}
     published = by_content[f"progress {key}"]
@@ -67,7 +81,6 @@ def test_publish_then_ask_another_real_agent(room, key, driver):
     assert "tool.progress.recorded" in [e["type"] for e in turn_events(room.server, run.turn_id)]
 
 
-
 @pytest.mark.parametrize("driver", list(RING))
 def test_an_ask_to_a_slow_agent_is_pending_then_collected_and_send_and_read_work(room, key, driver):
     target = RING[driver]
@@ -76,15 +89,31 @@ def test_an_ask_to_a_slow_agent_is_pending_then_collected_and_send_and_read_work
     room.mock.script(
         {"when": slow_key, "steps": [{"text": slow_answer, "chunks": 10, "delay_ms": 300}]},
         {"when": note_key, "steps": [{"text": f"noted {key}"}]},
-        {"when": key, "steps": [
-            {"tool": "ask", "args": {"to": [f"agent:{target}"], "content": f"take your time {slow_key}",
-                                     "clientCommandId": f"ask-{key}", "timeoutMs": 500}},
-            {"tool": "collect", "args": {"messageEventId": "{json:messageEventId}", "timeoutMs": 30000}},
-            {"tool": "send", "args": {"to": [f"agent:{target}"], "content": f"for the record {note_key}",
-                                      "clientCommandId": f"send-{key}"}},
-            {"tool": "read", "args": {}},
-            {"text": "done {result}", "chunks": 1},
-        ]},
+        {
+            "when": key,
+            "steps": [
+                {
+                    "tool": "ask",
+                    "args": {
+                        "to": [f"agent:{target}"],
+                        "content": f"take your time {slow_key}",
+                        "clientCommandId": f"ask-{key}",
+                        "timeoutMs": 500,
+                    },
+                },
+                {"tool": "collect", "args": {"messageEventId": "{json:messageEventId}", "timeoutMs": 30000}},
+                {
+                    "tool": "send",
+                    "args": {
+                        "to": [f"agent:{target}"],
+                        "content": f"for the record {note_key}",
+                        "clientCommandId": f"send-{key}",
+                    },
+                },
+                {"tool": "read", "args": {}},
+                {"text": "done {result}", "chunks": 1},
+            ],
+        },
     )
 
     run = room.turn(f"agent:{driver}", f"Ask, collect, send, read {key}", timeout=120)
@@ -101,11 +130,13 @@ def test_an_ask_to_a_slow_agent_is_pending_then_collected_and_send_and_read_work
     assert sent["turns"][0]["target"] == f"agent:{target}" and sent["turns"][0]["status"] == "queued", sent
     read = result_json(results[4])
     assert any(e.get("body", {}).get("content") == slow_answer for e in read.get("events", [])), read
-    note = next(e for e in room.server.events() if e["type"] == "message.created"
-                and e["body"].get("content") == f"for the record {note_key}")
+    note = next(
+        e
+        for e in room.server.events()
+        if e["type"] == "message.created" and e["body"].get("content") == f"for the record {note_key}"
+    )
     assert note["actor"]["actorId"] == f"agent:{driver}" and note["to"] == [f"agent:{target}"]
     # the send woke the target: its own Turn answers the note
     noted = room.turn_of(sent["turns"][0]["turnId"], timeout=60)
     assert noted["type"] == "turn.completed"
     assert room.event(noted["body"]["responseEventId"])["body"]["content"] == f"noted {key}"
-

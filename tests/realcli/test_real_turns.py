@@ -25,11 +25,17 @@ def offered_tools(request: dict) -> set[str]:
             if tool.get("type") == "namespace" and tool.get("name", "").rstrip("_") == "mcp__groupx":
                 names |= {t["name"] for t in tool.get("tools") or []}
     elif request["api"] == "messages":
-        names = {t["name"].removeprefix("mcp__groupx__") for t in body.get("tools") or []
-                 if t.get("name", "").startswith("mcp__groupx__")}
+        names = {
+            t["name"].removeprefix("mcp__groupx__")
+            for t in body.get("tools") or []
+            if t.get("name", "").startswith("mcp__groupx__")
+        }
     else:
-        names = {t["function"]["name"].removeprefix("mcp__groupx__") for t in body.get("tools") or []
-                 if t.get("function", {}).get("name", "").startswith("mcp__groupx__")}
+        names = {
+            t["function"]["name"].removeprefix("mcp__groupx__")
+            for t in body.get("tools") or []
+            if t.get("function", {}).get("name", "").startswith("mcp__groupx__")
+        }
     return names
 
 
@@ -41,22 +47,32 @@ def user_text(request: dict) -> str:
         return "\n".join(c.get("text", "") for c in users[-1]["content"] if c.get("type") == "input_text")
     messages = [m for m in body["messages"] if m.get("role") == "user"]
     content = messages[-1]["content"]
-    return content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content
-                                                               if b.get("type") == "text")
+    return (
+        content
+        if isinstance(content, str)
+        else "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+    )
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_text_turn_streams_into_the_room_and_completes(room, key, driver):
     answer = f"The real {driver} CLI streams this answer ({key}) to the room in several pieces."
-    room.mock.script({"when": key, "steps": [{"text": answer, "chunks": 6, "delay_ms": 40,
-                                              "reasoning": f"thinking about {key}"}]})
+    room.mock.script(
+        {"when": key, "steps": [{"text": answer, "chunks": 6, "delay_ms": 40, "reasoning": f"thinking about {key}"}]}
+    )
     content = f"Please answer {key}"
 
     run = room.turn(f"agent:{driver}", content)
 
     assert run.terminal["type"] == "turn.completed", run.terminal
-    record("text turn", driver, latency_s=round(run.latency, 3), first_delta_s=round(run.first_delta or -1, 3),
-           deltas=len(run.deltas), reasoning_deltas=len(run.reasoning))
+    record(
+        "text turn",
+        driver,
+        latency_s=round(run.latency, 3),
+        first_delta_s=round(run.first_delta or -1, 3),
+        deltas=len(run.deltas),
+        reasoning_deltas=len(run.reasoning),
+    )
     reply = room.event(run.terminal["body"]["responseEventId"])
     assert reply["actor"]["actorId"] == f"agent:{driver}" and reply["actor"]["kind"] == "agent"
     assert reply["replyToEventId"] == run.accepted["messageEventId"]
@@ -104,13 +120,18 @@ def test_the_context_packet_reaches_the_model_intact(room, key, driver):
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_cancel_mid_stream_ends_the_turn_cancelled_and_the_agent_answers_again(room, key, driver):
     slow = " ".join(f"tick-{i}" for i in range(80))
-    room.mock.script({"when": f"{key}-after", "steps": [{"text": f"back {key}"}]},  # the longer "when" wins
-                     {"when": key, "steps": [{"text": slow, "chunks": 80, "delay_ms": 200}]})
+    room.mock.script(
+        {"when": f"{key}-after", "steps": [{"text": f"back {key}"}]},  # the longer "when" wins
+        {"when": key, "steps": [{"text": slow, "chunks": 80, "delay_ms": 200}]},
+    )
     cancelled_at: dict[str, float] = {}
 
     def cancel_after_first_delta(sse, turn_id):
-        sse.wait_for(lambda e: e["type"] == "turn.content.delta" and e["body"].get("turnId") == turn_id,
-                     timeout=60, message="the first content delta")
+        sse.wait_for(
+            lambda e: e["type"] == "turn.content.delta" and e["body"].get("turnId") == turn_id,
+            timeout=60,
+            message="the first content delta",
+        )
         cancelled_at["t"] = time.monotonic()
         assert cancel(room.server, turn_id)["status"] == "cancelling"
 
@@ -136,8 +157,12 @@ def test_a_shell_command_runs_and_shows_as_tool_progress(room, key, driver):
     run = room.turn(f"agent:{driver}", f"Run something {key}")
 
     assert run.terminal["type"] == "turn.completed", run.terminal
-    record("shell tool turn", driver, latency_s=round(run.latency, 3),
-           tools=[[t["body"]["nativeType"], t["body"]["details"]] for t in run.tools])
+    record(
+        "shell tool turn",
+        driver,
+        latency_s=round(run.latency, 3),
+        tools=[[t["body"]["nativeType"], t["body"]["details"]] for t in run.tools],
+    )
     reply = room.event(run.terminal["body"]["responseEventId"])
     assert f"shell-{key}" in reply["body"]["content"]  # the command's output went back to the model
     phases = [t["body"]["nativeType"] for t in run.tools]
@@ -151,12 +176,17 @@ def test_a_shell_command_runs_and_shows_as_tool_progress(room, key, driver):
 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_each_session_started_with_mcp_verified(room, driver):
-    events = [e for e in room.server.events() if e["type"].startswith("session.")
-              and e["actor"]["actorId"] == f"agent:{driver}"]
+    events = [
+        e
+        for e in room.server.events()
+        if e["type"].startswith("session.") and e["actor"]["actorId"] == f"agent:{driver}"
+    ]
     starting = next(e for e in events if e["type"] == "session.starting")
     ready = next(e for e in events if e["type"] == "session.ready")
     assert ready["body"]["mcp"] == "verified" and ready["body"]["continuity"] == "new_session", ready
     assert not [e for e in events if e["type"] == "session.failed"]
-    record("session start (spawn -> ready)", driver, latency_s=round(
-        seconds_of(ready["occurredAt"]) - seconds_of(starting["occurredAt"]), 3))
-
+    record(
+        "session start (spawn -> ready)",
+        driver,
+        latency_s=round(seconds_of(ready["occurredAt"]) - seconds_of(starting["occurredAt"]), 3),
+    )

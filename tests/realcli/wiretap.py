@@ -34,8 +34,9 @@ class Tap:
 
     def write(self, record: dict) -> None:
         with self._lock:
-            self._file.write(json.dumps({"t": round(time.monotonic() - self.started, 4), **record},
-                                        ensure_ascii=False) + "\n")
+            self._file.write(
+                json.dumps({"t": round(time.monotonic() - self.started, 4), **record}, ensure_ascii=False) + "\n"
+            )
             self._file.flush()
 
     def line(self, direction: str, data: bytes) -> None:

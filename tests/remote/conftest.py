@@ -47,8 +47,11 @@ def mixed_room(tmp_path_factory, sshd):
         "kimi": remote_agent("kimi", workdir, "kimi"),
         "coder": remote_agent("codex", workdir, "coder"),
     }
-    server = GroupXServer(workdir, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
-                          env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)})
+    server = GroupXServer(
+        workdir,
+        {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
+        env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)},
+    )
     server.start()
     yield server
     server.stop()

@@ -29,8 +29,11 @@ def sshd_binary() -> str | None:
 
 
 def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "groupx-test", "-f", str(path)],
-                   check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "groupx-test", "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
     return path.with_suffix(".pub").read_text().strip()
 
 
@@ -48,31 +51,62 @@ class Sshd:
         client_public = _keygen(folder / "client_key")
         (folder / "authorized_keys").write_text(client_public + "\n")
         (folder / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {host_public}\n")
-        (folder / "sshd_config").write_text("\n".join([
-            f"ListenAddress 127.0.0.1:{self.port}",
-            f"HostKey {folder / 'host_key'}",
-            f"PidFile {folder / 'sshd.pid'}",
-            f"AuthorizedKeysFile {folder / 'authorized_keys'}",
-            "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password", "UsePAM no", "StrictModes no",
-            # Remote forwards bind the remote loopback only: what GroupX relies on.
-            "AllowTcpForwarding remote", "GatewayPorts no", "X11Forwarding no",
-            "AcceptEnv GROUPX_FAKE_*", "LogLevel VERBOSE", "",
-        ]))
-        self.ssh_config.write_text("\n".join([
-            f"Host {ALIAS}",
-            "  HostName 127.0.0.1", f"  Port {self.port}", f"  User {_user()}",
-            f"  IdentityFile {folder / 'client_key'}", "  IdentitiesOnly yes",
-            f"  UserKnownHostsFile {folder / 'known_hosts'}", "  GlobalKnownHostsFile /dev/null",
-            "  StrictHostKeyChecking yes", "  SendEnv GROUPX_FAKE_*",
-            f"Host {DEAD_ALIAS}", "  HostName 127.0.0.1", f"  Port {free_port()}", "",
-        ]))
+        (folder / "sshd_config").write_text(
+            "\n".join(
+                [
+                    f"ListenAddress 127.0.0.1:{self.port}",
+                    f"HostKey {folder / 'host_key'}",
+                    f"PidFile {folder / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {folder / 'authorized_keys'}",
+                    "PubkeyAuthentication yes",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PermitRootLogin prohibit-password",
+                    "UsePAM no",
+                    "StrictModes no",
+                    # Remote forwards bind the remote loopback only: what GroupX relies on.
+                    "AllowTcpForwarding remote",
+                    "GatewayPorts no",
+                    "X11Forwarding no",
+                    "AcceptEnv GROUPX_FAKE_*",
+                    "LogLevel VERBOSE",
+                    "",
+                ]
+            )
+        )
+        self.ssh_config.write_text(
+            "\n".join(
+                [
+                    f"Host {ALIAS}",
+                    "  HostName 127.0.0.1",
+                    f"  Port {self.port}",
+                    f"  User {_user()}",
+                    f"  IdentityFile {folder / 'client_key'}",
+                    "  IdentitiesOnly yes",
+                    f"  UserKnownHostsFile {folder / 'known_hosts'}",
+                    "  GlobalKnownHostsFile /dev/null",
+                    "  StrictHostKeyChecking yes",
+                    "  SendEnv GROUPX_FAKE_*",
+                    f"Host {DEAD_ALIAS}",
+                    "  HostName 127.0.0.1",
+                    f"  Port {free_port()}",
+                    "",
+                ]
+            )
+        )
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
         log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process's life
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
-                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_until(lambda: self.proc.poll() is not None or "Server listening" in self.log(), timeout=30,
-                   message="sshd listening")
+        self.proc = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        wait_until(
+            lambda: self.proc.poll() is not None or "Server listening" in self.log(),
+            timeout=30,
+            message="sshd listening",
+        )
         assert self.proc.poll() is None, self.log()
         return self
 

@@ -23,25 +23,28 @@ def started_records(room, flavor: str) -> list[dict]:
 
 def test_at_all_reaches_the_local_and_the_remote_agents_and_each_remote_cli_runs_in_its_remote_cwd(mixed_room):
     accepted = send(mixed_room, "@all", "hello everyone")
-    terminals = {t["target"]: wait_terminal(mixed_room, t["turnId"], timeout=TERMINAL_WAIT)
-                 for t in accepted["turns"]}
+    terminals = {t["target"]: wait_terminal(mixed_room, t["turnId"], timeout=TERMINAL_WAIT) for t in accepted["turns"]}
 
     assert {actor: t["type"] for actor, t in terminals.items()} == dict.fromkeys(
-        ["agent:codex", "agent:claude", "agent:kimi", "agent:coder"], "turn.completed")
+        ["agent:codex", "agent:claude", "agent:kimi", "agent:coder"], "turn.completed"
+    )
     agents = {a["agentId"]: a for a in mixed_room.get("/api/health").json()["agents"]}
     assert [agents[name]["host"] for name in ("claude", "kimi", "coder")] == [ALIAS] * 3
     assert agents["codex"]["host"] == "local"
     for flavor, name in (("claude", "claude"), ("kimi", "kimi"), ("codex", "coder")):
         cwds = {start["cwd"] for start in started_records(mixed_room, flavor)}
         assert str(mixed_room.workdir / f"remote-{name}") in cwds
-    mcp_urls = {frame["params"]["config"]["mcp_servers.groupx"]["url"]
-                for frame in prompts_sent(mixed_room, "codex", "thread/start")}
+    mcp_urls = {
+        frame["params"]["config"]["mcp_servers.groupx"]["url"]
+        for frame in prompts_sent(mixed_room, "codex", "thread/start")
+    }
     room_url = f"http://127.0.0.1:{mixed_room.port}/mcp"
     assert room_url in mcp_urls and len(mcp_urls - {room_url}) == 1  # the remote Codex got the forward
 
 
 def test_the_remote_claude_reads_its_mcp_config_from_a_private_remote_file_and_no_binding_is_on_a_command_line(
-        mixed_room):
+    mixed_room,
+):
     accepted = send(mixed_room, "agent:claude", "check your files")
     assert wait_terminal(mixed_room, accepted["turns"][0]["turnId"], timeout=TERMINAL_WAIT)["type"] == "turn.completed"
     binding = active_binding(mixed_room, "agent:claude")
@@ -61,8 +64,9 @@ def test_a_remote_agent_asks_the_local_one_over_the_forwarded_mcp_port(mixed_roo
     mcp = [r for r in wire(mixed_room, "kimi", kind="mcp") if (r.get("req") or {}).get("method") == "tools/call"]
     assert mcp and mcp[-1]["status"] == 200
     assert not mcp[-1]["url"].endswith(f":{mixed_room.port}/mcp")  # the forwarded port, not the room's own
-    answers = [e for e in mixed_room.events()
-               if e["type"] == "message.created" and e["actor"]["actorId"] == "agent:codex"]
+    answers = [
+        e for e in mixed_room.events() if e["type"] == "message.created" and e["actor"]["actorId"] == "agent:codex"
+    ]
     assert any(e["body"]["content"] == "echo: are-you-there?" for e in answers)
 
 
@@ -70,8 +74,11 @@ def test_a_dropped_ssh_connection_fails_only_the_running_turn_and_the_next_turn_
     running = send(mixed_room, "agent:claude", "[[fake: hang]]")["turns"][0]["turnId"]
     bystander = send(mixed_room, "agent:codex", "[[fake: hang]]")["turns"][0]["turnId"]
     for turn_id in (running, bystander):
-        wait_until(lambda t=turn_id: any(e["type"] == "turn.started" for e in turn_events(mixed_room, t)),
-                   timeout=TERMINAL_WAIT, message=f"{turn_id} running")
+        wait_until(
+            lambda t=turn_id: any(e["type"] == "turn.started" for e in turn_events(mixed_room, t)),
+            timeout=TERMINAL_WAIT,
+            message=f"{turn_id} running",
+        )
     launches_before = len(started_records(mixed_room, "claude"))
 
     assert sshd.drop_connections()  # the kimi and claude connections, as a network failure would
@@ -91,8 +98,11 @@ def test_a_dropped_ssh_connection_fails_only_the_running_turn_and_the_next_turn_
 
 def test_a_remote_turn_is_cancelled_natively_through_the_connection(mixed_room):
     running = send(mixed_room, "agent:kimi", "[[fake: hang]]")["turns"][0]["turnId"]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(mixed_room, running)),
-               timeout=TERMINAL_WAIT, message="kimi's Turn running")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(mixed_room, running)),
+        timeout=TERMINAL_WAIT,
+        message="kimi's Turn running",
+    )
 
     cancel(mixed_room, running)
 
@@ -102,16 +112,22 @@ def test_a_remote_turn_is_cancelled_natively_through_the_connection(mixed_room):
 
 @pytest.fixture
 def room_with_a_dead_destination(tmp_path, sshd):
-    agents = {"lost": {**remote_agent("kimi", tmp_path, "lost"), "ssh": DEAD_ALIAS},
-              "kimi": remote_agent("kimi", tmp_path, "kimi")}
-    room = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
-                        env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)})
+    agents = {
+        "lost": {**remote_agent("kimi", tmp_path, "lost"), "ssh": DEAD_ALIAS},
+        "kimi": remote_agent("kimi", tmp_path, "kimi"),
+    }
+    room = GroupXServer(
+        tmp_path,
+        {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}},
+        env={"GROUPX_SSH_CONFIG": str(sshd.ssh_config)},
+    )
     yield room.start()
     room.stop()
 
 
 def test_an_unreachable_destination_fails_the_start_with_ssh_s_reason_and_only_that_agents_turn(
-        room_with_a_dead_destination):
+    room_with_a_dead_destination,
+):
     room = room_with_a_dead_destination
     turns = {t["target"]: t["turnId"] for t in send(room, "@all", "anyone there?")["turns"]}
 

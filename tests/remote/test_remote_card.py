@@ -12,8 +12,7 @@ from tests.remote.sshd import ALIAS
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM}")
-def test_the_agent_card_shows_the_ssh_destination_before_a_remote_agents_path_and_nothing_for_a_local_one(
-        mixed_room):
+def test_the_agent_card_shows_the_ssh_destination_before_a_remote_agents_path_and_nothing_for_a_local_one(mixed_room):
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:

@@ -77,26 +77,45 @@ class ModeRoom:
             web.stop()
 
 
-def start_split_room(workdir, agents: dict, redis: RedisServer, *, webs: int = 2, workers: int = 2,
-                     worker_agents: list[str] | None = None, **extra) -> ModeRoom:
+def start_split_room(
+    workdir,
+    agents: dict,
+    redis: RedisServer,
+    *,
+    webs: int = 2,
+    workers: int = 2,
+    worker_agents: list[str] | None = None,
+    **extra,
+) -> ModeRoom:
     """``extra``: more of groupx.json (the room assistant's block, say). ``worker_agents``: one
     worker per entry, started with ``--agents <entry>`` at the same moment (D58), instead of ``workers``."""
     port = free_port()
-    config = {"server": {"host": "127.0.0.1", "port": port}, "timeouts": TIMEOUTS, "agents": agents,
-              "channelLayer": {"redisUrl": redis.url}, **extra}
+    config = {
+        "server": {"host": "127.0.0.1", "port": port},
+        "timeouts": TIMEOUTS,
+        "agents": agents,
+        "channelLayer": {"redisUrl": redis.url},
+        **extra,
+    }
     first = GroupXServer(workdir, config, env=LEASE_ENV, name="web1").start(port=port)
-    servers = [first] + [GroupXServer(workdir, config, env=LEASE_ENV, name=f"web{n + 2}").start(migrate=False)
-                         for n in range(webs - 1)]
+    servers = [first] + [
+        GroupXServer(workdir, config, env=LEASE_ENV, name=f"web{n + 2}").start(migrate=False) for n in range(webs - 1)
+    ]
     if worker_agents is not None:  # launched at the same moment: they race for the room's lease
-        started = [AgentsWorker(first, f"worker{n + 1}", agents=names).launch() for n, names in enumerate(worker_agents)]
+        started = [
+            AgentsWorker(first, f"worker{n + 1}", agents=names).launch() for n, names in enumerate(worker_agents)
+        ]
         for worker in started:
             worker.wait_for(RUNS, timeout=60)
     else:
         started = [AgentsWorker(first, "worker1").start()]
         started += [AgentsWorker(first, f"worker{n + 2}").start(expect=STANDS_BY) for n in range(workers - 1)]
     room = ModeRoom("split", servers, started)
-    wait_until(lambda: first.get("/api/health").json().get("worker", {}).get("owner"), timeout=30,
-               message="health to name the worker that owns the room")
+    wait_until(
+        lambda: first.get("/api/health").json().get("worker", {}).get("owner"),
+        timeout=30,
+        message="health to name the worker that owns the room",
+    )
     return room
 
 

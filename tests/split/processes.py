@@ -31,8 +31,13 @@ def redis_server_binary() -> str:
     if found:
         return found
     if shutil.which("apt-get") and _is_root():
-        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=False, timeout=600,
-                       capture_output=True, env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "redis-server"],
+            check=False,
+            timeout=600,
+            capture_output=True,
+            env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        )
         found = shutil.which("redis-server")
     if not found:
         pytest.skip("redis-server is not installed and cannot be installed here")
@@ -62,9 +67,24 @@ class RedisServer:
     def start(self) -> RedisServer:
         log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 (the child owns it)
         self.proc = subprocess.Popen(
-            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--dir", str(self.workdir)],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                self.binary,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         wait_until(self.answers, timeout=30, message="redis-server to answer PING")
         return self
@@ -89,8 +109,14 @@ class RedisServer:
 
 def doctor(web: GroupXServer) -> str:
     """``groupx doctor`` for the room of ``web`` (its config, its database)."""
-    return subprocess.run([sys.executable, "-m", "groupx_site", "doctor"], cwd=REPO, env=web.env,
-                          capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run(
+        [sys.executable, "-m", "groupx_site", "doctor"],
+        cwd=REPO,
+        env=web.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
 
 
 class AgentsWorker:

@@ -38,8 +38,12 @@ def state(web) -> dict:
 
 
 def wait_ready(web) -> None:
-    wait_until(lambda: state(web)["status"] == "ready", timeout=DEADLINE, interval=0.1,
-               message="the assistant's brain ready, as this web process shows it")
+    wait_until(
+        lambda: state(web)["status"] == "ready",
+        timeout=DEADLINE,
+        interval=0.1,
+        message="the assistant's brain ready, as this web process shows it",
+    )
 
 
 def brain_parents(room) -> list[int]:
@@ -79,9 +83,14 @@ def test_the_same_command_id_posted_to_the_other_web_process_joins_the_run_in_fl
 
     assert second["assistantMessage"] == first["assistantMessage"]
     assert prompts_holding(mode_room, "join-across-token") == 1
-    rows = db_rows(mode_room.web, "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? "
-                                  "OR reply_to_id IN (SELECT message_id FROM assistant_conversation_messages "
-                                  "WHERE client_command_id = ?)", "side-join-across", "side-join-across")
+    rows = db_rows(
+        mode_room.web,
+        "SELECT role FROM assistant_conversation_messages WHERE client_command_id = ? "
+        "OR reply_to_id IN (SELECT message_id FROM assistant_conversation_messages "
+        "WHERE client_command_id = ?)",
+        "side-join-across",
+        "side-join-across",
+    )
     assert sorted(row["role"] for row in rows) == ["assistant", "user"]
 
 
@@ -95,7 +104,8 @@ def test_a_run_posted_to_one_web_process_is_cancelled_from_the_other(mode_room):
     assert accepted.status_code == 200 and accepted.json() == {"accepted": True}
     assert answer().json()["assistantMessage"]["outcome"] == "cancelled"
     assert other_web.post("/api/assistant/cancel", {"clientCommandId": "side-cancel-across"}).json() == {
-        "accepted": False}
+        "accepted": False
+    }
     wait_ready(other_web)
 
 
@@ -120,8 +130,11 @@ def test_with_no_worker_a_web_process_says_so_and_writes_nothing_until_a_worker_
     for worker in mode_room.workers:
         worker.stop()
     mode_room.workers.clear()
-    wait_until(lambda: "no worker owns the room" in (state(web).get("detail") or ""), timeout=DEADLINE,
-               message="the assistant's status to say no worker owns the room")
+    wait_until(
+        lambda: "no worker owns the room" in (state(web).get("detail") or ""),
+        timeout=DEADLINE,
+        message="the assistant's status to say no worker owns the room",
+    )
     assert state(web)["status"] == "starting"
     rows = len(db_rows(web, "SELECT message_id FROM assistant_conversation_messages"))
 

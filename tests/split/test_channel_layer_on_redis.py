@@ -48,8 +48,22 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="re
 def redis_url(tmp_path):
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     try:
         wait_until(lambda: probe_redis(url, timeout=0.5).reachable, timeout=20, message="redis-server answering")
@@ -76,21 +90,36 @@ def test_split_mode_answers_a_message_over_redis_and_a_sigterm_stops_both_proces
     try:
         wait_until(lambda: "GroupX split mode:" in split.output(), timeout=120, message="both processes started")
         stream = SseClient(f"http://127.0.0.1:{port}", after_seq=0)
-        posted = httpx.post(f"http://127.0.0.1:{port}/api/messages", timeout=10, json={
-            "clientCommandId": uuid.uuid4().hex, "to": ["agent:kimi"], "content": "over the layer"})
+        posted = httpx.post(
+            f"http://127.0.0.1:{port}/api/messages",
+            timeout=10,
+            json={"clientCommandId": uuid.uuid4().hex, "to": ["agent:kimi"], "content": "over the layer"},
+        )
         assert posted.status_code == 202, posted.text
         turn_id = posted.json()["turns"][0]["turnId"]
 
-        stream.wait_for(lambda e: e["type"] == "turn.completed" and e["body"]["turnId"] == turn_id, timeout=60,
-                        message="the Turn completed: its wake-up went through Redis")
+        stream.wait_for(
+            lambda e: e["type"] == "turn.completed" and e["body"]["turnId"] == turn_id,
+            timeout=60,
+            message="the Turn completed: its wake-up went through Redis",
+        )
 
         # Another process on the layer (as the worker is) publishes a delta: the web process's
         # bus relay hands it to this stream.
-        publisher = subprocess.run([sys.executable, "-c", PUBLISH_A_DELTA], cwd=REPO, capture_output=True, text=True,
-                                   env={**cli_env(tmp_path), "GROUPX_CONFIG": str(config)}, timeout=60)
+        publisher = subprocess.run(
+            [sys.executable, "-c", PUBLISH_A_DELTA],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**cli_env(tmp_path), "GROUPX_CONFIG": str(config)},
+            timeout=60,
+        )
         assert publisher.returncode == 0, publisher.stderr
-        stream.wait_for(lambda e: e["body"].get("turnId") == "turn_from_another_process", timeout=30,
-                        message="the other process's delta")
+        stream.wait_for(
+            lambda e: e["body"].get("turnId") == "turn_from_another_process",
+            timeout=30,
+            message="the other process's delta",
+        )
         stream.close()
     finally:
         split.proc.send_signal(signal.SIGTERM)

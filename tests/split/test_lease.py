@@ -22,8 +22,12 @@ DEADLINE = 60
 def web(tmp_path_factory, redis_server):
     workdir = tmp_path_factory.mktemp("lease")
     port = free_port()
-    config = {"server": {"host": "127.0.0.1", "port": port}, "timeouts": TIMEOUTS,
-              "agents": fake_agents(workdir, "kimi"), "channelLayer": {"redisUrl": redis_server.url}}
+    config = {
+        "server": {"host": "127.0.0.1", "port": port},
+        "timeouts": TIMEOUTS,
+        "agents": fake_agents(workdir, "kimi"),
+        "channelLayer": {"redisUrl": redis_server.url},
+    }
     server = GroupXServer(workdir, config, env=LEASE_ENV, name="web").start(port=port)
     yield server
     server.stop()
@@ -85,8 +89,11 @@ def test_a_stalled_worker_whose_lease_was_taken_stops_its_agents_at_once(web, wo
     standby = workers(expect=STANDS_BY)
     turn_id = send(web, "agent:kimi", "on the first owner")["turns"][0]["turnId"]
     assert wait_terminal(web, turn_id, timeout=DEADLINE)["type"] == "turn.completed"
-    clis_of_the_owner = {r["pid"] for r in wirelog.read_records(web.fake_log_dir, kind="start")
-                         if not wirelog.read_records(web.fake_log_dir, kind="exit", pid=r["pid"])}
+    clis_of_the_owner = {
+        r["pid"]
+        for r in wirelog.read_records(web.fake_log_dir, kind="start")
+        if not wirelog.read_records(web.fake_log_dir, kind="exit", pid=r["pid"])
+    }
     assert clis_of_the_owner
 
     os.kill(owner.pid, signal.SIGSTOP)  # a stall: its heartbeats stop, its lease expires

@@ -16,11 +16,14 @@ from tests.test_system_errors import statuses, system_errors
 DEADLINE = 60
 
 
-def test_no_live_worker_and_a_lost_lease_are_each_one_system_error_until_a_worker_runs_the_room(
-        tmp_path, redis_server):
+def test_no_live_worker_and_a_lost_lease_are_each_one_system_error_until_a_worker_runs_the_room(tmp_path, redis_server):
     port = free_port()
-    config = {"server": {"host": "127.0.0.1", "port": port}, "timeouts": TIMEOUTS,
-              "agents": fake_agents(tmp_path, "kimi"), "channelLayer": {"redisUrl": redis_server.url}}
+    config = {
+        "server": {"host": "127.0.0.1", "port": port},
+        "timeouts": TIMEOUTS,
+        "agents": fake_agents(tmp_path, "kimi"),
+        "channelLayer": {"redisUrl": redis_server.url},
+    }
     web = GroupXServer(tmp_path, config, env=LEASE_ENV, name="web").start(port=port)
     workers: list[AgentsWorker] = []
     try:
@@ -30,8 +33,11 @@ def test_no_live_worker_and_a_lost_lease_are_each_one_system_error_until_a_worke
 
         owner = AgentsWorker(web, "worker-1").start()
         workers.append(owner)
-        wait_until(lambda: statuses(web, "worker.none") == ["active", "resolved"], timeout=DEADLINE,
-                   message="worker.none healed")
+        wait_until(
+            lambda: statuses(web, "worker.none") == ["active", "resolved"],
+            timeout=DEADLINE,
+            message="worker.none healed",
+        )
 
         standby = AgentsWorker(web, "worker-2").start(expect=STANDS_BY)
         workers.append(standby)
@@ -43,8 +49,11 @@ def test_no_live_worker_and_a_lost_lease_are_each_one_system_error_until_a_worke
         owner.wait_for("lost the lease", timeout=DEADLINE)
 
         def lost_and_healed():
-            lost = [e for e in web.events() if e["type"] == "system.error"
-                    and e["body"]["condition"].startswith("lease.lost:")]
+            lost = [
+                e
+                for e in web.events()
+                if e["type"] == "system.error" and e["body"]["condition"].startswith("lease.lost:")
+            ]
             return lost if [e["body"]["status"] for e in lost] == ["active", "resolved"] else None
 
         active, resolved = wait_until(lost_and_healed, timeout=DEADLINE, message="the lost lease, then its healing")

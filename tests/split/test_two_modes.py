@@ -14,21 +14,30 @@ TURN_DEADLINE = 60  # a loaded 2-core machine runs five suites at once: deadline
 
 
 def wait_started(web, turn_id: str) -> None:
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(web, turn_id)), timeout=TURN_DEADLINE,
-               message=f"{turn_id} to start")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(web, turn_id)),
+        timeout=TURN_DEADLINE,
+        message=f"{turn_id} to start",
+    )
 
 
 def test_at_all_streams_every_agents_reply_to_a_stream_the_web_process_serves(mode_room):
     web = mode_room.web
     with SseClient(web.base_url, after_seq=web.get("/api/bootstrap").json()["room"]["throughSeq"]) as stream:
-        accepted = send(web, "@all", "[[fake: stream n=3 delay_ms=5 text=\"one two three\"]]")
+        accepted = send(web, "@all", '[[fake: stream n=3 delay_ms=5 text="one two three"]]')
         turn_ids = {turn["turnId"] for turn in accepted["turns"]}
         assert len(turn_ids) == 2
         for turn_id in turn_ids:
-            stream.wait_for(lambda e, t=turn_id: e["type"] == "turn.content.delta" and e["body"]["turnId"] == t,
-                            timeout=TURN_DEADLINE, message=f"a content delta of {turn_id}")
-            stream.wait_for(lambda e, t=turn_id: e["type"] == "turn.completed" and e["body"]["turnId"] == t,
-                            timeout=TURN_DEADLINE, message=f"the completion of {turn_id}")
+            stream.wait_for(
+                lambda e, t=turn_id: e["type"] == "turn.content.delta" and e["body"]["turnId"] == t,
+                timeout=TURN_DEADLINE,
+                message=f"a content delta of {turn_id}",
+            )
+            stream.wait_for(
+                lambda e, t=turn_id: e["type"] == "turn.completed" and e["body"]["turnId"] == t,
+                timeout=TURN_DEADLINE,
+                message=f"the completion of {turn_id}",
+            )
         replies = [e for e in stream.durable if e["type"] == "message.created" and e["body"].get("turnId") in turn_ids]
         assert len(replies) == 2
 
@@ -82,12 +91,15 @@ def test_health_names_the_process_that_owns_the_agents_and_since_when(mode_room)
 
 def test_an_mcp_ask_lands_on_a_web_process_other_than_the_one_the_user_posted_to(mode_room):
     posted_to = mode_room.webs[-1]  # the agents' MCP URL is the first web process's (groupx.json's port)
-    with SseClient(posted_to.base_url, after_seq=posted_to.get("/api/bootstrap").json()["room"]["throughSeq"]) as stream:
+    with SseClient(
+        posted_to.base_url, after_seq=posted_to.get("/api/bootstrap").json()["room"]["throughSeq"]
+    ) as stream:
         accepted = send(posted_to, "agent:kimi", "[[fake: mcp-ask to=agent:hermes text=ready-to-ship?]]")
         terminal = wait_terminal(posted_to, accepted["turns"][0]["turnId"], timeout=TURN_DEADLINE)
         stream.wait_for(lambda e: e["eventId"] == terminal["eventId"], timeout=TURN_DEADLINE)
-        messages = [(e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable
-                    if e["type"] == "message.created"]
+        messages = [
+            (e["actor"]["actorId"], e["body"]["content"]) for e in stream.durable if e["type"] == "message.created"
+        ]
 
     assert terminal["type"] == "turn.completed"
     assert messages[1] == ("agent:kimi", "ready-to-ship?")

@@ -38,8 +38,13 @@ def actor(actor_id: str) -> ActorRef:
 def bind(actor_id: str) -> str:
     """An active MCP binding of ``actor_id`` (what a started session opens)."""
     binding_id = f"binding_{actor_id}_{next(_ids)}"
-    instance = AgentInstance.objects.create(instance_id=f"inst_{binding_id}", actor_id=actor_id, adapter_id="kimi",
-                                            status="ready", process_started_at=timezone.now())
+    instance = AgentInstance.objects.create(
+        instance_id=f"inst_{binding_id}",
+        actor_id=actor_id,
+        adapter_id="kimi",
+        status="ready",
+        process_started_at=timezone.now(),
+    )
     SessionBinding.objects.create(binding_id=binding_id, instance=instance, actor_id=actor_id, protocol="acp")
     return binding_id
 

@@ -45,8 +45,13 @@ CHILD = textwrap.dedent("""
 
 
 def logged_lines(verbosity: int, installed: bool) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(verbosity), "installed" if installed else "daphne"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(verbosity), "installed" if installed else "daphne"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

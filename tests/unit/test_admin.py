@@ -22,8 +22,9 @@ PAIR = {"observers": ["agent:beta"], "mode": "live_steer"}
 
 
 def cancel_in_the_admin(admin_client, *turn_ids: str):
-    return admin_client.post(TURNS, {"action": "cancel_turns", "_selected_action": list(turn_ids), "index": "0"},
-                             follow=True)
+    return admin_client.post(
+        TURNS, {"action": "cancel_turns", "_selected_action": list(turn_ids), "index": "0"}, follow=True
+    )
 
 
 def cancel_receipts() -> list[ClientCommand]:
@@ -85,10 +86,26 @@ def test_the_admin_shows_a_supervision_pair_with_its_turns_read_only(admin_clien
 @pytest.mark.parametrize("path", ["/admin/agents/runtimeworker/", "/admin/agents/agentlease/"])
 def test_the_workers_and_the_agents_leases_are_listed_read_only(admin_client, path):
     now = timezone.now()
-    RuntimeWorker.objects.create(worker_id="worker-live", mode="worker", host="elsewhere", pid=1, role="owner",
-                                 started_at=now, heartbeat_at=now, expires_at=now + timedelta(minutes=1))
-    RuntimeWorker.objects.create(worker_id="worker-gone", mode="worker", host="elsewhere", pid=2, role="standby",
-                                 started_at=now, heartbeat_at=now, expires_at=now - timedelta(minutes=1))
+    RuntimeWorker.objects.create(
+        worker_id="worker-live",
+        mode="worker",
+        host="elsewhere",
+        pid=1,
+        role="owner",
+        started_at=now,
+        heartbeat_at=now,
+        expires_at=now + timedelta(minutes=1),
+    )
+    RuntimeWorker.objects.create(
+        worker_id="worker-gone",
+        mode="worker",
+        host="elsewhere",
+        pid=2,
+        role="standby",
+        started_at=now,
+        heartbeat_at=now,
+        expires_at=now - timedelta(minutes=1),
+    )
     AgentLease.objects.create(actor_id="agent:alpha", worker_id="worker-live", acquired_at=now)
     AgentLease.objects.create(actor_id="agent:beta", worker_id="worker-gone", acquired_at=now)
 

@@ -48,7 +48,9 @@ def test_two_workers_split_three_agents_and_the_first_one_also_holds_the_room():
     assert report["owner"]["workerId"] == first.worker_id
     assert report["agentWorkers"] == {ALPHA: first.worker_id, BETA: first.worker_id, GAMMA: second.worker_id}
     assert {(w["workerId"], tuple(w["agents"]), w["roomJobs"]) for w in report["workers"]} == {
-        (first.worker_id, (ALPHA, BETA), True), (second.worker_id, (GAMMA,), False)}
+        (first.worker_id, (ALPHA, BETA), True),
+        (second.worker_id, (GAMMA,), False),
+    }
 
 
 def test_an_agent_held_by_a_live_worker_is_not_taken_by_another_that_wants_it():
@@ -132,8 +134,9 @@ def test_the_room_leases_recovery_leaves_every_live_agents_turns_to_their_own_wo
 
 
 def config(**fields) -> GroupXConfig:
-    return GroupXConfig.model_validate({"agents": {name: {"driver": "kimi", "cwd": "."} for name in ("alpha", "beta")},
-                                        **fields})
+    return GroupXConfig.model_validate(
+        {"agents": {name: {"driver": "kimi", "cwd": "."} for name in ("alpha", "beta")}, **fields}
+    )
 
 
 SHARED = {"channelLayer": {"redisUrl": "redis://127.0.0.1:6379/0"}, "storage": {"url": "postgresql://127.0.0.1/room"}}

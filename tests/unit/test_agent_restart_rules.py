@@ -64,8 +64,10 @@ def test_a_restart_answers_with_the_instance_it_replaces_and_a_retry_replays_tha
     assert conflict.value.code == "CLIENT_COMMAND_CONFLICT"
 
 
-@pytest.mark.parametrize(("actor_id", "code"), [("agent:nobody", "UNKNOWN_ACTOR"), ("user:web", "UNKNOWN_ACTOR"),
-                                                ("agent:retired", "UNKNOWN_TARGET")])
+@pytest.mark.parametrize(
+    ("actor_id", "code"),
+    [("agent:nobody", "UNKNOWN_ACTOR"), ("user:web", "UNKNOWN_ACTOR"), ("agent:retired", "UNKNOWN_TARGET")],
+)
 def test_only_a_live_agent_can_be_restarted(actor_id, code):
     # An agent the room knew (its Actor row stays) but no longer runs. Made here, not taken from the
     # migration's built-in rows: a transactional test elsewhere flushes those.
@@ -83,8 +85,9 @@ def test_only_a_live_agent_can_be_restarted(actor_id, code):
 
 def ready_binding(native_id: str) -> None:
     binding = bind("agent:alpha")
-    SessionBinding.objects.filter(binding_id=binding).update(protocol="acp", cwd="/w", native_session_id=native_id,
-                                                             last_ready_at=timezone.now())
+    SessionBinding.objects.filter(binding_id=binding).update(
+        protocol="acp", cwd="/w", native_session_id=native_id, last_ready_at=timezone.now()
+    )
 
 
 def test_no_native_session_born_before_a_native_reset_is_resumed_again():

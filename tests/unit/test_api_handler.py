@@ -62,9 +62,18 @@ async def api_request(method: str, path: str, body: bytes = b"", headers: tuple 
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
-             "query_string": b"", "headers": [(b"host", b"127.0.0.1:4310"), *headers], "server": ("127.0.0.1", 4310),
-             "client": ("127.0.0.1", 50000), "scheme": "http", "root_path": ""}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:4310"), *headers],
+        "server": ("127.0.0.1", 4310),
+        "client": ("127.0.0.1", 50000),
+        "scheme": "http",
+        "root_path": "",
+    }
     await GroupXASGIHandler()(scope, receive, send)
     return threading.get_ident(), sent[0]["status"]
 
@@ -177,8 +186,11 @@ def test_an_api_requests_signals_run_on_the_event_loops_thread():
 def test_the_django_signal_code_the_handler_relies_on_is_the_code_it_was_written_against():
     # When this fails, compare groupx_site/handler.py's send_from_loop_thread and close_response
     # with the changed Django code, carry the change over, update the hash.
-    changed = [function.__qualname__ for function, digest in DJANGO_SIGNAL_CODE_SHA256.items()
-               if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest]
+    changed = [
+        function.__qualname__
+        for function, digest in DJANGO_SIGNAL_CODE_SHA256.items()
+        if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
+    ]
     assert changed == []
 
 
@@ -204,8 +216,10 @@ def test_a_signal_sent_from_the_event_loops_thread_reaches_every_other_receiver_
     for receiver in (reset_queries, first, close_old_connections, second):
         signal.connect(receiver)
     send_from_loop_thread(signal, GroupXASGIHandler, scope={"path": "/api/x"})
-    assert calls == [("first", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}}),
-                     ("second", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}})]
+    assert calls == [
+        ("first", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}}),
+        ("second", {"signal": signal, "sender": GroupXASGIHandler, "scope": {"path": "/api/x"}}),
+    ]
 
 
 def test_close_caches_is_left_out_only_while_every_configured_cache_closes_with_nothing_to_do(settings):
@@ -244,10 +258,18 @@ def test_an_api_request_answered_then_disconnected_leaves_no_reference_cycle_for
                 answered.set()
 
         # a post the API refuses (415, not JSON), as it refuses a post at the queue's cap (429)
-        scope = {"type": "http", "method": "POST", "path": "/api/messages", "raw_path": b"/api/messages",
-                 "query_string": b"", "headers": [(b"host", b"127.0.0.1:4310"), (b"content-type", b"text/plain")],
-                 "server": ("127.0.0.1", 4310),
-                 "client": ("127.0.0.1", 50000), "scheme": "http", "root_path": ""}
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/api/messages",
+            "raw_path": b"/api/messages",
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1:4310"), (b"content-type", b"text/plain")],
+            "server": ("127.0.0.1", 4310),
+            "client": ("127.0.0.1", 50000),
+            "scheme": "http",
+            "root_path": "",
+        }
         await GroupXASGIHandler()(scope, receive, send)
 
     asyncio.run(request_then_disconnect())  # the first request's imports and caches are not the subject

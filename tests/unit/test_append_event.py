@@ -21,15 +21,22 @@ def _appended(monkeypatch, *, returns_event: bool):
     monkeypatch.setattr(bus, "committed", lambda seq, frame: committed.append(seq))
     with transaction.atomic():
         returned = events.turn_event(
-            event_type=event_types.TURN_DISPATCHED, actor=events.SYSTEM, turn_id="turn_same",
-            target_actor_id="agent:alpha", correlation_id="corr_same", root_correlation_id="corr_same",
-            body={"attemptId": "att_same", "targetActorId": "agent:alpha"}, returns_event=returns_event)
+            event_type=event_types.TURN_DISPATCHED,
+            actor=events.SYSTEM,
+            turn_id="turn_same",
+            target_actor_id="agent:alpha",
+            correlation_id="corr_same",
+            root_correlation_id="corr_same",
+            body={"attemptId": "att_same", "targetActorId": "agent:alpha"},
+            returns_event=returns_event,
+        )
     stored = Event.objects.order_by("-seq").values().first()
     return returned, stored, committed
 
 
 def test_an_event_appended_without_its_object_is_the_same_row_and_wakes_the_streams_on_commit(
-        monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         built, built_row, built_woke = _appended(monkeypatch, returns_event=True)
     with django_capture_on_commit_callbacks(execute=True):
@@ -38,7 +45,8 @@ def test_an_event_appended_without_its_object_is_the_same_row_and_wakes_the_stre
     assert none is None
     assert woke == [row["seq"]] and built_woke == [built_row["seq"]]
     assert {k: v for k, v in row.items() if k not in _RANDOM} == {
-        k: v for k, v in built_row.items() if k not in _RANDOM}
+        k: v for k, v in built_row.items() if k not in _RANDOM
+    }
 
 
 def test_the_claim_and_turn_started_build_no_event_object(monkeypatch):

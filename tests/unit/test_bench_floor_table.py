@@ -6,10 +6,28 @@ import pytest
 
 from bench import floor_table
 
-REFERENCE = {"kind": "reference", "turns": 300, "turns_per_s": 120.0, "server_ms": 7.6, "harness_ms": 1.4,
-             "agents_ms": 0.6, "reply_p50_ms": 10.0, "reply_p95_ms": 20.0, "rss_mb": 200.0}
-GROUPX = {"kind": "start", "turns": 300, "turns_per_s": 80.0, "server_ms": 8.0, "harness_ms": 2.0,
-          "agents_ms": 0.5, "reply_p50_ms": 12.0, "reply_p95_ms": 25.0, "rss_mb": 100.0}
+REFERENCE = {
+    "kind": "reference",
+    "turns": 300,
+    "turns_per_s": 120.0,
+    "server_ms": 7.6,
+    "harness_ms": 1.4,
+    "agents_ms": 0.6,
+    "reply_p50_ms": 10.0,
+    "reply_p95_ms": 20.0,
+    "rss_mb": 200.0,
+}
+GROUPX = {
+    "kind": "start",
+    "turns": 300,
+    "turns_per_s": 80.0,
+    "server_ms": 8.0,
+    "harness_ms": 2.0,
+    "agents_ms": 0.5,
+    "reply_p50_ms": 12.0,
+    "reply_p95_ms": 25.0,
+    "rss_mb": 100.0,
+}
 
 
 def test_the_ceiling_is_the_cores_filled_by_the_other_processes_cpu():
@@ -34,11 +52,19 @@ def test_the_ceiling_table_derives_the_budget_for_twice_the_references_throughpu
 
 
 def test_the_floor_sums_the_components_and_sets_the_half_of_the_references_cpu_beside_it():
-    http = [{"layer": "daphne_django", "us_per_request": 600.0, "label": "django", "requests_per_s": 1, "rss_mb": 1},
-            {"layer": "node", "us_per_request": 60.0, "label": "node", "requests_per_s": 1, "rss_mb": 1}]
+    http = [
+        {"layer": "daphne_django", "us_per_request": 600.0, "label": "django", "requests_per_s": 1, "rss_mb": 1},
+        {"layer": "node", "us_per_request": 60.0, "label": "node", "requests_per_s": 1, "rss_mb": 1},
+    ]
     sse = [{"layer": "daphne_bare", "us_per_frame": 10.0, "label": "daphne", "frames_per_s": 1}]
-    components = floor_table.floor_rows(http, sse, {"statements_per_turn": 38, "sqlite_ms": 1.0},
-                                        {"pipe_ms": 0.1}, posts_per_turn=1 / 3, frames_per_turn=10.0)
+    components = floor_table.floor_rows(
+        http,
+        sse,
+        {"statements_per_turn": 38, "sqlite_ms": 1.0},
+        {"pipe_ms": 0.1},
+        posts_per_turn=1 / 3,
+        frames_per_turn=10.0,
+    )
     assert [round(ms, 3) for _, ms in components] == [0.2, 0.1, 1.0, 0.1]
     table, total = floor_table.summary_section(components, [REFERENCE, GROUPX])
     assert total == pytest.approx(1.4)
@@ -47,9 +73,10 @@ def test_the_floor_sums_the_components_and_sets_the_half_of_the_references_cpu_b
 
 
 def test_the_http_table_gives_each_layer_as_a_multiple_of_nodes():
-    rows = [{"layer": "daphne_bare", "label": "daphne", "us_per_request": 300.0, "requests_per_s": 3000,
-             "rss_mb": 70.0},
-            {"layer": "node", "label": "node", "us_per_request": 60.0, "requests_per_s": 13000, "rss_mb": 60.0}]
+    rows = [
+        {"layer": "daphne_bare", "label": "daphne", "us_per_request": 300.0, "requests_per_s": 3000, "rss_mb": 70.0},
+        {"layer": "node", "label": "node", "us_per_request": 60.0, "requests_per_s": 13000, "rss_mb": 60.0},
+    ]
     assert "| daphne | 300 | 5.0× | 3000 | 70.0 |" in floor_table.http_section(rows)
 
 

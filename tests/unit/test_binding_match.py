@@ -23,8 +23,14 @@ def test_the_exact_id_of_an_active_agent_binding_matches_and_names_the_stored_ro
 
 def test_a_near_miss_matches_nothing():
     binding_id = bind("agent:alpha")
-    near = [binding_id[:-1], binding_id + "x", binding_id[:-1] + chr(ord(binding_id[-1]) ^ 1), binding_id.upper(),
-            f" {binding_id}", ""]
+    near = [
+        binding_id[:-1],
+        binding_id + "x",
+        binding_id[:-1] + chr(ord(binding_id[-1]) ^ 1),
+        binding_id.upper(),
+        f" {binding_id}",
+        "",
+    ]
 
     assert [instances.match_active_binding(token.encode()) for token in near] == [None] * len(near)
     assert instances.match_active_binding(binding_id.encode() + b"\xff") is None
@@ -34,8 +40,9 @@ def test_a_closed_binding_and_the_web_users_binding_match_nothing():
     closed = bind("agent:alpha")
     SessionBinding.objects.filter(binding_id=closed).update(status="closed")
     Actor.objects.get_or_create(actor_id="user:web", defaults={"kind": "user", "display_name": "You"})
-    SessionBinding.objects.get_or_create(binding_id=WEB_BINDING_ID, defaults={"actor_id": "user:web",
-                                                                               "protocol": "web"})
+    SessionBinding.objects.get_or_create(
+        binding_id=WEB_BINDING_ID, defaults={"actor_id": "user:web", "protocol": "web"}
+    )
 
     assert instances.match_active_binding(closed.encode()) is None
     assert instances.match_active_binding(WEB_BINDING_ID.encode()) is None

@@ -18,7 +18,9 @@ def refusal(raw: bytes) -> str:
 
 
 def test_a_plain_message_body_is_not_walked():
-    assert cannot_need_checks(json.dumps({"to": ["agent:kimi"], "content": "héllo 你好 😀"}, ensure_ascii=False).encode())
+    assert cannot_need_checks(
+        json.dumps({"to": ["agent:kimi"], "content": "héllo 你好 😀"}, ensure_ascii=False).encode()
+    )
 
 
 def test_a_surrogate_escape_is_walked_and_refused_naming_its_field():

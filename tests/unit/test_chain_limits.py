@@ -26,13 +26,19 @@ def send(binding: str, *to: str, kind: str = "mcp.send") -> dict:
 
 
 def refusal(binding: str, *to: str, kind: str = "mcp.send") -> GroupXError:
-    before = (Turn.objects.count(), Event.objects.filter(event_type="message.created").count(),
-              ClientCommand.objects.count())
+    before = (
+        Turn.objects.count(),
+        Event.objects.filter(event_type="message.created").count(),
+        ClientCommand.objects.count(),
+    )
     with pytest.raises(GroupXError) as refused:
         send(binding, *to, kind=kind)
     # Nothing of the command stays: no message, no Turn, no receipt.
-    assert (Turn.objects.count(), Event.objects.filter(event_type="message.created").count(),
-            ClientCommand.objects.count()) == before
+    assert (
+        Turn.objects.count(),
+        Event.objects.filter(event_type="message.created").count(),
+        ClientCommand.objects.count(),
+    ) == before
     return refused.value
 
 
@@ -53,7 +59,10 @@ def test_a_send_past_the_hop_limit_is_refused_and_the_stop_is_recorded():
     assert (error.code, error.details["limitKind"]) == ("HOP_LIMIT_REACHED", "hopCount")
     [stopped] = loop_stopped()
     assert (stopped["errorCode"], stopped["parentTurnId"], stopped["commandType"]) == (
-        "HOP_LIMIT_REACHED", parent, "mcp.send")
+        "HOP_LIMIT_REACHED",
+        parent,
+        "mcp.send",
+    )
 
 
 def test_a_chain_stops_at_its_root_turn_limit():
@@ -73,7 +82,10 @@ def test_one_agent_is_called_at_most_actor_calls_per_root_times():
     send(binding, "agent:beta")
     error = refusal(binding, "agent:beta")
     assert (error.code, error.details["limitKind"], error.details["targets"]) == (
-        "ROOT_TURN_LIMIT_REACHED", "actorCallsPerRoot", ["agent:beta"])
+        "ROOT_TURN_LIMIT_REACHED",
+        "actorCallsPerRoot",
+        ["agent:beta"],
+    )
 
 
 def test_a_send_to_a_full_queue_is_refused_without_a_loop_event():

@@ -30,15 +30,24 @@ def whole_list_plan(*, through_seq: int | None = None, keep_last: int = 0) -> Pl
         candidates = list(messages.filter(seq__lte=through_seq).values(*PACKET_ENTRY_COLUMNS))
     else:
         total = messages.count()
-        candidates = list(messages.values(*PACKET_ENTRY_COLUMNS)[:max(0, total - keep_last)])
+        candidates = list(messages.values(*PACKET_ENTRY_COLUMNS)[: max(0, total - keep_last)])
     return plan_from(candidates, summary, floor)
 
 
 def _event(n: int, **fields) -> Event:
-    values = {"event_id": f"evt_log{n}", "room_id": ROOM_ID, "event_type": "message.created",
-              "actor_id": "user:local", "actor_kind": "user", "actor_display_name": "Zoë", "targets": [],
-              "correlation_id": f"cor_{n}", "root_correlation_id": f"cor_{n}", "occurred_at": NOW,
-              "body": {"content": f"message {n}: the build on two cores needs the pinned toolchain " + "x" * (n % 40)}}
+    values = {
+        "event_id": f"evt_log{n}",
+        "room_id": ROOM_ID,
+        "event_type": "message.created",
+        "actor_id": "user:local",
+        "actor_kind": "user",
+        "actor_display_name": "Zoë",
+        "targets": [],
+        "correlation_id": f"cor_{n}",
+        "root_correlation_id": f"cor_{n}",
+        "occurred_at": NOW,
+        "body": {"content": f"message {n}: the build on two cores needs the pinned toolchain " + "x" * (n % 40)},
+    }
     return Event(**(values | fields))
 
 
@@ -65,9 +74,15 @@ def long_room() -> int:
 
 def _checkpoint(head: int, state: str) -> None:
     if state in ("summary", "summary_and_reset"):
-        Summary.objects.create(summary_id="sum_1", room_id=ROOM_ID, from_seq=1, through_seq=head // 3,
-                               content="the first third, summarised", generator_actor_id="agent:alpha",
-                               created_at=NOW)
+        Summary.objects.create(
+            summary_id="sum_1",
+            room_id=ROOM_ID,
+            from_seq=1,
+            through_seq=head // 3,
+            content="the first third, summarised",
+            generator_actor_id="agent:alpha",
+            created_at=NOW,
+        )
     if state in ("reset", "summary_and_reset"):
         ContextReset.objects.create(reset_id="rst_1", room_id=ROOM_ID, through_seq=head // 5, created_at=NOW)
 
@@ -77,14 +92,28 @@ def test_the_windowed_plan_is_the_plan_the_whole_list_made(long_room, state):
     _checkpoint(long_room, state)
     lower = uncompacted_after()[0]
     huge = Event.objects.get(event_id="evt_huge").seq
-    for options in ({"keep_last": 12}, {"keep_last": 0}, {"keep_last": MESSAGES * 2},
-                    {"through_seq": long_room}, {"through_seq": lower + 40}, {"through_seq": lower},
-                    {"through_seq": huge}, {"through_seq": huge - 1}):
+    for options in (
+        {"keep_last": 12},
+        {"keep_last": 0},
+        {"keep_last": MESSAGES * 2},
+        {"through_seq": long_room},
+        {"through_seq": lower + 40},
+        {"through_seq": lower},
+        {"through_seq": huge},
+        {"through_seq": huge - 1},
+    ):
         assert plan_compaction(**options) == whole_list_plan(**options), options
     # A pass that starts at the oversized message: it alone, cut to the budget.
     Summary.objects.filter(status="active").update(status="superseded")
-    Summary.objects.create(summary_id="sum_2", room_id=ROOM_ID, from_seq=1, through_seq=huge - 1, content="s",
-                           generator_actor_id="agent:alpha", created_at=NOW)
+    Summary.objects.create(
+        summary_id="sum_2",
+        room_id=ROOM_ID,
+        from_seq=1,
+        through_seq=huge - 1,
+        content="s",
+        generator_actor_id="agent:alpha",
+        created_at=NOW,
+    )
     for options in ({"keep_last": 12}, {"through_seq": long_room}):
         plan = plan_compaction(**options)
         assert plan == whole_list_plan(**options) and plan.message_count == 1, options

@@ -24,8 +24,10 @@ def agent_writer(actor_id: str) -> Writer:
 
 
 def remember(scope: dict, content: str, kind: str = "fact") -> None:
-    remember_memory(WEB_WRITER, check_memory_write({"clientCommandId": command_id(), "scope": scope,
-                                                    "kind": kind, "content": content}))
+    remember_memory(
+        WEB_WRITER,
+        check_memory_write({"clientCommandId": command_id(), "scope": scope, "kind": kind, "content": content}),
+    )
 
 
 def sections(text: str) -> list[str]:
@@ -47,12 +49,21 @@ def source() -> dict:
     remember({"type": "room", "id": "room:main"}, "room: the build runs on 2 cores")
     remember({"type": "correlation", "id": message["correlationId"]}, "this thread: the deadline is today")
     remember({"type": "correlation", "id": other["correlationId"]}, "other thread: not for alpha")
-    do_remember_memory(agent_writer(ALPHA), scope_type="agent", scope_id=ALPHA, agent_memory_type="dated",
-                       kind="fact", content="alpha dated: yesterday it fixed the lanes", subject_actor_id=None,
-                       source_event_id=None)
-    for writer, content in ((agent_writer(ALPHA), "self: alpha reviews code"),
-                            (WEB_WRITER, "user says: alpha is careful"),
-                            (agent_writer("agent:beta"), "observed by beta: alpha is fast")):
+    do_remember_memory(
+        agent_writer(ALPHA),
+        scope_type="agent",
+        scope_id=ALPHA,
+        agent_memory_type="dated",
+        kind="fact",
+        content="alpha dated: yesterday it fixed the lanes",
+        subject_actor_id=None,
+        source_event_id=None,
+    )
+    for writer, content in (
+        (agent_writer(ALPHA), "self: alpha reviews code"),
+        (WEB_WRITER, "user says: alpha is careful"),
+        (agent_writer("agent:beta"), "observed by beta: alpha is fast"),
+    ):
         do_remember_identity(writer, subject=ALPHA, kind="note", content=content, source_event_id=None)
     return message
 
@@ -63,8 +74,11 @@ def packet(source: dict, **kwargs):
 
 def test_every_group_lands_in_its_own_section_in_the_fixed_order(source):
     text = packet(source).text
-    expected = [name for name in ORDER if name not in ("supervision_watch", "configured_agent_identity",
-                                                          "room_checkpoint_summary", "reply_chain")]
+    expected = [
+        name
+        for name in ORDER
+        if name not in ("supervision_watch", "configured_agent_identity", "room_checkpoint_summary", "reply_chain")
+    ]
     assert sections(text) == expected
     assert text.endswith("[current_message]\nwhat do we know?")
 
@@ -102,7 +116,8 @@ def test_a_small_budget_keeps_the_mandatory_parts_and_counts_what_it_left_out(so
 
 def test_mandatory_parts_over_the_hard_ceiling_fail_the_turn(settings):
     settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
-        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 1024})})
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 1024})}
+    )
     message = post([ALPHA], "x" * 2000)
     with pytest.raises(ContextBudgetExceeded):
         packet(message)
@@ -134,7 +149,8 @@ def test_a_packet_that_leaves_out_only_memory_is_built_at_the_hard_ceiling_in_th
     from memory.engine import packet_if_it_fits, prepare_packet
 
     settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
-        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})}
+    )
     for n in range(40):
         remember({"type": "agent", "id": ALPHA}, f"core note {n}: " + "c" * 60)
     message = post([ALPHA], "what do we know?")
@@ -154,16 +170,30 @@ def test_the_lanes_first_packet_leaving_unread_messages_out_does_not_count_the_w
     from memory.engine import packet_if_it_fits
 
     settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
-        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})}
+    )
     from django.utils import timezone
 
     from rooms.models import Event
 
-    Event.objects.bulk_create([Event(event_id=f"evt_early{n}", room_id="room:main", event_type="message.created",
-                                     actor_id="user:local", actor_kind="user", actor_display_name="You", targets=[],
-                                     correlation_id=f"cor_{n}", root_correlation_id=f"cor_{n}",
-                                     occurred_at=timezone.now(), body={"content": f"earlier {n}: " + "e" * 80})
-                               for n in range(60)])
+    Event.objects.bulk_create(
+        [
+            Event(
+                event_id=f"evt_early{n}",
+                room_id="room:main",
+                event_type="message.created",
+                actor_id="user:local",
+                actor_kind="user",
+                actor_display_name="You",
+                targets=[],
+                correlation_id=f"cor_{n}",
+                root_correlation_id=f"cor_{n}",
+                occurred_at=timezone.now(),
+                body={"content": f"earlier {n}: " + "e" * 80},
+            )
+            for n in range(60)
+        ]
+    )
     message = post([ALPHA], "what do we know?")
     with CaptureQueriesContext(connection) as captured:
         assert packet_if_it_fits(roster.live_agent(ALPHA), message["messageEventId"]) is None
@@ -177,9 +207,17 @@ def test_each_records_author_is_named_as_the_actor_is_named_now_or_by_its_id_wit
     # and an author no actor row names shows its id, as before.
     from agents.models import Actor
 
-    MemoryRecord.objects.create(memory_id="mem_ghost", scope_type="room", scope_id="room:main", kind="fact",
-                                author_actor_id="agent:ghost", content="ghost: no actor row", source_kind="web",
-                                status="active", created_at=MemoryRecord.objects.first().created_at)
+    MemoryRecord.objects.create(
+        memory_id="mem_ghost",
+        scope_type="room",
+        scope_id="room:main",
+        kind="fact",
+        author_actor_id="agent:ghost",
+        content="ghost: no actor row",
+        source_kind="web",
+        status="active",
+        created_at=MemoryRecord.objects.first().created_at,
+    )
     Actor.objects.filter(actor_id="agent:beta").update(display_name="Beta 'the fast'")
     text = packet(source).text
     authors = re.findall(r"^- id=(?:mem|idn)_\S+ author=(\S+) name=(.*) subject=", text, flags=re.MULTILINE)
@@ -196,8 +234,9 @@ def _surroundings() -> dict:
     remember({"type": "correlation", "id": other["correlationId"]}, "other thread: not for alpha")
     remember({"type": "room", "id": "room:main"}, "retracted room note")
     retract_memory(WEB_WRITER, MemoryRecord.objects.get(content="retracted room note").memory_id, command_id())
-    do_remember_identity(agent_writer(ALPHA), subject="agent:beta", kind="note", content="alpha on beta",
-                         source_event_id=None)
+    do_remember_identity(
+        agent_writer(ALPHA), subject="agent:beta", kind="note", content="alpha on beta", source_event_id=None
+    )
     return post([ALPHA], "what do we know?")
 
 
@@ -219,12 +258,25 @@ def test_the_one_record_of_any_scope_a_packet_may_show_is_read_shown_and_counted
     message = _surroundings()
     content = f"the one {scope} record"
     if scope in ("core", "room", "correlation"):
-        remember({"type": "agent", "id": ALPHA} if scope == "core" else
-                 {"type": "room", "id": "room:main"} if scope == "room" else
-                 {"type": "correlation", "id": message["correlationId"]}, content)
+        remember(
+            {"type": "agent", "id": ALPHA}
+            if scope == "core"
+            else {"type": "room", "id": "room:main"}
+            if scope == "room"
+            else {"type": "correlation", "id": message["correlationId"]},
+            content,
+        )
     elif scope == "dated":
-        do_remember_memory(agent_writer(ALPHA), scope_type="agent", scope_id=ALPHA, agent_memory_type="dated",
-                           kind="fact", content=content, subject_actor_id=None, source_event_id=None)
+        do_remember_memory(
+            agent_writer(ALPHA),
+            scope_type="agent",
+            scope_id=ALPHA,
+            agent_memory_type="dated",
+            kind="fact",
+            content=content,
+            subject_actor_id=None,
+            source_event_id=None,
+        )
     else:
         writer = {"self": agent_writer(ALPHA), "user": WEB_WRITER, "observed": agent_writer("agent:beta")}[scope]
         do_remember_identity(writer, subject=ALPHA, kind="note", content=content, source_event_id=None)
@@ -242,13 +294,15 @@ def test_the_packet_at_the_hard_ceiling_after_the_probe_is_composed_from_the_pro
     from memory.engine import packet_if_it_fits
 
     settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
-        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})})
+        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4096})}
+    )
     post(["agent:beta"], "an unread message")
     for n in range(8):
         remember({"type": "agent", "id": ALPHA}, f"core note {n}: " + "c" * 60)
     for n in range(15):
-        do_remember_identity(WEB_WRITER, subject=ALPHA, kind="note", content=f"user note {n}: " + "u" * 40,
-                             source_event_id=None)
+        do_remember_identity(
+            WEB_WRITER, subject=ALPHA, kind="note", content=f"user note {n}: " + "u" * 40, source_event_id=None
+        )
     message = post([ALPHA], "what do we know?")
     agent = roster.live_agent(ALPHA)
     with CaptureQueriesContext(connection) as captured:

@@ -23,16 +23,31 @@ CAP = 500  # records of one group a packet looks at (memory/packet_groups.py:GRO
 
 
 def _memory(n: int, scope_type: str, scope_id: str, kind: str | None = None, status: str = "active") -> MemoryRecord:
-    return MemoryRecord(memory_id=f"mem_s{n}", scope_type=scope_type, scope_id=scope_id, agent_memory_type=kind,
-                        kind="fact", author_actor_id="user:local" if n % 3 else "agent:beta",
-                        content=f"record {n}: " + "m" * (n % 97), source_kind="web", status=status,
-                        created_at=NOW + timedelta(hours=n))
+    return MemoryRecord(
+        memory_id=f"mem_s{n}",
+        scope_type=scope_type,
+        scope_id=scope_id,
+        agent_memory_type=kind,
+        kind="fact",
+        author_actor_id="user:local" if n % 3 else "agent:beta",
+        content=f"record {n}: " + "m" * (n % 97),
+        source_kind="web",
+        status=status,
+        created_at=NOW + timedelta(hours=n),
+    )
 
 
 def _identity(n: int, author: str, status: str = "active") -> IdentityRecord:
-    return IdentityRecord(identity_id=f"idn_s{n}", subject_actor_id=ALPHA, author_actor_id=author, kind="note",
-                          content=f"identity {n}: " + "i" * (n % 89), source_kind="mcp", status=status,
-                          created_at=NOW + timedelta(hours=n))
+    return IdentityRecord(
+        identity_id=f"idn_s{n}",
+        subject_actor_id=ALPHA,
+        author_actor_id=author,
+        kind="note",
+        content=f"identity {n}: " + "i" * (n % 89),
+        source_kind="mcp",
+        status=status,
+        created_at=NOW + timedelta(hours=n),
+    )
 
 
 @pytest.fixture
@@ -41,16 +56,21 @@ def crowded() -> dict:
     retracted records among them, and other agents' and threads' memory around."""
     message = post([ALPHA], "what do we know?")
     correlation = message["correlationId"]
-    plan = ([("agent", ALPHA, "core")] * 7 + [("agent", ALPHA, "dated")] + [("room", "room:main", None)] * 4
-            + [("correlation", correlation, None)] * 3 + [("correlation", "cor_other", None)]
-            + [("agent", "agent:beta", "core")] * 2)
-    memory = [_memory(n, *plan[n % len(plan)], status="retracted" if n % 29 == 0 else "active")
-              for n in range(3_600)]
+    plan = (
+        [("agent", ALPHA, "core")] * 7
+        + [("agent", ALPHA, "dated")]
+        + [("room", "room:main", None)] * 4
+        + [("correlation", correlation, None)] * 3
+        + [("correlation", "cor_other", None)]
+        + [("agent", "agent:beta", "core")] * 2
+    )
+    memory = [_memory(n, *plan[n % len(plan)], status="retracted" if n % 29 == 0 else "active") for n in range(3_600)]
     MemoryRecord.objects.bulk_create(memory, batch_size=500)
     authors = [ALPHA, "user:local", "USER:Web", "agent:beta", "agent:gamma"]
-    IdentityRecord.objects.bulk_create([_identity(n, authors[n % len(authors)],
-                                                  "superseded" if n % 31 == 0 else "active") for n in range(1_400)],
-                                       batch_size=500)
+    IdentityRecord.objects.bulk_create(
+        [_identity(n, authors[n % len(authors)], "superseded" if n % 31 == 0 else "active") for n in range(1_400)],
+        batch_size=500,
+    )
     return message
 
 
@@ -59,13 +79,17 @@ def orm_groups(correlation: str) -> dict:
     memory = MemoryRecord.objects.filter(status="active").order_by("-id")
     identity = IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA).order_by("-id")
     # "user:" ASCII case-insensitive, as the packet tests it: SQLite's LIKE, PostgreSQL's ILIKE.
-    user = Q(author_actor_id__startswith="user:") if connection.vendor == "sqlite" else \
-        Q(author_actor_id__istartswith="user:")
+    user = (
+        Q(author_actor_id__startswith="user:")
+        if connection.vendor == "sqlite"
+        else Q(author_actor_id__istartswith="user:")
+    )
     return {
         "core": memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="core"),
         "dated": memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="dated"),
-        "public": memory.filter(Q(scope_type="room", scope_id="room:main")
-                                | Q(scope_type="correlation", scope_id=correlation)),
+        "public": memory.filter(
+            Q(scope_type="room", scope_id="room:main") | Q(scope_type="correlation", scope_id=correlation)
+        ),
         "self": identity.filter(author_actor_id=ALPHA),
         "user": identity.filter(user),
         "observed": identity.exclude(author_actor_id=ALPHA).exclude(user),
@@ -101,9 +125,13 @@ def test_a_group_the_packet_stops_reading_early_is_still_counted_whole(crowded):
 def _memory_rows_read(captured) -> int:
     """The most rows the packet's reads of memory and identity records could return (their LIMITs).
     The prelude only asks whether any exists (EXISTS: one index entry at most per scope)."""
-    reads = [q["sql"] for q in captured.captured_queries
-             if re.search(r"FROM \"?memory_(memory|identity)record", q["sql"]) and "COUNT(" not in q["sql"].upper()
-             and "EXISTS (SELECT 1 FROM" not in q["sql"]]
+    reads = [
+        q["sql"]
+        for q in captured.captured_queries
+        if re.search(r"FROM \"?memory_(memory|identity)record", q["sql"])
+        and "COUNT(" not in q["sql"].upper()
+        and "EXISTS (SELECT 1 FROM" not in q["sql"]
+    ]
     assert all(re.search(r"LIMIT \d+", sql) for sql in reads), reads
     return sum(int(re.search(r"LIMIT (\d+)", sql).group(1)) for sql in reads)
 

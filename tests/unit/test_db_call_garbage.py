@@ -53,4 +53,3 @@ def garbage_left_by(call) -> list:
 @pytest.mark.parametrize("group_commit", [False, True], ids=["plain", "groupable_run_alone"])
 def test_a_writer_call_that_raises_leaves_no_cycle_for_the_collector(threaded_calls, group_commit):
     assert garbage_left_by(db.write(refuse, group_commit=group_commit)) == []
-

@@ -15,8 +15,11 @@ from turns.models import Turn
 
 
 def reroute(message_id: str, *to: str) -> dict:
-    return operator_room.dispatch_event(operator_room.check_dispatch_event(
-        {"sourceEventId": message_id, "to": list(to), "clientCommandId": command_id()}))
+    return operator_room.dispatch_event(
+        operator_room.check_dispatch_event(
+            {"sourceEventId": message_id, "to": list(to), "clientCommandId": command_id()}
+        )
+    )
 
 
 def refused(message_id: str, *to: str) -> GroupXError:

@@ -30,9 +30,16 @@ ALPHA = "agent:alpha"
 
 def finish_then_claim(first, claiming: ActiveTurn, binding_id: str, *, session_reset_mark: int = 0):
     return dispatch.finish_then_claim(
-        first, first.turn_id, TurnOutcome(status="completed", content="done"), actor(ALPHA),
-        roster.live_agent(ALPHA), claiming, session_reset_mark=session_reset_mark, binding_id=binding_id,
-        instance_id=f"inst_{binding_id}")
+        first,
+        first.turn_id,
+        TurnOutcome(status="completed", content="done"),
+        actor(ALPHA),
+        roster.live_agent(ALPHA),
+        claiming,
+        session_reset_mark=session_reset_mark,
+        binding_id=binding_id,
+        instance_id=f"inst_{binding_id}",
+    )
 
 
 def two_turns_the_first_running() -> tuple:
@@ -51,7 +58,10 @@ def test_the_finish_writes_the_outcome_and_claims_the_next_turn_with_its_write_a
     assert status(second) == "dispatching"
     attempt = TurnAttempt.objects.get(turn_id=second)
     assert (attempt.dispatch_phase, attempt.delivery_certainty, attempt.binding_id) == (
-        "prompt_invoked", "unknown", binding_id)
+        "prompt_invoked",
+        "unknown",
+        binding_id,
+    )
 
 
 def test_a_cancel_committed_before_the_finish_leaves_the_next_turn_cancelled_and_claims_nothing():

@@ -16,16 +16,19 @@ from django.db import IntegrityError, connection, transaction
 from groupx_site.core import db, store_faults
 from tests.unit.writer_sql import on_writer as _on_writer
 
-pytestmark = [pytest.mark.skipif(connection.vendor != "sqlite", reason="groups form on SQLite only"),
-              pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="groups form on SQLite only"),
+    pytest.mark.django_db(transaction=True),
+]
 
 
 @pytest.fixture
 def table(settings):
     settings.GROUPX_DB_INLINE = False  # the server's way: the calls run on the writer thread
     _on_writer("CREATE TABLE grouped_parent (id INTEGER PRIMARY KEY)")
-    _on_writer("CREATE TABLE grouped (name TEXT, parent INTEGER REFERENCES grouped_parent (id) "
-               "DEFERRABLE INITIALLY DEFERRED)")
+    _on_writer(
+        "CREATE TABLE grouped (name TEXT, parent INTEGER REFERENCES grouped_parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
     yield
     _on_writer("DROP TABLE grouped")
     _on_writer("DROP TABLE grouped_parent")
@@ -78,8 +81,9 @@ def test_a_call_that_fails_in_a_group_rolls_back_alone_and_only_its_caller_hears
     def fail():
         raise ValueError("b changed its mind")
 
-    outcomes = asyncio.run(queued_together([inserting("a", seen), inserting("b", seen, then=fail),
-                                            inserting("c", seen)]))
+    outcomes = asyncio.run(
+        queued_together([inserting("a", seen), inserting("b", seen, then=fail), inserting("c", seen)])
+    )
     assert outcomes[0] == "a" and outcomes[2] == "c"
     assert isinstance(outcomes[1], ValueError)
     assert seen == ["a ran", "b ran", "c ran", "a committed", "c committed"]
@@ -99,8 +103,9 @@ def test_a_store_fault_in_a_group_fails_every_call_of_it_and_writes_nothing_the_
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO grouped VALUES (randomblob(%s), NULL)", (overflowing,))
 
-    outcomes = asyncio.run(queued_together([inserting("a", seen), inserting("b", seen, then=overflow),
-                                            inserting("c", seen)]))
+    outcomes = asyncio.run(
+        queued_together([inserting("a", seen), inserting("b", seen, then=overflow), inserting("c", seen)])
+    )
     assert [type(outcome) for outcome in outcomes[:2]] == [store_faults.StoreUnavailable] * 2
     assert outcomes[0] is not outcomes[1]
     assert outcomes[0].code == "STORE_UNAVAILABLE" and outcomes[0].kind == "disk_full"
@@ -111,8 +116,9 @@ def test_a_store_fault_in_a_group_fails_every_call_of_it_and_writes_nothing_the_
 
 def test_a_commit_that_fails_fails_every_call_of_the_group_and_writes_nothing(table):
     seen = []
-    outcomes = asyncio.run(queued_together([inserting("a", seen), inserting("b", seen, parent=404),
-                                            inserting("c", seen)]))
+    outcomes = asyncio.run(
+        queued_together([inserting("a", seen), inserting("b", seen, parent=404), inserting("c", seen)])
+    )
     assert all(isinstance(outcome, IntegrityError) for outcome in outcomes), outcomes
     assert seen == ["a ran", "b ran", "c ran"]
     assert _rows() == []
@@ -125,8 +131,11 @@ def test_a_call_that_may_not_share_a_commit_ends_the_group_and_runs_after_it_in_
         release = threading.Event()
         blocker = asyncio.ensure_future(db.write(lambda: release.wait(timeout=30))())
         await asyncio.sleep(0)  # one pass of the loop: the blocker is queued first
-        calls = [db.write(inserting("a", seen), group_commit=True)(), db.write(inserting("b", seen))(),
-                 db.write(inserting("c", seen), group_commit=True)()]
+        calls = [
+            db.write(inserting("a", seen), group_commit=True)(),
+            db.write(inserting("b", seen))(),
+            db.write(inserting("c", seen), group_commit=True)(),
+        ]
         outcomes = [asyncio.ensure_future(call) for call in calls]
         await asyncio.sleep(0)  # one pass of the loop: all three are queued behind the blocker
         release.set()

@@ -76,8 +76,9 @@ def test_a_post_from_a_thread_outside_any_call_goes_at_once(threaded_calls):
 
     async def main(loop):
         done = asyncio.Event()
-        thread = threading.Thread(target=lambda: (handoff.post(loop, seen.append, "at once"),
-                                                  handoff.post(loop, done.set)))
+        thread = threading.Thread(
+            target=lambda: (handoff.post(loop, seen.append, "at once"), handoff.post(loop, done.set))
+        )
         thread.start()
         await done.wait()
         thread.join()
@@ -126,8 +127,7 @@ def test_a_cancelled_caller_leaves_the_call_to_finish_and_its_posts_still_run(th
     assert seen == ["committed after the caller left"]
 
 
-def test_results_that_finish_while_the_loop_is_busy_share_one_wakeup_each_calls_posts_before_its_caller(
-        threaded_calls):
+def test_results_that_finish_while_the_loop_is_busy_share_one_wakeup_each_calls_posts_before_its_caller(threaded_calls):
     seen = []
 
     async def main(loop):
@@ -135,6 +135,7 @@ def test_results_that_finish_while_the_loop_is_busy_share_one_wakeup_each_calls_
             def posting():
                 handoff.post(loop, seen.append, f"posted by {number}")
                 return number
+
             return posting
 
         async def caller(number):
@@ -147,8 +148,14 @@ def test_results_that_finish_while_the_loop_is_busy_share_one_wakeup_each_calls_
         assert loop.wakeups == 1
 
     run(main)
-    assert seen == ["posted by 0", "posted by 1", "posted by 2",
-                    "caller 0 resumed", "caller 1 resumed", "caller 2 resumed"]
+    assert seen == [
+        "posted by 0",
+        "posted by 1",
+        "posted by 2",
+        "caller 0 resumed",
+        "caller 1 resumed",
+        "caller 2 resumed",
+    ]
 
 
 def test_a_cancelled_caller_in_a_shared_wakeup_leaves_the_others_their_results(threaded_calls):
@@ -204,6 +211,7 @@ def test_the_writer_runs_calls_in_arrival_order_on_its_one_named_thread(threaded
     async def main(loop):
         def call(number):
             return lambda: threads.append((number, threading.current_thread().name))
+
         await asyncio.gather(*(db.write(call(number))() for number in range(5)))
 
     run(main)

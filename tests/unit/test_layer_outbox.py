@@ -93,7 +93,10 @@ def test_the_bus_items_that_come_while_a_message_is_on_its_way_leave_together_in
         held.released.set()
         await held.sends(2)
         await asyncio.sleep(0)  # nothing else is on its way: a third message would be queued by now
-        assert [bus_items(message) for _, message in held.sent] == [[1], [2, {"type": "turn.content.delta", "body": {}}, 3]]
+        assert [bus_items(message) for _, message in held.sent] == [
+            [1],
+            [2, {"type": "turn.content.delta", "body": {}}, 3],
+        ]
 
     run(main)
 

@@ -22,8 +22,10 @@ def in_index(term: str) -> list[int]:
     """The seqs the index itself holds ``term`` for (a scan of an external-content table would
     read the log, not the index)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT rowid FROM {search_index.FTS_TABLE} WHERE {search_index.FTS_TABLE} MATCH %s "
-                       "ORDER BY rowid", [f'"{term}"'])
+        cursor.execute(
+            f"SELECT rowid FROM {search_index.FTS_TABLE} WHERE {search_index.FTS_TABLE} MATCH %s ORDER BY rowid",
+            [f'"{term}"'],
+        )
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -36,8 +38,9 @@ def indexed_through() -> int:
 def index_is_whole() -> bool:
     """FTS5's own check of an external-content index against its content (raises when corrupt)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}, rank) "
-                       "VALUES ('integrity-check', 1)")
+        cursor.execute(
+            f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}, rank) VALUES ('integrity-check', 1)"
+        )
     return True
 
 

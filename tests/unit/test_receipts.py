@@ -85,8 +85,9 @@ def test_a_run_that_raises_leaves_no_receipt_so_the_command_can_run_again():
     assert commands.run_once(**once, run=run) == {"ran": 2}
     assert commands.run_once(**once, run=run) == {"ran": 2}
     assert len(calls) == 2
-    assert commands.stored_result(binding_id=WEB_BINDING_ID, client_command_id="c-6", command_type="unit.test",
-                                  canonical={}) == {"ran": 2}
+    assert commands.stored_result(
+        binding_id=WEB_BINDING_ID, client_command_id="c-6", command_type="unit.test", canonical={}
+    ) == {"ran": 2}
 
 
 def test_receipts_are_per_binding():
@@ -110,8 +111,12 @@ def test_a_cancel_retried_returns_its_first_answer():
 
 
 def test_a_memory_command_retried_writes_one_record():
-    body = {"clientCommandId": "c-9", "scope": {"type": "room", "id": "room:main"}, "kind": "fact",
-            "content": "the build runs on 2 cores"}
+    body = {
+        "clientCommandId": "c-9",
+        "scope": {"type": "room", "id": "room:main"},
+        "kind": "fact",
+        "content": "the build runs on 2 cores",
+    }
     first = remember_memory(WEB_WRITER, check_memory_write(body))
     assert remember_memory(WEB_WRITER, check_memory_write(dict(body))) == first
     assert MemoryRecord.objects.count() == 1

@@ -37,8 +37,11 @@ DJANGO_RELOADER_CODE_SHA256 = {
 
 
 def test_the_django_reloader_code_it_relies_on_is_the_code_it_was_written_against():
-    changed = [function.__qualname__ for function, digest in DJANGO_RELOADER_CODE_SHA256.items()
-               if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest]
+    changed = [
+        function.__qualname__
+        for function, digest in DJANGO_RELOADER_CODE_SHA256.items()
+        if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
+    ]
     assert changed == []
 
 

@@ -98,14 +98,22 @@ CHILD = textwrap.dedent("""
 
 
 def served(installed: bool, size: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, "installed" if installed else "twisted", str(size)],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, "installed" if installed else "twisted", str(size)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def test_the_twisted_code_socket_writes_relies_on_is_the_code_it_was_written_against():
-    changed = [function.__qualname__ for function, digest in RELIED_ON.items()
-               if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest]
+    changed = [
+        function.__qualname__
+        for function, digest in RELIED_ON.items()
+        if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
+    ]
     assert changed == [], f"twisted changed {changed}: check groupx_site/socket_writes.py against it, then update"
 
 

@@ -49,8 +49,10 @@ ALPHA, BETA = "agent:alpha", "agent:beta"
 
 
 # A column's storage class (SQLite) or type (PostgreSQL, make test-pg) and its SQL literal.
-LITERAL = {"sqlite": "typeof({c}) || ':' || quote({c})",
-           "postgresql": "pg_typeof({c})::text || ':' || quote_nullable({c})"}
+LITERAL = {
+    "sqlite": "typeof({c}) || ':' || quote({c})",
+    "postgresql": "pg_typeof({c})::text || ':' || quote_nullable({c})",
+}
 
 
 def stored(model, **lookup) -> dict:
@@ -61,8 +63,7 @@ def stored(model, **lookup) -> dict:
     columns = [field.column for field in model._meta.concrete_fields]
     literals = ", ".join(LITERAL[connection.vendor].format(c=c) for c in columns)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {literals} FROM {model._meta.db_table} WHERE {model._meta.pk.column} = %s",
-                       [row.pk])
+        cursor.execute(f"SELECT {literals} FROM {model._meta.db_table} WHERE {model._meta.pk.column} = %s", [row.pk])
         raw = dict(zip(columns, cursor.fetchone(), strict=True))
     return {"stored": raw, "read": model.objects.filter(pk=row.pk).values()[0]}
 
@@ -73,24 +74,40 @@ def without(row: dict, *columns: str) -> dict:
 
 def differences(a: dict, b: dict) -> dict:
     """{(part, column): (a's, b's)} where two ``stored`` rows differ: empty when they are the same."""
-    return {(part, k): (a[part].get(k), b[part].get(k)) for part in a for k in a[part].keys() | b[part].keys()
-            if a[part].get(k) != b[part].get(k)}
+    return {
+        (part, k): (a[part].get(k), b[part].get(k))
+        for part in a
+        for k in a[part].keys() | b[part].keys()
+        if a[part].get(k) != b[part].get(k)
+    }
 
 
 # ---- writes ----------------------------------------------------------------------------------------
 
 EVENT = {
-    "event_id": "evt_parity", "room_id": ROOM_ID, "event_type": "message.created", "actor_id": "user:local",
-    "actor_kind": "user", "actor_display_name": "Zoë", "instance_id": None, "targets": [ALPHA, BETA],
-    "reply_to_event_id": "evt_parent", "forwarded_event_id": None, "causation_id": "cmd_1",
-    "correlation_id": "cor_1", "root_correlation_id": "cor_0", "idempotency_key": "idem-1", "occurred_at": NOW,
-    "body": {"content": "ünïcode \"quotes\" and\nlines", "nested": {"n": 1.5, "none": None}},
+    "event_id": "evt_parity",
+    "room_id": ROOM_ID,
+    "event_type": "message.created",
+    "actor_id": "user:local",
+    "actor_kind": "user",
+    "actor_display_name": "Zoë",
+    "instance_id": None,
+    "targets": [ALPHA, BETA],
+    "reply_to_event_id": "evt_parent",
+    "forwarded_event_id": None,
+    "causation_id": "cmd_1",
+    "correlation_id": "cor_1",
+    "root_correlation_id": "cor_0",
+    "idempotency_key": "idem-1",
+    "occurred_at": NOW,
+    "body": {"content": 'ünïcode "quotes" and\nlines', "nested": {"n": 1.5, "none": None}},
     "provenance": {"via": "web"},
 }
 
 
-@pytest.mark.parametrize("changes", [{}, {"provenance": None, "idempotency_key": None, "targets": [],
-                                          "instance_id": "inst_1", "body": {}}])
+@pytest.mark.parametrize(
+    "changes", [{}, {"provenance": None, "idempotency_key": None, "targets": [], "instance_id": "inst_1", "body": {}}]
+)
 def test_insert_event_writes_the_row_create_writes(changes):
     values = EVENT | changes
     seq = rooms_sql.insert_event(**values)
@@ -105,24 +122,47 @@ def test_insert_event_binds_every_column_in_order():
 
 
 def test_insert_receipt_writes_the_row_create_writes():
-    rooms_sql.insert_receipt(command_id="cmd_p", binding_id="web", client_command_id="c-1",
-                             command_type="message.post", digest="ab" * 32,
-                             result={"turns": [{"turnId": "turn_1"}], "ok": True}, accepted_at=NOW)
+    rooms_sql.insert_receipt(
+        command_id="cmd_p",
+        binding_id="web",
+        client_command_id="c-1",
+        command_type="message.post",
+        digest="ab" * 32,
+        result={"turns": [{"turnId": "turn_1"}], "ok": True},
+        accepted_at=NOW,
+    )
     by_sql = stored(ClientCommand, pk="cmd_p")
     ClientCommand.objects.all().delete()
-    ClientCommand.objects.create(command_id="cmd_p", source_binding_id="web", client_command_id="c-1",
-                                 command_type="message.post", canonical_hash="ab" * 32,
-                                 result={"turns": [{"turnId": "turn_1"}], "ok": True}, accepted_at=NOW)
+    ClientCommand.objects.create(
+        command_id="cmd_p",
+        source_binding_id="web",
+        client_command_id="c-1",
+        command_type="message.post",
+        canonical_hash="ab" * 32,
+        result={"turns": [{"turnId": "turn_1"}], "ok": True},
+        accepted_at=NOW,
+    )
     assert differences(by_sql, stored(ClientCommand, pk="cmd_p")) == {}
 
 
 @pytest.mark.parametrize("parent", [False, True])
 def test_insert_turn_writes_the_row_create_writes(parent):
     parent_id = queued_turn() if parent else None
-    values = {"turn_id": "turn_p", "source_event_id": "evt_s", "target_actor_id": BETA, "adapter_id": "kimi",
-              "command_type": "agent.ask", "parent_turn_id": parent_id, "correlation_id": "cor_1",
-              "root_correlation_id": "cor_0", "hop_count": 2, "queued_event_id": "evt_q", "enqueue_seq": 42,
-              "status": QUEUED, "queued_at": NOW}
+    values = {
+        "turn_id": "turn_p",
+        "source_event_id": "evt_s",
+        "target_actor_id": BETA,
+        "adapter_id": "kimi",
+        "command_type": "agent.ask",
+        "parent_turn_id": parent_id,
+        "correlation_id": "cor_1",
+        "root_correlation_id": "cor_0",
+        "hop_count": 2,
+        "queued_event_id": "evt_q",
+        "enqueue_seq": 42,
+        "status": QUEUED,
+        "queued_at": NOW,
+    }
     turn_sql.insert_turn(**values)
     by_sql = stored(Turn, pk="turn_p")
     Turn.objects.filter(pk="turn_p").delete()
@@ -133,9 +173,15 @@ def test_insert_turn_writes_the_row_create_writes(parent):
 @pytest.mark.parametrize("optional", [False, True])
 def test_insert_attempt_writes_the_row_create_writes(optional):
     turn_id = queued_turn()
-    values = {"attempt_id": "att_p", "turn_id": turn_id, "binding_id": "binding_x" if optional else None,
-              "instance_id": "inst_x" if optional else None, "context_through_seq": 7,
-              "summary_through_seq": 5 if optional else None, "claimed_at": NOW}
+    values = {
+        "attempt_id": "att_p",
+        "turn_id": turn_id,
+        "binding_id": "binding_x" if optional else None,
+        "instance_id": "inst_x" if optional else None,
+        "context_through_seq": 7,
+        "summary_through_seq": 5 if optional else None,
+        "claimed_at": NOW,
+    }
     turn_sql.insert_attempt(**values)
     by_sql = stored(TurnAttempt, pk="att_p")
     TurnAttempt.objects.filter(pk="att_p").delete()
@@ -159,8 +205,9 @@ def test_claim_turn_moves_the_row_as_the_orm_update_does():
     returned = turn_sql.claim_turn(by_sql, "binding_x")
     assert Turn.objects.filter(pk=by_orm, status=QUEUED).update(status=DISPATCHING, binding_id="binding_x") == 1
     same_but_ids(by_sql, by_orm)
-    assert returned == Turn.objects.values_list("target_actor_id", "source_event_id", "correlation_id",
-                                                "root_correlation_id").get(pk=by_sql)
+    assert returned == Turn.objects.values_list(
+        "target_actor_id", "source_event_id", "correlation_id", "root_correlation_id"
+    ).get(pk=by_sql)
     # Not queued any more: nothing moves, as the ORM's update matches no row.
     before = stored(Turn, pk=by_sql)
     assert turn_sql.claim_turn(by_sql, "binding_y") is None
@@ -183,9 +230,13 @@ def test_finish_turn_moves_the_row_as_the_orm_update_does(status):
     by_sql, by_orm = twin_turns()
     Turn.objects.filter(pk__in=[by_sql, by_orm]).update(status=RUNNING)
     failed = status == FAILED
-    columns = {"response_event_id": None if failed else "evt_reply", "terminal_event_id": "evt_terminal",
-               "error_code": "AGENT_FAILED" if failed else None, "partial_text": "ünï part" if failed else "",
-               "terminal_at": NOW}
+    columns = {
+        "response_event_id": None if failed else "evt_reply",
+        "terminal_event_id": "evt_terminal",
+        "error_code": "AGENT_FAILED" if failed else None,
+        "partial_text": "ünï part" if failed else "",
+        "terminal_at": NOW,
+    }
     assert turn_sql.finish_turn(by_sql, RUNNING, status, **columns) is True
     assert Turn.objects.filter(pk=by_orm, status=RUNNING).update(status=status, **columns) == 1
     same_but_ids(by_sql, by_orm)
@@ -212,7 +263,8 @@ def test_attempt_prompt_invoked_moves_the_row_as_the_orm_update_does(phase):
     TurnAttempt.objects.filter(pk__in=[by_sql, by_orm]).update(dispatch_phase=phase)
     turn_sql.attempt_prompt_invoked(by_sql, NOW)
     TurnAttempt.objects.filter(attempt_id=by_orm, dispatch_phase="prepared").update(
-        dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=NOW)
+        dispatch_phase="prompt_invoked", delivery_certainty="unknown", prompt_invoked_at=NOW
+    )
     same_attempts(by_sql, by_orm)
     assert TurnAttempt.objects.get(pk=by_sql).dispatch_phase == ("prompt_invoked" if phase == "prepared" else phase)
 
@@ -222,8 +274,8 @@ def test_attempt_started_and_terminal_move_the_row_as_the_orm_updates_do(native_
     by_sql, by_orm = twin_attempts()
     turn_sql.attempt_started(by_sql, native_turn_id, NOW)
     TurnAttempt.objects.filter(attempt_id=by_orm).update(
-        dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id,
-        started_at=NOW)
+        dispatch_phase="native_started", delivery_certainty="delivered", native_turn_id=native_turn_id, started_at=NOW
+    )
     same_attempts(by_sql, by_orm)
     later = NOW + timedelta(seconds=1)
     turn_sql.attempt_terminal(by_sql, later)
@@ -239,41 +291,82 @@ def test_advance_delivery_cursor_moves_the_row_as_the_orm_update_does(have):
             DeliveryCursor.objects.create(actor_id=actor_id, room_id=ROOM_ID, last_delivered_seq=have)
         DeliveryCursor.objects.update(updated_at=NOW)  # auto_now at create; neither update below sets it
     moved = memory_sql.advance_delivery_cursor(actor_id=ALPHA, room_id=ROOM_ID, through_seq=10)
-    assert moved == (DeliveryCursor.objects.filter(actor_id=BETA, room_id=ROOM_ID, last_delivered_seq__lt=10)
-                     .update(last_delivered_seq=10) == 1)
+    assert moved == (
+        DeliveryCursor.objects.filter(actor_id=BETA, room_id=ROOM_ID, last_delivered_seq__lt=10).update(
+            last_delivered_seq=10
+        )
+        == 1
+    )
     assert moved == (have is not None and have < 10)
     if have is not None:
-        assert differences(without(stored(DeliveryCursor, actor_id=ALPHA), "id", "actor_id"),
-                           without(stored(DeliveryCursor, actor_id=BETA), "id", "actor_id")) == {}
+        assert (
+            differences(
+                without(stored(DeliveryCursor, actor_id=ALPHA), "id", "actor_id"),
+                without(stored(DeliveryCursor, actor_id=BETA), "id", "actor_id"),
+            )
+            == {}
+        )
 
 
 def rollup(actor_id: str, **fields) -> DatedMemoryRollup:
-    return DatedMemoryRollup.objects.create(room_id=ROOM_ID, actor_id=actor_id, local_date=date(2026, 3, 4),
-                                            **fields)
+    return DatedMemoryRollup.objects.create(room_id=ROOM_ID, actor_id=actor_id, local_date=date(2026, 3, 4), **fields)
 
 
-@pytest.mark.parametrize("fields", [{}, {"pending_turns": 2, "pending_chars": 10, "pending_through_seq": 99,
-                                         "first_pending_at": NOW - timedelta(hours=1), "last_pending_at": NOW}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {
+            "pending_turns": 2,
+            "pending_chars": 10,
+            "pending_through_seq": 99,
+            "first_pending_at": NOW - timedelta(hours=1),
+            "last_pending_at": NOW,
+        },
+    ],
+)
 def test_bump_dated_rollup_updates_the_row_as_the_orm_update_does(fields):
     a, b = rollup(ALPHA, **fields), rollup(BETA, **fields)
     DatedMemoryRollup.objects.update(updated_at=NOW)  # auto_now at create; neither update below sets it
-    assert memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 4), chars=7,
-                                        through_seq=50, now=NOW)
-    assert DatedMemoryRollup.objects.filter(pk=b.pk).update(
-        pending_turns=F("pending_turns") + 1, pending_chars=F("pending_chars") + 7,
-        pending_through_seq=Greatest("pending_through_seq", Value(50)),
-        first_pending_at=Coalesce("first_pending_at", Value(NOW)), last_pending_at=NOW) == 1
-    assert differences(without(stored(DatedMemoryRollup, pk=a.pk), "id", "actor_id"),
-                       without(stored(DatedMemoryRollup, pk=b.pk), "id", "actor_id")) == {}
+    assert memory_sql.bump_dated_rollup(
+        room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 4), chars=7, through_seq=50, now=NOW
+    )
+    assert (
+        DatedMemoryRollup.objects.filter(pk=b.pk).update(
+            pending_turns=F("pending_turns") + 1,
+            pending_chars=F("pending_chars") + 7,
+            pending_through_seq=Greatest("pending_through_seq", Value(50)),
+            first_pending_at=Coalesce("first_pending_at", Value(NOW)),
+            last_pending_at=NOW,
+        )
+        == 1
+    )
+    assert (
+        differences(
+            without(stored(DatedMemoryRollup, pk=a.pk), "id", "actor_id"),
+            without(stored(DatedMemoryRollup, pk=b.pk), "id", "actor_id"),
+        )
+        == {}
+    )
     # No row for the day: nothing written, False.
-    assert not memory_sql.bump_dated_rollup(room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 5), chars=7,
-                                            through_seq=50, now=NOW)
+    assert not memory_sql.bump_dated_rollup(
+        room_id=ROOM_ID, actor_id=ALPHA, day=date(2026, 3, 5), chars=7, through_seq=50, now=NOW
+    )
 
 
 def test_insert_dated_source_writes_the_row_create_writes():
-    values = {"turn_id": "turn_p", "room_id": ROOM_ID, "actor_id": ALPHA, "local_date": date(2026, 3, 4),
-              "source_event_id": "evt_s", "source_seq": 41, "response_event_id": "evt_r", "response_seq": 43,
-              "source_chars": 17, "terminal_at": NOW}
+    values = {
+        "turn_id": "turn_p",
+        "room_id": ROOM_ID,
+        "actor_id": ALPHA,
+        "local_date": date(2026, 3, 4),
+        "source_event_id": "evt_s",
+        "source_seq": 41,
+        "response_event_id": "evt_r",
+        "response_seq": 43,
+        "source_chars": 17,
+        "terminal_at": NOW,
+    }
     memory_sql.insert_dated_source(**values)
     by_sql = stored(DatedMemorySource, pk="turn_p")
     DatedMemorySource.objects.all().delete()
@@ -283,7 +376,8 @@ def test_insert_dated_source_writes_the_row_create_writes():
 
 def test_insert_dated_source_binds_every_column_in_order():
     assert list(inspect.signature(memory_sql.insert_dated_source).parameters) == list(
-        memory_sql.DATED_SOURCE_INSERT_FIELDS)
+        memory_sql.DATED_SOURCE_INSERT_FIELDS
+    )
 
 
 # ---- reads -----------------------------------------------------------------------------------------
@@ -293,7 +387,10 @@ def test_find_receipt_reads_what_the_orm_reads():
     post([ALPHA], clientCommandId="c-find")
     receipt = ClientCommand.objects.get(client_command_id="c-find")
     assert rooms_sql.find_receipt(receipt.source_binding_id, "c-find") == (
-        receipt.command_type, receipt.canonical_hash, receipt.result)
+        receipt.command_type,
+        receipt.canonical_hash,
+        receipt.result,
+    )
     assert rooms_sql.find_receipt(receipt.source_binding_id, "c-none") is None
 
 
@@ -301,19 +398,30 @@ def test_lane_head_turn_status_and_counts_read_what_the_orm_reads():
     first, second = queued_turn(ALPHA), queued_turn(ALPHA)
     queued_turn(BETA)
     claim(first)
-    orm_head = (Turn.objects.filter(target_actor_id=ALPHA, status=QUEUED).order_by("enqueue_seq")
-                .values_list(*turn_sql.LANE_HEAD_COLUMNS).first())
+    orm_head = (
+        Turn.objects.filter(target_actor_id=ALPHA, status=QUEUED)
+        .order_by("enqueue_seq")
+        .values_list(*turn_sql.LANE_HEAD_COLUMNS)
+        .first()
+    )
     assert turn_sql.lane_head(ALPHA) == orm_head and orm_head[0] == second
     assert turn_sql.lane_head("agent:gamma") is None
     assert turn_sql.turn_status(first) == Turn.objects.get(pk=first).status == DISPATCHING
     assert turn_sql.turn_status("turn_none") is None
     actors = [ALPHA, BETA, "agent:gamma"]
-    orm_counts = dict(Turn.objects.filter(target_actor_id__in=actors, status__in=ACTIVE_STATUSES)
-                      .values_list("target_actor_id").annotate(n=Count("*")))
+    orm_counts = dict(
+        Turn.objects.filter(target_actor_id__in=actors, status__in=ACTIVE_STATUSES)
+        .values_list("target_actor_id")
+        .annotate(n=Count("*"))
+    )
     assert turn_sql.active_turn_counts(actors) == orm_counts == {ALPHA: 2, BETA: 1}
     seq = Turn.objects.get(pk=second).enqueue_seq
-    orm_ahead = (Turn.objects.filter(target_actor_id=ALPHA, status__in=IN_FLIGHT_STATUSES, enqueue_seq__lt=seq)
-                 .order_by("enqueue_seq").values_list("turn_id", flat=True).first())
+    orm_ahead = (
+        Turn.objects.filter(target_actor_id=ALPHA, status__in=IN_FLIGHT_STATUSES, enqueue_seq__lt=seq)
+        .order_by("enqueue_seq")
+        .values_list("turn_id", flat=True)
+        .first()
+    )
     assert turn_sql.in_flight_ahead(ALPHA, seq) == orm_ahead == first
     assert turn_sql.in_flight_ahead(BETA, seq) is None
 
@@ -323,25 +431,60 @@ def test_terminal_read_reads_what_the_orm_reads():
     claimed = claim(turn_id)
     turn, attempt = Turn.objects.get(pk=turn_id), TurnAttempt.objects.get(pk=claimed.attempt_id)
     source = Event.objects.get(event_id=turn.source_event_id)
-    expected = turn_sql.TerminalRead(turn.status, turn.target_actor_id, turn.source_event_id, turn.correlation_id,
-                                     turn.root_correlation_id, turn.command_type, attempt.attempt_id,
-                                     attempt.delivery_certainty, attempt.context_through_seq,
-                                     attempt.summary_through_seq, source.seq, source.body)
+    expected = turn_sql.TerminalRead(
+        turn.status,
+        turn.target_actor_id,
+        turn.source_event_id,
+        turn.correlation_id,
+        turn.root_correlation_id,
+        turn.command_type,
+        attempt.attempt_id,
+        attempt.delivery_certainty,
+        attempt.context_through_seq,
+        attempt.summary_through_seq,
+        source.seq,
+        source.body,
+    )
     assert turn_sql.terminal_read(turn_id, claimed.attempt_id) == expected
     # No attempt, no source row, no Turn.
     Event.objects.filter(seq=source.seq).delete()
     assert turn_sql.terminal_read(turn_id, None) == turn_sql.TerminalRead(
-        *[getattr(turn, f) for f in ("status", "target_actor_id", "source_event_id", "correlation_id",
-                                     "root_correlation_id", "command_type")], None, None, None, None, None, None)
+        *[
+            getattr(turn, f)
+            for f in (
+                "status",
+                "target_actor_id",
+                "source_event_id",
+                "correlation_id",
+                "root_correlation_id",
+                "command_type",
+            )
+        ],
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     assert turn_sql.terminal_read("turn_none", None) is None
 
 
-def memory_record(n: int, scope_type: str, scope_id: str, agent_memory_type: str | None = None,
-                  status: str = "active") -> None:
-    MemoryRecord.objects.create(memory_id=f"mem_{n}", scope_type=scope_type, scope_id=scope_id,
-                                agent_memory_type=agent_memory_type, kind="fact", author_actor_id="user:local",
-                                content=f"record {n}", source_kind="web", status=status,
-                                created_at=NOW + timedelta(seconds=n))
+def memory_record(
+    n: int, scope_type: str, scope_id: str, agent_memory_type: str | None = None, status: str = "active"
+) -> None:
+    MemoryRecord.objects.create(
+        memory_id=f"mem_{n}",
+        scope_type=scope_type,
+        scope_id=scope_id,
+        agent_memory_type=agent_memory_type,
+        kind="fact",
+        author_actor_id="user:local",
+        content=f"record {n}",
+        source_kind="web",
+        status=status,
+        created_at=NOW + timedelta(seconds=n),
+    )
 
 
 def rows_of(queryset, row_type) -> list:
@@ -349,18 +492,47 @@ def rows_of(queryset, row_type) -> list:
 
 
 def memory_and_identity() -> None:
-    for n, args in enumerate([("agent", ALPHA, "core"), ("agent", ALPHA, "dated"), ("agent", BETA, "core"),
-                              ("room", ROOM_ID), ("room", "room:other"), ("correlation", "cor_1"),
-                              ("correlation", "cor_0"), ("correlation", "cor_9"), ("room", ROOM_ID, None, "retracted"),
-                              ("agent", ALPHA, "core"), ("room", ROOM_ID), ("correlation", "cor_1")]):
+    for n, args in enumerate(
+        [
+            ("agent", ALPHA, "core"),
+            ("agent", ALPHA, "dated"),
+            ("agent", BETA, "core"),
+            ("room", ROOM_ID),
+            ("room", "room:other"),
+            ("correlation", "cor_1"),
+            ("correlation", "cor_0"),
+            ("correlation", "cor_9"),
+            ("room", ROOM_ID, None, "retracted"),
+            ("agent", ALPHA, "core"),
+            ("room", ROOM_ID),
+            ("correlation", "cor_1"),
+        ]
+    ):
         memory_record(n, *args)
-    for n, (subject, author, status) in enumerate([
-            (ALPHA, BETA, "active"), (BETA, BETA, "active"), (ALPHA, BETA, "superseded"), (ALPHA, ALPHA, "active"),
-            (ALPHA, "user:local", "active"), (ALPHA, "USER:Web", "active"), (ALPHA, "users", "active"),
-            (ALPHA, "agent:user:x", "active"), (ALPHA, ALPHA, "retracted"), (ALPHA, "user:local", "active")]):
-        IdentityRecord.objects.create(identity_id=f"idn_{n}", subject_actor_id=subject, author_actor_id=author,
-                                      kind="note", content=f"identity {n}", source_kind="mcp", status=status,
-                                      created_at=NOW + timedelta(seconds=n))
+    for n, (subject, author, status) in enumerate(
+        [
+            (ALPHA, BETA, "active"),
+            (BETA, BETA, "active"),
+            (ALPHA, BETA, "superseded"),
+            (ALPHA, ALPHA, "active"),
+            (ALPHA, "user:local", "active"),
+            (ALPHA, "USER:Web", "active"),
+            (ALPHA, "users", "active"),
+            (ALPHA, "agent:user:x", "active"),
+            (ALPHA, ALPHA, "retracted"),
+            (ALPHA, "user:local", "active"),
+        ]
+    ):
+        IdentityRecord.objects.create(
+            identity_id=f"idn_{n}",
+            subject_actor_id=subject,
+            author_actor_id=author,
+            kind="note",
+            content=f"identity {n}",
+            source_kind="mcp",
+            status=status,
+            created_at=NOW + timedelta(seconds=n),
+        )
 
 
 @pytest.mark.parametrize("correlations", [{"cor_1"}, {"cor_1", "cor_0"}])
@@ -369,8 +541,10 @@ def test_packet_memory_and_identity_read_what_the_orm_reads(correlations):
     for limit in (2, 50):
         orm = MemoryRecord.objects.filter(
             Q(scope_type="agent", scope_id=ALPHA, agent_memory_type__in=AGENT_MEMORY_TYPES)
-            | Q(scope_type="room", scope_id=ROOM_ID) | Q(scope_type="correlation", scope_id__in=correlations),
-            status="active").order_by("-id")[:limit]
+            | Q(scope_type="room", scope_id=ROOM_ID)
+            | Q(scope_type="correlation", scope_id__in=correlations),
+            status="active",
+        ).order_by("-id")[:limit]
         got = memory_sql.packet_memory(actor_id=ALPHA, room_id=ROOM_ID, correlations=correlations, limit=limit)
         assert got == rows_of(orm, memory_sql.MemoryRow) and got
         orm = IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA).order_by("-id")[:limit]
@@ -382,13 +556,22 @@ def test_packet_memory_and_identity_read_what_the_orm_reads(correlations):
 def test_each_packet_group_read_on_its_own_reads_what_the_orm_reads():
     # The ORM's startswith is SQLite's LIKE: ASCII case-insensitive, as the packet's predicate.
     memory_and_identity()
-    user = Q(author_actor_id__startswith="user:") if connection.vendor == "sqlite" else \
-        Q(author_actor_id__istartswith="user:")
-    memory, identity = MemoryRecord.objects.filter(status="active"), \
-        IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA)
+    user = (
+        Q(author_actor_id__startswith="user:")
+        if connection.vendor == "sqlite"
+        else Q(author_actor_id__istartswith="user:")
+    )
+    memory, identity = (
+        MemoryRecord.objects.filter(status="active"),
+        IdentityRecord.objects.filter(status="active", subject_actor_id=ALPHA),
+    )
     groups = [
         ("agent_memory", [ALPHA, "core"], memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="core")),
-        ("agent_memory", [ALPHA, "dated"], memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="dated")),
+        (
+            "agent_memory",
+            [ALPHA, "dated"],
+            memory.filter(scope_type="agent", scope_id=ALPHA, agent_memory_type="dated"),
+        ),
         ("scope_memory", ["room", ROOM_ID], memory.filter(scope_type="room", scope_id=ROOM_ID)),
         ("scope_memory", ["correlation", "cor_1"], memory.filter(scope_type="correlation", scope_id="cor_1")),
         ("self_identity", [ALPHA, ALPHA], identity.filter(author_actor_id=ALPHA)),
@@ -404,8 +587,9 @@ def test_each_packet_group_read_on_its_own_reads_what_the_orm_reads():
                 got = memory_sql.group_page(group, params, below_id=below, limit=limit)
                 assert got == [r for r in newest_first if r.id < below][:limit], (group, below, limit)
         assert memory_sql.group_count(group, params) == orm.count()
-    assert [r.author_actor_id for r in memory_sql.group_page("user_identity", [ALPHA], below_id=2**63 - 1,
-                                                             limit=9)] == ["user:local", "USER:Web", "user:local"]
+    assert [
+        r.author_actor_id for r in memory_sql.group_page("user_identity", [ALPHA], below_id=2**63 - 1, limit=9)
+    ] == ["user:local", "USER:Web", "user:local"]
 
 
 def entries(queryset) -> list[dict]:
@@ -421,13 +605,29 @@ def test_packet_prelude_reads_what_the_orm_reads(with_state):
         DeliveryCursor.objects.create(actor_id=ALPHA, room_id=ROOM_ID, last_delivered_seq=3)
         ContextReset.objects.create(reset_id="rst_1", room_id=ROOM_ID, through_seq=2, created_at=NOW)
         ContextReset.objects.create(reset_id="rst_2", room_id=ROOM_ID, through_seq=1, created_at=NOW)
-        Summary.objects.create(summary_id="sum_old", room_id=ROOM_ID, from_seq=0, through_seq=1, content="old",
-                               generator_actor_id=BETA, status="superseded", created_at=NOW)
-        Summary.objects.create(summary_id="sum_1", room_id=ROOM_ID, from_seq=1, through_seq=4, content="now",
-                               generator_actor_id=BETA, created_at=NOW)
+        Summary.objects.create(
+            summary_id="sum_old",
+            room_id=ROOM_ID,
+            from_seq=0,
+            through_seq=1,
+            content="old",
+            generator_actor_id=BETA,
+            status="superseded",
+            created_at=NOW,
+        )
+        Summary.objects.create(
+            summary_id="sum_1",
+            room_id=ROOM_ID,
+            from_seq=1,
+            through_seq=4,
+            content="now",
+            generator_actor_id=BETA,
+            created_at=NOW,
+        )
     prelude = memory_sql.packet_prelude(actor_id=ALPHA, room_id=ROOM_ID, source_event_id=source_id)
-    expected_source = Event.objects.values(*memory_sql.PACKET_ENTRY_COLUMNS, "correlation_id",
-                                           "root_correlation_id").get(event_id=source_id)
+    expected_source = Event.objects.values(
+        *memory_sql.PACKET_ENTRY_COLUMNS, "correlation_id", "root_correlation_id"
+    ).get(event_id=source_id)
     assert prelude.source == expected_source
     cursor = DeliveryCursor.objects.filter(actor_id=ALPHA, room_id=ROOM_ID).first()
     assert prelude.cursor == (cursor.last_delivered_seq if cursor else 0)
@@ -436,8 +636,9 @@ def test_packet_prelude_reads_what_the_orm_reads(with_state):
     if summary is None:
         assert prelude.summary is None
     else:
-        assert {c: getattr(prelude.summary, c) for c in memory_sql.SUMMARY_COLUMNS} == \
-            {c: getattr(summary, c) for c in memory_sql.SUMMARY_COLUMNS}
+        assert {c: getattr(prelude.summary, c) for c in memory_sql.SUMMARY_COLUMNS} == {
+            c: getattr(summary, c) for c in memory_sql.SUMMARY_COLUMNS
+        }
     assert memory_sql.packet_prelude(actor_id=ALPHA, room_id=ROOM_ID, source_event_id="evt_none") is None
 
 
@@ -448,21 +649,38 @@ def test_the_preludes_flags_say_whether_the_packets_memory_and_identity_reads_fi
     if records == "all":
         memory_and_identity()
     events = []
-    for n, (correlation, root) in enumerate([("cor_1", "cor_1"), ("cor_x", "cor_1"), ("cor_0", "cor_9"),
-                                             ("cor_x", "cor_y")]):
-        events.append(Event.objects.create(event_id=f"evt_flag{n}", room_id=ROOM_ID, event_type="message.created",
-                                           actor_id="user:local", actor_kind="user", actor_display_name="You",
-                                           targets=[], correlation_id=correlation, root_correlation_id=root,
-                                           occurred_at=NOW, body={"content": "hi"}))
+    for n, (correlation, root) in enumerate(
+        [("cor_1", "cor_1"), ("cor_x", "cor_1"), ("cor_0", "cor_9"), ("cor_x", "cor_y")]
+    ):
+        events.append(
+            Event.objects.create(
+                event_id=f"evt_flag{n}",
+                room_id=ROOM_ID,
+                event_type="message.created",
+                actor_id="user:local",
+                actor_kind="user",
+                actor_display_name="You",
+                targets=[],
+                correlation_id=correlation,
+                root_correlation_id=root,
+                occurred_at=NOW,
+                body={"content": "hi"},
+            )
+        )
     found = set()
     for event in events:
         for actor_id in (ALPHA, BETA, "agent:gamma"):
             if records == "all":  # only room-scoped memory gamma could see: take the room's away
                 MemoryRecord.objects.filter(scope_type="room").update(
-                    status="active" if actor_id != "agent:gamma" else "retracted")
+                    status="active" if actor_id != "agent:gamma" else "retracted"
+                )
             prelude = memory_sql.packet_prelude(actor_id=actor_id, room_id=ROOM_ID, source_event_id=event.event_id)
-            memory = memory_sql.packet_memory(actor_id=actor_id, room_id=ROOM_ID, limit=1,
-                                              correlations={event.correlation_id, event.root_correlation_id})
+            memory = memory_sql.packet_memory(
+                actor_id=actor_id,
+                room_id=ROOM_ID,
+                limit=1,
+                correlations={event.correlation_id, event.root_correlation_id},
+            )
             identity = memory_sql.packet_identity(actor_id=actor_id, limit=1)
             assert (prelude.any_memory, prelude.any_identity) == (bool(memory), bool(identity)), (event, actor_id)
             found.add((prelude.any_memory, prelude.any_identity))
@@ -484,8 +702,9 @@ def test_packet_unread_count_and_parent_read_what_the_orm_reads():
         args = {"room_id": ROOM_ID, "after_seq": after, "before_seq": before, "excluded": excluded}
         assert list(memory_sql.packet_unread(**args)) == entries(orm)
         assert memory_sql.packet_unread_count(**args) == orm.count()
-    assert "evt_nullkind" in [e["event_id"] for e in memory_sql.packet_unread(
-        room_id=ROOM_ID, after_seq=0, before_seq=top + 1, excluded=[])]
+    assert "evt_nullkind" in [
+        e["event_id"] for e in memory_sql.packet_unread(room_id=ROOM_ID, after_seq=0, before_seq=top + 1, excluded=[])
+    ]
     for event in Event.objects.all():
         for floor in (0, event.seq - 1, event.seq):
             # Room context above the floor, watch briefs excluded (as context_events() reads it).
@@ -508,9 +727,9 @@ def test_context_window_and_the_seq_from_the_newest_read_what_the_orm_reads():
             assert got == entries(orm.order_by("seq")[:size])
         newest = list(orm.order_by("-seq").values_list("seq", flat=True))
         for offset in range(len(newest) + 2):
-            assert memory_sql.context_seq_from_newest(room_id=ROOM_ID, after_seq=after, before_seq=before,
-                                                      offset=offset) == (newest[offset] if offset < len(newest)
-                                                                         else None)
+            assert memory_sql.context_seq_from_newest(
+                room_id=ROOM_ID, after_seq=after, before_seq=before, offset=offset
+            ) == (newest[offset] if offset < len(newest) else None)
 
 
 # ---- the rules -------------------------------------------------------------------------------------
@@ -519,10 +738,12 @@ def test_context_window_and_the_seq_from_the_newest_read_what_the_orm_reads():
 @pytest.mark.parametrize("resets", [(), (False,), (True,), (True, False), (False, True, False)])
 def test_native_reset_mark_reads_what_the_orm_reads(resets):
     for seq, native in enumerate(resets, start=1):
-        ContextReset.objects.create(reset_id=f"rst_{seq}", room_id=ROOM_ID, through_seq=seq * 10,
-                                    reset_native_sessions=native, created_at=NOW)
-    ContextReset.objects.create(reset_id="rst_other", room_id="room:other", through_seq=99,
-                                reset_native_sessions=True, created_at=NOW)
+        ContextReset.objects.create(
+            reset_id=f"rst_{seq}", room_id=ROOM_ID, through_seq=seq * 10, reset_native_sessions=native, created_at=NOW
+        )
+    ContextReset.objects.create(
+        reset_id="rst_other", room_id="room:other", through_seq=99, reset_native_sessions=True, created_at=NOW
+    )
     orm = ContextReset.objects.filter(room_id=ROOM_ID, reset_native_sessions=True).aggregate(top=Max("through_seq"))
     assert memory_sql.native_reset_mark(ROOM_ID) == (orm["top"] or 0)
 

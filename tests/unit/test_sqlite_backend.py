@@ -38,12 +38,15 @@ def fixed_statements() -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT 1",
-    "SELECT * FROM t WHERE a = %s AND b LIKE 'x%%' AND c IN (%s, %s)",
-    "SELECT '%%s', %s",
-    *fixed_statements(),
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT 1",
+        "SELECT * FROM t WHERE a = %s AND b LIKE 'x%%' AND c IN (%s, %s)",
+        "SELECT '%%s', %s",
+        *fixed_statements(),
+    ],
+)
 def test_a_statement_is_converted_exactly_as_djangos_cursor_converts_it(query):
     assert base.format_to_qmark(query) == DjangoCursor.convert_query(None, query)
 
@@ -75,16 +78,19 @@ class Subclass(datetime):
     pass
 
 
-@pytest.mark.parametrize("value", [
-    None,
-    datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
-    datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC),  # no microseconds: str leaves them out, as Django does
-    datetime(2026, 3, 4, 5, 6, 7, 1, tzinfo=timezone(timedelta(0))),  # a zero offset that is not UTC itself
-    datetime(2026, 3, 4, 5, 6, 7, 5, tzinfo=timezone(timedelta(hours=2))),
-    datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=ZoneInfo("Europe/Berlin")),
-    datetime(2026, 3, 4, 5, 6, 7),  # naive
-    Subclass(2026, 3, 4, 5, 6, 7, 8, tzinfo=UTC),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
+        datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC),  # no microseconds: str leaves them out, as Django does
+        datetime(2026, 3, 4, 5, 6, 7, 1, tzinfo=timezone(timedelta(0))),  # a zero offset that is not UTC itself
+        datetime(2026, 3, 4, 5, 6, 7, 5, tzinfo=timezone(timedelta(hours=2))),
+        datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=ZoneInfo("Europe/Berlin")),
+        datetime(2026, 3, 4, 5, 6, 7),  # naive
+        Subclass(2026, 3, 4, 5, 6, 7, 8, tzinfo=UTC),
+    ],
+)
 @pytest.mark.django_db
 def test_a_datetime_is_adapted_to_the_text_djangos_sqlite_adapter_writes(value):
     ours = connection.ops.adapt_datetimefield_value(value)
@@ -133,7 +139,14 @@ def test_query_capture_and_execute_wrappers_still_see_begin_and_every_savepoint_
     with CaptureQueriesContext(connection) as captured:
         _edges([])
     assert [query["sql"].split(" ")[0] for query in captured.captured_queries] == [
-        "BEGIN", "SAVEPOINT", "RELEASE", "SAVEPOINT", "ROLLBACK", "RELEASE", "COMMIT"]
+        "BEGIN",
+        "SAVEPOINT",
+        "RELEASE",
+        "SAVEPOINT",
+        "ROLLBACK",
+        "RELEASE",
+        "COMMIT",
+    ]
     with connection.execute_wrapper(wrapper):
         _edges([])
     assert seen == ["BEGIN", "SAVEPOINT", "RELEASE", "SAVEPOINT", "ROLLBACK", "RELEASE"]  # COMMIT is no statement
@@ -171,6 +184,11 @@ def test_the_edges_reach_sqlite_as_the_texts_djangos_operations_give():
     sids = [text.split('"')[1] for text in reached if text.startswith("SAVEPOINT")]
     ops = connection.ops
     assert reached == [
-        "BEGIN IMMEDIATE", ops.savepoint_create_sql(sids[0]), ops.savepoint_commit_sql(sids[0]),
-        ops.savepoint_create_sql(sids[1]), ops.savepoint_rollback_sql(sids[1]), ops.savepoint_commit_sql(sids[1]),
-        "COMMIT"]
+        "BEGIN IMMEDIATE",
+        ops.savepoint_create_sql(sids[0]),
+        ops.savepoint_commit_sql(sids[0]),
+        ops.savepoint_create_sql(sids[1]),
+        ops.savepoint_rollback_sql(sids[1]),
+        ops.savepoint_commit_sql(sids[1]),
+        "COMMIT",
+    ]

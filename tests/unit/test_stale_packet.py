@@ -46,7 +46,10 @@ class NumberedSummaries:
 @pytest.fixture
 def summaries(settings):
     settings.GROUPX_CONFIG = settings.GROUPX_CONFIG.model_copy(
-        update={"limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4_096, "queuePerAgent": 64})})
+        update={
+            "limits": settings.GROUPX_CONFIG.limits.model_copy(update={"contextCharacters": 4_096, "queuePerAgent": 64})
+        }
+    )
     numbered = NumberedSummaries()
     previous = set_summariser(numbered)
     for name in ("alpha", "beta", "gamma"):
@@ -83,8 +86,9 @@ def test_a_packet_read_before_a_compaction_committed_is_stale_and_the_claim_rebu
 
     assert checkpoint_moved(stale)
     binding_id = bind(ALPHA)
-    ready = dispatch.claim_for_prompt(agent, turn_id, source, binding_id=binding_id, instance_id=f"inst_{binding_id}",
-                                      packet=stale)
+    ready = dispatch.claim_for_prompt(
+        agent, turn_id, source, binding_id=binding_id, instance_id=f"inst_{binding_id}", packet=stale
+    )
     assert ready.claim is not None and ready.invoked
     assert ready.packet is not stale
     assert "summary 1" in ready.packet.text and "summary 1" not in stale.text
@@ -99,8 +103,9 @@ def test_a_packet_still_current_at_the_claim_is_sent_as_built(summaries):
     agent = roster.live_agent(ALPHA)
     built = build_context_packet(agent, source)
     binding_id = bind(ALPHA)
-    ready = dispatch.claim_for_prompt(agent, turn_id, source, binding_id=binding_id, instance_id=f"inst_{binding_id}",
-                                      packet=built)
+    ready = dispatch.claim_for_prompt(
+        agent, turn_id, source, binding_id=binding_id, instance_id=f"inst_{binding_id}", packet=built
+    )
     assert ready.packet is built
 
 
@@ -122,9 +127,15 @@ def test_a_lane_whose_packet_another_lanes_compaction_made_stale_prompts_with_th
 
     monkeypatch.setattr(lanes, "prepare_packet", prepare_then_another_lane_compacts)
     binding_id = bind(ALPHA)
-    sessions = SimpleNamespace(agent=roster.live_agent(ALPHA), binding_id=binding_id, instance_id=f"inst_{binding_id}",
-                               session=SimpleNamespace(text_repaired=0), actor=actor(ALPHA), usable=lambda: True,
-                               mcp_recorded=True)
+    sessions = SimpleNamespace(
+        agent=roster.live_agent(ALPHA),
+        binding_id=binding_id,
+        instance_id=f"inst_{binding_id}",
+        session=SimpleNamespace(text_repaired=0),
+        actor=actor(ALPHA),
+        usable=lambda: True,
+        mcp_recorded=True,
+    )
     lane = Lane(sessions)
     prompts: list[str] = []
 

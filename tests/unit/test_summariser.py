@@ -76,9 +76,13 @@ def test_compaction_asks_the_first_agent_and_swaps_its_summary_in(registered):
 def test_a_transient_failure_is_retried_and_a_wrong_answer_goes_to_the_next_agent(registered, monkeypatch):
     monkeypatch.setattr(compaction, "BACKOFF_SECONDS", 0)
     room_messages()
-    fake = ScriptedSummariser(alpha=[SummariserError("TURN_IDLE_TIMEOUT", "no answer"),
-                                     SummariserError("PROTOCOL_INVALID_MESSAGE", "garbled")],
-                              beta=["beta's summary"])
+    fake = ScriptedSummariser(
+        alpha=[
+            SummariserError("TURN_IDLE_TIMEOUT", "no answer"),
+            SummariserError("PROTOCOL_INVALID_MESSAGE", "garbled"),
+        ],
+        beta=["beta's summary"],
+    )
     registered(fake)
     assert compact() is True
     assert [r.agent.actor_id for r in fake.requests] == ["agent:alpha", "agent:alpha", "agent:beta"]
@@ -88,8 +92,11 @@ def test_a_transient_failure_is_retried_and_a_wrong_answer_goes_to_the_next_agen
 def test_when_every_agent_fails_the_summary_is_unchanged_and_the_last_code_is_raised(registered):
     room_messages()
     refuse = SummariserError("ADAPTER_NOT_FOUND", "no such command")
-    registered(ScriptedSummariser(alpha=[refuse], beta=[refuse], gamma=[SummariserError("PROTOCOL_INVALID_MESSAGE",
-                                                                                        "garbled")]))
+    registered(
+        ScriptedSummariser(
+            alpha=[refuse], beta=[refuse], gamma=[SummariserError("PROTOCOL_INVALID_MESSAGE", "garbled")]
+        )
+    )
     with pytest.raises(compaction.CompactionFailed) as failed:
         compact()
     assert failed.value.code == "PROTOCOL_INVALID_MESSAGE"

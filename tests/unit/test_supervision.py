@@ -27,8 +27,13 @@ PAIR = {"observers": [BETA], "mode": "live_steer"}
 
 
 def written() -> tuple[int, ...]:
-    return (Event.objects.count(), Turn.objects.count(), ClientCommand.objects.count(),
-            SupervisionPair.objects.count(), SupervisionPairTurn.objects.count())
+    return (
+        Event.objects.count(),
+        Turn.objects.count(),
+        ClientCommand.objects.count(),
+        SupervisionPair.objects.count(),
+        SupervisionPairTurn.objects.count(),
+    )
 
 
 def refused(call, *args, **kwargs) -> GroupXError:
@@ -51,24 +56,37 @@ def observer_binding(accepted: dict) -> str:
 
 
 def steer(binding: str, action: str = "nudge", **extra) -> dict:
-    return member_steer(binding, {"action": action, "reason": "you are off track", "content": "focus on tests",
-                                  "clientCommandId": command_id(), **extra})
+    return member_steer(
+        binding,
+        {
+            "action": action,
+            "reason": "you are off track",
+            "content": "focus on tests",
+            "clientCommandId": command_id(),
+            **extra,
+        },
+    )
 
 
-@pytest.mark.parametrize(("supervision", "code"), [
-    ({"observers": [BETA]}, "INVALID_ENVELOPE"),
-    ({"observers": [BETA], "mode": "approve"}, "INVALID_ENVELOPE"),
-    ({"observers": [], "mode": "live_steer"}, "INVALID_ENVELOPE"),
-    ({"observers": ["agent:a", "agent:b", "agent:c", "agent:d", "agent:e"], "mode": "live_steer"},
-     "INVALID_ENVELOPE"),
-    ({"observers": [BETA, BETA], "mode": "live_steer"}, "INVALID_ENVELOPE"),
-    ({"observers": ["codex"], "mode": "live_steer"}, "INVALID_ENVELOPE"),
-    ({"observers": [BETA], "mode": "live_steer", "extra": 1}, "INVALID_ENVELOPE"),
-    ({"observers": [ALPHA], "mode": "live_steer"}, "INVALID_ENVELOPE"),  # overlaps to
-    ("agent:beta", "INVALID_ENVELOPE"),
-    ({"observers": ["user:assistant"], "mode": "live_steer"}, "SUPERVISION_PAIR_INVALID"),
-    ({"observers": ["agent:nobody"], "mode": "live_steer"}, "UNKNOWN_TARGET"),  # resolved like a worker (D94)
-])
+@pytest.mark.parametrize(
+    ("supervision", "code"),
+    [
+        ({"observers": [BETA]}, "INVALID_ENVELOPE"),
+        ({"observers": [BETA], "mode": "approve"}, "INVALID_ENVELOPE"),
+        ({"observers": [], "mode": "live_steer"}, "INVALID_ENVELOPE"),
+        (
+            {"observers": ["agent:a", "agent:b", "agent:c", "agent:d", "agent:e"], "mode": "live_steer"},
+            "INVALID_ENVELOPE",
+        ),
+        ({"observers": [BETA, BETA], "mode": "live_steer"}, "INVALID_ENVELOPE"),
+        ({"observers": ["codex"], "mode": "live_steer"}, "INVALID_ENVELOPE"),
+        ({"observers": [BETA], "mode": "live_steer", "extra": 1}, "INVALID_ENVELOPE"),
+        ({"observers": [ALPHA], "mode": "live_steer"}, "INVALID_ENVELOPE"),  # overlaps to
+        ("agent:beta", "INVALID_ENVELOPE"),
+        ({"observers": ["user:assistant"], "mode": "live_steer"}, "SUPERVISION_PAIR_INVALID"),
+        ({"observers": ["agent:nobody"], "mode": "live_steer"}, "UNKNOWN_TARGET"),  # resolved like a worker (D94)
+    ],
+)
 def test_each_bad_supervision_on_a_post_has_its_code_and_writes_nothing(supervision, code):
     error = refused(post, [ALPHA], "task", supervision=supervision)
     assert error.code == code
@@ -85,8 +103,13 @@ def test_one_transaction_writes_source_workers_brief_observers_pair_and_rows_in_
 
     rows = list(Event.objects.filter(correlation_id=accepted["correlationId"]).order_by("seq"))
     assert [(e.event_type, e.targets) for e in rows] == [
-        ("message.created", [ALPHA, GAMMA]), ("turn.queued", [ALPHA]), ("turn.queued", [GAMMA]),
-        ("message.created", [BETA]), ("turn.queued", [BETA]), ("supervision.paired", [ALPHA, GAMMA, BETA])]
+        ("message.created", [ALPHA, GAMMA]),
+        ("turn.queued", [ALPHA]),
+        ("turn.queued", [GAMMA]),
+        ("message.created", [BETA]),
+        ("turn.queued", [BETA]),
+        ("supervision.paired", [ALPHA, GAMMA, BETA]),
+    ]
     assert {e.root_correlation_id for e in rows} == {accepted["correlationId"]}
     brief, paired_event = rows[3], rows[5]
     assert brief.actor_id == "system:groupx" and brief.body["kind"] == WATCH_BRIEF_KIND
@@ -98,7 +121,10 @@ def test_one_transaction_writes_source_workers_brief_observers_pair_and_rows_in_
     pair = SupervisionPair.objects.get(pair_event_id=paired_event.event_id)
     assert paired_event.body["workers"] == [{"actorId": t["target"], "turnId": t["turnId"]} for t in accepted["turns"]]
     assert sorted(SupervisionPairTurn.objects.filter(pair=pair).values_list("actor_id", "role")) == [
-        (ALPHA, "worker"), (BETA, "observer"), (GAMMA, "worker")]
+        (ALPHA, "worker"),
+        (BETA, "observer"),
+        (GAMMA, "worker"),
+    ]
 
 
 def test_a_retry_returns_the_same_pair_and_other_observers_under_the_same_id_conflict():
@@ -118,8 +144,11 @@ def test_the_watch_brief_stays_out_of_other_packets_but_is_the_observers_current
     assert not context_events().filter(event_id=accepted["watchEventId"]).exists()
 
     observer = build_context_packet(roster.live_agent(BETA), accepted["watchEventId"]).text
-    assert observer.index("[groupx_protocol]") < observer.index("[supervision_watch]") < observer.index(
-        "[current_message]")
+    assert (
+        observer.index("[groupx_protocol]")
+        < observer.index("[supervision_watch]")
+        < observer.index("[current_message]")
+    )
     assert accepted["turns"][0]["turnId"] in observer.split("[supervision_watch]")[1]
     assert observer.split("[current_message]\n")[1].startswith("Supervision watch")
 
@@ -144,15 +173,22 @@ def test_a_nudge_queues_guidance_one_hop_deeper_attached_to_the_pair():
 
     nxt = Turn.objects.get(turn_id=result["nextTurnId"])
     watch_turn = Turn.objects.get(turn_id=accepted["watchTurns"][0]["turnId"])
-    assert (nxt.target_actor_id, nxt.hop_count, nxt.parent_turn_id) == (ALPHA, watch_turn.hop_count + 1,
-                                                                          watch_turn.turn_id)
+    assert (nxt.target_actor_id, nxt.hop_count, nxt.parent_turn_id) == (
+        ALPHA,
+        watch_turn.hop_count + 1,
+        watch_turn.turn_id,
+    )
     assert nxt.root_correlation_id == accepted["correlationId"]
     assert SupervisionPairTurn.objects.get(turn_id=nxt.turn_id).role == "worker"
     guidance = Event.objects.get(event_id=result["messageEventId"])
     assert (guidance.actor_id, guidance.targets, guidance.body["content"]) == (BETA, [ALPHA], "focus on tests")
     steered = Event.objects.get(event_id=result["steerEventId"])
     assert {k: steered.body[k] for k in ("action", "reason", "subjectTurnId", "nextTurnId")} == {
-        "action": "nudge", "reason": "you are off track", "subjectTurnId": subject, "nextTurnId": nxt.turn_id}
+        "action": "nudge",
+        "reason": "you are off track",
+        "subjectTurnId": subject,
+        "nextTurnId": nxt.turn_id,
+    }
     assert Turn.objects.get(turn_id=subject).status == "running"  # a nudge cancels nothing
     # PROTOCOL §6.7: the steered Turn (its turn.queued and its guidance) is caused by the steer
     # event, written after them; the Watch Turn is its parent and the steer's cause.
@@ -203,11 +239,28 @@ def test_a_snapshot_carries_tool_names_and_public_excerpts_only():
     accepted = paired("x" * 900)
     subject = accepted["turns"][0]["turnId"]
     claimed = running(subject)
-    finish(claimed, subject, TurnOutcome(status="completed", content="done " * 200, reasoning="secret thoughts",
-                                         tool_records=[{"nativeType": "tool.completed", "toolCallId": "call-1",
-                                                        "details": {"name": "Bash", "status": "completed",
-                                                                    "command": "cat secret.txt",
-                                                                    "output": "hunter2"}}]), actor(ALPHA))
+    finish(
+        claimed,
+        subject,
+        TurnOutcome(
+            status="completed",
+            content="done " * 200,
+            reasoning="secret thoughts",
+            tool_records=[
+                {
+                    "nativeType": "tool.completed",
+                    "toolCallId": "call-1",
+                    "details": {
+                        "name": "Bash",
+                        "status": "completed",
+                        "command": "cat secret.txt",
+                        "output": "hunter2",
+                    },
+                }
+            ],
+        ),
+        actor(ALPHA),
+    )
     pair = SupervisionPair.objects.get()
     shot = watch.snapshot(pair, Turn.objects.get(turn_id=subject), None)
 
@@ -250,8 +303,10 @@ def test_a_watch_with_no_milestone_before_its_timeout_answers_timed_out():
     assert answer["timedOut"] and answer["snapshot"]["status"] == "running"
 
 
-@pytest.mark.parametrize("payload", [{"until": "forever"}, {"timeoutMs": 3_600_001}, {"afterSeq": -1},
-                                     {"subject": "turn_x"}, {"from": "agent:alpha"}])
+@pytest.mark.parametrize(
+    "payload",
+    [{"until": "forever"}, {"timeoutMs": 3_600_001}, {"afterSeq": -1}, {"subject": "turn_x"}, {"from": "agent:alpha"}],
+)
 def test_a_malformed_watch_is_refused_before_it_waits(payload):
     with pytest.raises(GroupXError) as error:
         watch.check_watch(payload)

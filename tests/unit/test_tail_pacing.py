@@ -52,4 +52,3 @@ def test_a_broadcast_that_woke_one_stream_does_not_hold_the_next_one():
 @pytest.mark.parametrize("streams", [2, 8])
 def test_a_broadcast_that_woke_several_streams_holds_the_next_one(streams):
     assert _after_one_broadcast_is_the_next_held(streams=streams) is True
-

@@ -19,13 +19,18 @@ from rooms.tail import read_frames, transient_frame
 LONE = json.loads('"\\ud800"')
 
 
-@pytest.mark.parametrize("value", [
-    {"content": "plain, 汉字, 😀 and \u2028", "n": 1, "f": 1e-07, "g": 1e16, "h": 0.1, "t": True, "z": None},
-    {"nan": float("nan"), "inf": float("inf"), 3: "an int key", "tuple": (1, 2), "big": 2**80},
-    [{"nested": [{"deep": ["\x00\x1f\"\\"]}]}],
-    {"bad": f"a lone {LONE} half"},
-    "a string", 12, None,
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"content": "plain, 汉字, 😀 and \u2028", "n": 1, "f": 1e-07, "g": 1e16, "h": 0.1, "t": True, "z": None},
+        {"nan": float("nan"), "inf": float("inf"), 3: "an int key", "tuple": (1, 2), "big": 2**80},
+        [{"nested": [{"deep": ['\x00\x1f"\\']}]}],
+        {"bad": f"a lone {LONE} half"},
+        "a string",
+        12,
+        None,
+    ],
+)
 def test_json_text_writes_what_json_dumps_with_compact_separators_writes(value):
     assert json_text(value) == repair(json.dumps(value, ensure_ascii=False, separators=(",", ":")))[0]
 
@@ -42,8 +47,9 @@ def append(**fields) -> tuple[Event, bytes]:
     bus.join(member)
     try:
         with transaction.atomic():
-            event = events.message_created(actor=events.WEB_USER, to=["agent:alpha"], correlation_id="corr_t",
-                                           source_kind="web", **fields)
+            event = events.message_created(
+                actor=events.WEB_USER, to=["agent:alpha"], correlation_id="corr_t", source_kind="web", **fields
+            )
             _, hook, _ = connection.run_on_commit[-1]
     finally:
         bus.leave(member)
@@ -51,11 +57,18 @@ def append(**fields) -> tuple[Event, bytes]:
     return event, hook.args[1]
 
 
-@pytest.mark.parametrize("fields", [
-    {"content": "hello ünïcode \"quoted\"\nline"},
-    {"content": "a reply", "reply_to_event_id": "evt_parent", "idempotency_key": "k-1",
-     "extra_body": {"turnId": "turn_1", "n": 1.5}},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"content": 'hello ünïcode "quoted"\nline'},
+        {
+            "content": "a reply",
+            "reply_to_event_id": "evt_parent",
+            "idempotency_key": "k-1",
+            "extra_body": {"turnId": "turn_1", "n": 1.5},
+        },
+    ],
+)
 def test_an_appended_event_is_the_instance_a_read_of_its_row_gives_and_its_frame_is_the_tails(fields):
     event, frame = append(**fields)
     stored = Event.objects.get(seq=event.seq)
@@ -89,10 +102,13 @@ def test_reading_the_config_through_the_settings_misses_no_attribute_of_the_mode
     assert "_mask_wrapped" not in config.model_dump() and "_mask_wrapped" not in type(config).model_json_schema()
 
 
-@pytest.mark.parametrize("envelope", [
-    {"type": "turn.content.delta", "body": {"text": "ünï \"q\" 😀", "chunkIndex": 3, "f": 1e-07}},
-    {"type": "x", "body": {1: [None, True, 2**70, float("nan")], "bad": f"a lone {LONE} half"}},
-])
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {"type": "turn.content.delta", "body": {"text": 'ünï "q" 😀', "chunkIndex": 3, "f": 1e-07}},
+        {"type": "x", "body": {1: [None, True, 2**70, float("nan")], "bad": f"a lone {LONE} half"}},
+    ],
+)
 def test_a_transient_reaches_every_member_as_one_encoding_the_text_of_its_frame(envelope):
     # D70: the bus encoded each delta twice (json.dumps's spaced text, only to measure it, then the
     # tail's frame); now once, and a reader's byte budget counts the text its frame carries.

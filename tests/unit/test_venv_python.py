@@ -22,8 +22,7 @@ def _stand_in(folder: Path, name: str, *, qualifies: bool) -> Path:
 
 def _chosen(*folders: Path) -> str:
     path = ":".join(str(folder) for folder in folders)
-    done = subprocess.run(["/bin/sh", str(SCRIPT)], env={"PATH": path}, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(["/bin/sh", str(SCRIPT)], env={"PATH": path}, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 

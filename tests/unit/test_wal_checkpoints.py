@@ -20,8 +20,10 @@ from groupx_site.core import db, wal_checkpoints
 from tests.server import wait_until
 from tests.unit.writer_sql import on_writer as _on_writer
 
-pytestmark = [pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's WAL only"),
-              pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's WAL only"),
+    pytest.mark.django_db(transaction=True),
+]
 
 BURST_TRANSACTIONS = 60
 ROWS_PER_TRANSACTION = 40  # 2,400 rows of 4,000 bytes: ~2,400 pages, past SQLite's 1,000-page default
@@ -45,20 +47,23 @@ def _burst() -> None:
     def write() -> None:
         for _ in range(BURST_TRANSACTIONS):
             with transaction.atomic(), connection.cursor() as cursor:
-                cursor.executemany("INSERT INTO wal_burst VALUES (randomblob(%s))",
-                                   [(ROW_BYTES,)] * ROWS_PER_TRANSACTION)
+                cursor.executemany(
+                    "INSERT INTO wal_burst VALUES (randomblob(%s))", [(ROW_BYTES,)] * ROWS_PER_TRANSACTION
+                )
 
     db.run_on_writer_thread(write)
 
 
-def test_the_writer_thread_leaves_checkpoints_to_the_checkpointer_and_a_burst_reaches_the_database_file(
-        checkpointer):
+def test_the_writer_thread_leaves_checkpoints_to_the_checkpointer_and_a_burst_reaches_the_database_file(checkpointer):
     assert _on_writer("PRAGMA wal_autocheckpoint") == [(0,)]
     database = Path(connection.settings_dict["NAME"])
     _burst()
     burst_bytes = BURST_TRANSACTIONS * ROWS_PER_TRANSACTION * ROW_BYTES
-    wait_until(lambda: database.stat().st_size >= burst_bytes, timeout=60,
-               message="the burst's pages copied back into the database file")
+    wait_until(
+        lambda: database.stat().st_size >= burst_bytes,
+        timeout=60,
+        message="the burst's pages copied back into the database file",
+    )
 
 
 def test_after_a_burst_the_wal_is_cut_to_nothing_once_writes_pause(checkpointer):
@@ -160,8 +165,13 @@ def test_reading_the_wal_index_leaves_sqlites_own_locks_on_it_held(tmp_path):
         shm = Path(f"{database}-shm")
         for _ in range(3):
             assert wal_checkpoints.wal_index(shm) is not None
-        probe = subprocess.run([sys.executable, "-c", _TAKES_THE_DEAD_MAN_SWITCH, str(shm)],
-                               capture_output=True, text=True, timeout=60, check=True)
+        probe = subprocess.run(
+            [sys.executable, "-c", _TAKES_THE_DEAD_MAN_SWITCH, str(shm)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert probe.stdout.strip() == "held"
     finally:
         writer.close()

@@ -9,6 +9,7 @@ from groupx_site.core import db
 
 def on_writer(sql: str, params: tuple = ()) -> list:
     """``sql`` on the writer thread's connection, waiting for it; the rows it returned."""
+
     def run() -> list:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

@@ -44,31 +44,75 @@ def use_the_room(room: GroupXServer) -> None:
     """Every kind of row the product writes, through its own API."""
     for turn in send(room, ["@all"], f"{EMOJI} {CJK}")["turns"]:
         wait_terminal(room, turn["turnId"])
-    failed = send(room, ["agent:kimi"], "[[fake: fail message=\"boom 💥\"]]")["turns"][0]
+    failed = send(room, ["agent:kimi"], '[[fake: fail message="boom 💥"]]')["turns"][0]
     wait_terminal(room, failed["turnId"])
     hanging = send(room, ["agent:codex"], "[[fake: hang]] 长时间的任务")["turns"][0]
-    wait_until(lambda: any(e["type"] == "turn.started" for e in turn_events(room, hanging["turnId"])),
-               timeout=30, message="the hanging Turn to start")
+    wait_until(
+        lambda: any(e["type"] == "turn.started" for e in turn_events(room, hanging["turnId"])),
+        timeout=30,
+        message="the hanging Turn to start",
+    )
     cancel(room, hanging["turnId"])
     wait_terminal(room, hanging["turnId"])
-    supervised = send(room, ["agent:claude"], "review this ✅",
-                      supervision={"observers": ["agent:hermes"], "mode": "live_steer"})
+    supervised = send(
+        room, ["agent:claude"], "review this ✅", supervision={"observers": ["agent:hermes"], "mode": "live_steer"}
+    )
     for turn in supervised["turns"]:
         wait_terminal(room, turn["turnId"])
     for i in range(13):  # more than compaction keeps, so that it writes a summary
         for turn in send(room, ["agent:kimi"], f"message {i} — {CJK[:3]} {EMOJI[:1]}")["turns"]:
             wait_terminal(room, turn["turnId"])
-    fact = written(room.post("/api/memory", {"clientCommandId": command_id(), "scope": {"type": "room", "id": "room:main"},
-                                     "kind": "fact", "content": f"the build uses make {EMOJI[:1]}"}))["memory"]
-    written(room.post(f"/api/memory/{fact['memoryId']}/supersede", {"clientCommandId": command_id(),
-                                                                   "content": "the build uses make 构建"}))
-    gone = written(room.post("/api/memory", {"clientCommandId": command_id(), "scope": {"type": "room", "id": "room:main"},
-                                     "kind": "decision", "content": "short-lived"}))["memory"]
+    fact = written(
+        room.post(
+            "/api/memory",
+            {
+                "clientCommandId": command_id(),
+                "scope": {"type": "room", "id": "room:main"},
+                "kind": "fact",
+                "content": f"the build uses make {EMOJI[:1]}",
+            },
+        )
+    )["memory"]
+    written(
+        room.post(
+            f"/api/memory/{fact['memoryId']}/supersede",
+            {"clientCommandId": command_id(), "content": "the build uses make 构建"},
+        )
+    )
+    gone = written(
+        room.post(
+            "/api/memory",
+            {
+                "clientCommandId": command_id(),
+                "scope": {"type": "room", "id": "room:main"},
+                "kind": "decision",
+                "content": "short-lived",
+            },
+        )
+    )["memory"]
     written(room.post(f"/api/memory/{gone['memoryId']}/retract", {"clientCommandId": command_id()}))
-    written(room.post("/api/memory", {"clientCommandId": command_id(), "scope": {"type": "agent", "id": "agent:kimi"},
-                                      "kind": "preference", "content": "answers in 中文 when asked"}))
-    written(room.post("/api/identity", {"clientCommandId": command_id(), "subjectActorId": "agent:kimi",
-                                        "kind": "instruction", "content": "Kimi reviews the front end 🎨"}))
+    written(
+        room.post(
+            "/api/memory",
+            {
+                "clientCommandId": command_id(),
+                "scope": {"type": "agent", "id": "agent:kimi"},
+                "kind": "preference",
+                "content": "answers in 中文 when asked",
+            },
+        )
+    )
+    written(
+        room.post(
+            "/api/identity",
+            {
+                "clientCommandId": command_id(),
+                "subjectActorId": "agent:kimi",
+                "kind": "instruction",
+                "content": "Kimi reviews the front end 🎨",
+            },
+        )
+    )
     compacted = room.post("/api/context/compact", {"clientCommandId": command_id()}, timeout=120)
     assert compacted.status_code == 200, compacted.text
     reset = room.post("/api/context/reset", {"clientCommandId": command_id()})
@@ -82,12 +126,18 @@ def use_the_room(room: GroupXServer) -> None:
 def build(target: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="groupx-fixture-") as folder:
         workdir = Path(folder)
-        config = {"agents": fake_agents(workdir, *DRIVERS), "timeouts": {"closeMs": 300},
-                  "assistant": assistant_config(workdir)}
+        config = {
+            "agents": fake_agents(workdir, *DRIVERS),
+            "timeouts": {"closeMs": 300},
+            "assistant": assistant_config(workdir),
+        }
         room = GroupXServer(workdir, config, env={"GROUPX_FAKE_TIME_SCALE": "0"}).start()
         try:
-            wait_until(lambda: room.get("/api/assistant").json()["status"] not in ("disabled", "starting"),
-                       timeout=60, message="the assistant's brain to start")
+            wait_until(
+                lambda: room.get("/api/assistant").json()["status"] not in ("disabled", "starting"),
+                timeout=60,
+                message="the assistant's brain to start",
+            )
             use_the_room(room)
             head = room.get("/api/bootstrap").json()["room"]["throughSeq"]
             frames = durable_frames(room.base_url, head)
@@ -104,8 +154,9 @@ def build(target: Path) -> None:
         target.mkdir(parents=True)
         shutil.copyfile(store, target / "groupx.db")
         (target / "frames.sse").write_bytes(frames)
-        (target / "rows.json").write_text(json.dumps({"throughSeq": head, "rows": row_counts(target / "groupx.db")},
-                                                     indent=2, sort_keys=True) + "\n")
+        (target / "rows.json").write_text(
+            json.dumps({"throughSeq": head, "rows": row_counts(target / "groupx.db")}, indent=2, sort_keys=True) + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -44,9 +44,13 @@ def row_counts(database: Path) -> dict[str, int]:
     """Rows per table of a SQLite room (read-only), the FTS shadow tables and SQLite's own left out."""
     db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     try:
-        names = [row[0] for row in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "AND name NOT LIKE 'rooms_message_fts%' AND name NOT LIKE 'memory_%fts%' ORDER BY name")]
+        names = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+                "AND name NOT LIKE 'rooms_message_fts%' AND name NOT LIKE 'memory_%fts%' ORDER BY name"
+            )
+        ]
         return {name: db.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in names}
     finally:
         db.close()

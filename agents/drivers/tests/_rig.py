@@ -37,8 +37,11 @@ class FakeCliRig(abc.ABC):
 
     def fake_env(self, scenario: dict[str, Any] | None) -> dict[str, str]:
         """How a fake learns where to log, where to keep state, and what to play."""
-        return {"GROUPX_FAKE_LOG_DIR": str(self.log_dir), "GROUPX_FAKE_STATE_DIR": str(self.state_dir),
-                "GROUPX_FAKE_SCENARIO": json.dumps(scenario or {})}
+        return {
+            "GROUPX_FAKE_LOG_DIR": str(self.log_dir),
+            "GROUPX_FAKE_STATE_DIR": str(self.state_dir),
+            "GROUPX_FAKE_SCENARIO": json.dumps(scenario or {}),
+        }
 
     @abc.abstractmethod
     async def start(self, *args: Any, **kwargs: Any) -> Any:

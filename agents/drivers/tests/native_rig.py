@@ -30,19 +30,32 @@ class NativeRig(FakeCliRig):
         self.flavor = flavor
         self.wire_flavor = flavor
 
-    def profile(self, scenario: dict[str, Any] | None = None, *, mcp: McpAttachment | None = MCP,
-                timeouts: Timeouts = TIMEOUTS, env: dict[str, str] | None = None,
-                private_dir: str | None = None) -> LaunchProfile:
+    def profile(
+        self,
+        scenario: dict[str, Any] | None = None,
+        *,
+        mcp: McpAttachment | None = MCP,
+        timeouts: Timeouts = TIMEOUTS,
+        env: dict[str, str] | None = None,
+        private_dir: str | None = None,
+    ) -> LaunchProfile:
         env = {**self.fake_env(scenario), **(env or {})}
-        return LaunchProfile(agent_id=self.flavor, actor_id=f"agent:{self.flavor}", driver=self.flavor,
-                             command=(str(FAKES / "bin" / self.flavor),), cwd=str(self.cwd),
-                             instance_id=f"inst-{uuid.uuid4().hex[:6]}", binding_id=MCP.binding_id, mcp=mcp,
-                             timeouts=timeouts, env=env, private_dir=private_dir)
+        return LaunchProfile(
+            agent_id=self.flavor,
+            actor_id=f"agent:{self.flavor}",
+            driver=self.flavor,
+            command=(str(FAKES / "bin" / self.flavor),),
+            cwd=str(self.cwd),
+            instance_id=f"inst-{uuid.uuid4().hex[:6]}",
+            binding_id=MCP.binding_id,
+            mcp=mcp,
+            timeouts=timeouts,
+            env=env,
+            private_dir=private_dir,
+        )
 
-    async def start(self, scenario: dict[str, Any] | None = None, *, resume: str | None = None,
-                    **kwargs: Any) -> Any:
-        session = await DRIVERS[self.flavor]().start(self.profile(scenario, **kwargs),
-                                                     resume_native_session_id=resume)
+    async def start(self, scenario: dict[str, Any] | None = None, *, resume: str | None = None, **kwargs: Any) -> Any:
+        session = await DRIVERS[self.flavor]().start(self.profile(scenario, **kwargs), resume_native_session_id=resume)
         self.sessions.append(session)
         return session
 
@@ -79,8 +92,11 @@ class _McpHandler(BaseHTTPRequestHandler):
             return
         result: dict[str, Any] = {"tools": []}
         if message.get("method") == "initialize":
-            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "groupx-test", "version": "0"}}
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "groupx-test", "version": "0"},
+            }
         body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

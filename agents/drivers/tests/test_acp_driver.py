@@ -65,15 +65,28 @@ async def test_each_flavour_launches_with_its_argv_and_sets_its_mode_before_the_
     assert rig.methods(session) == expected  # and never an `initialized` notification
     initialize, new = rig.inbound(session)[:2]
     assert initialize["id"] == f"{flavor}:1"
-    assert initialize["params"] == {"protocolVersion": 1, "clientCapabilities": {},
-                                    "clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"}}
-    assert new["params"] == {"cwd": str(rig.cwd), "mcpServers": [
-        {"type": "http", "name": "groupx", "url": MCP.url,
-         "headers": [{"name": "X-GroupX-Binding", "value": MCP.binding_id}]}]}
+    assert initialize["params"] == {
+        "protocolVersion": 1,
+        "clientCapabilities": {},
+        "clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"},
+    }
+    assert new["params"] == {
+        "cwd": str(rig.cwd),
+        "mcpServers": [
+            {
+                "type": "http",
+                "name": "groupx",
+                "url": MCP.url,
+                "headers": [{"name": "X-GroupX-Binding", "value": MCP.binding_id}],
+            }
+        ],
+    }
     if flavor in ("kimi", "hermes"):
         set_mode = rig.inbound(session)[2]
-        assert set_mode["params"] == {"sessionId": session.native_session_id,
-                                      "modeId": {"kimi": "auto", "hermes": "dont_ask"}[flavor]}
+        assert set_mode["params"] == {
+            "sessionId": session.native_session_id,
+            "modeId": {"kimi": "auto", "hermes": "dont_ask"}[flavor],
+        }
         assert rig.check_ok(session, "set_mode")
     assert session.mcp_verified and not session.resumed and session.alive
 
@@ -117,8 +130,9 @@ async def test_a_login_demand_fails_the_start_clearly_and_is_not_retried(rig):
 
 
 async def test_a_mode_refusal_with_policy_evidence_is_policy_blocked(rig):
-    error = await rig.start_fails("kimi", {"set_mode_error": {"code": -32603, "message": "nope",
-                                                              "data": {"details": {"policyBlocked": True}}}})
+    error = await rig.start_fails(
+        "kimi", {"set_mode_error": {"code": -32603, "message": "nope", "data": {"details": {"policyBlocked": True}}}}
+    )
     assert error.code == NATIVE_POLICY_BLOCKED
 
 
@@ -139,14 +153,23 @@ async def test_a_hung_mode_set_times_out_as_a_handshake_timeout(rig):
 
 
 async def test_a_slow_initialize_times_out_as_a_handshake_timeout(rig):
-    error = await rig.start_fails("hermes", {"initialize_delay_ms": 3000},
-                                  timeouts=Timeouts(handshake_ms=300, close_ms=500))
+    error = await rig.start_fails(
+        "hermes", {"initialize_delay_ms": 3000}, timeouts=Timeouts(handshake_ms=300, close_ms=500)
+    )
     assert error.code == PROTOCOL_HANDSHAKE_TIMEOUT
 
 
 async def test_a_refused_session_new_fails_the_start(rig):
-    error = await rig.start_fails("hermes", {"session_new_error": {
-        "code": -32603, "message": "Internal error", "data": {"details": "No LLM provider configured"}}})
+    error = await rig.start_fails(
+        "hermes",
+        {
+            "session_new_error": {
+                "code": -32603,
+                "message": "Internal error",
+                "data": {"details": "No LLM provider configured"},
+            }
+        },
+    )
     assert error.code == ADAPTER_START_FAILED and error.retryable
 
 
@@ -190,10 +213,17 @@ async def test_a_turn_streams_reasoning_tool_progress_and_content_in_order(rig):
     assert events[1:3] == [ReasoningDelta("thinking-1 "), ReasoningDelta("thinking-2 ")]
     tools = [e for e in events if isinstance(e, ToolProgress)]
     assert [(t.phase, t.details["status"]) for t in tools] == [
-        ("tool.started", "pending"), ("tool.started", "in_progress"), ("tool.completed", "completed")]
+        ("tool.started", "pending"),
+        ("tool.started", "in_progress"),
+        ("tool.completed", "completed"),
+    ]
     assert {t.tool_call_id for t in tools} == {tools[0].tool_call_id}
-    assert tools[-1].details == {"name": "shell: echo fake-tool", "title": "shell: echo fake-tool",
-                                 "kind": "execute", "status": "completed"}
+    assert tools[-1].details == {
+        "name": "shell: echo fake-tool",
+        "title": "shell: echo fake-tool",
+        "kind": "execute",
+        "status": "completed",
+    }
     assert [e.text for e in events if isinstance(e, ContentDelta)] == ["part-1 ", "part-2 ", "part-3 "]
     assert events[-1] == TurnCompleted(content=None, stop_reason="end_turn")
     assert len(events) == 1 + 2 + 3 + 3 + 1
@@ -310,10 +340,22 @@ async def test_a_crash_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_re
     assert caught.value.code == SESSION_NOT_AVAILABLE
 
 
-@pytest.mark.parametrize("kind", ["not_json", "invalid_utf8", "partial_line", "huge_line", "non_object",
-                                  "wrong_jsonrpc", "missing_jsonrpc", "response_without_id", "bad_request_id",
-                                  # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
-                                  "orphan_response"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "not_json",
+        "invalid_utf8",
+        "partial_line",
+        "huge_line",
+        "non_object",
+        "wrong_jsonrpc",
+        "missing_jsonrpc",
+        "response_without_id",
+        "bad_request_id",
+        # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
+        "orphan_response",
+    ],
+)
 async def test_garbage_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_rebuild(rig, kind):
     session = await rig.start("grok")
     _, events = await run_turn(session, f"[[fake: reply text=x; garbage kind={kind}]]")
@@ -427,8 +469,9 @@ async def test_closing_during_a_turn_cancels_it_and_interrupts_the_turn(rig, ign
 
 async def test_close_takes_down_a_stubborn_agent_and_its_grandchild(rig, monkeypatch):
     monkeypatch.setattr("agents.drivers.process.TERM_WAIT_S", 0.5)
-    session = await rig.start("grok", {"ignore_eof": True, "ignore_sigterm": True, "spawn_grandchild": True},
-                              timeouts=Timeouts(close_ms=200))
+    session = await rig.start(
+        "grok", {"ignore_eof": True, "ignore_sigterm": True, "spawn_grandchild": True}, timeouts=Timeouts(close_ms=200)
+    )
     (spawn,) = rig.records(session, kind="spawn")
     await session.close()
     assert session.process.returncode == -9

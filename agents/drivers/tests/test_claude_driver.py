@@ -89,22 +89,54 @@ for step in plan:
 for line in sys.stdin:
     pass
 """
-INIT = {"type": "system", "subtype": "init", "session_id": "$sid", "cwd": "$cwd",
-        "permissionMode": "bypassPermissions", "mcp_servers": []}
-ABORTED = {"type": "result", "subtype": "error_during_execution", "is_error": True,
-           "terminal_reason": "aborted_streaming", "session_id": "$sid"}
+INIT = {
+    "type": "system",
+    "subtype": "init",
+    "session_id": "$sid",
+    "cwd": "$cwd",
+    "permissionMode": "bypassPermissions",
+    "mcp_servers": [],
+}
+ABORTED = {
+    "type": "result",
+    "subtype": "error_during_execution",
+    "is_error": True,
+    "terminal_reason": "aborted_streaming",
+    "session_id": "$sid",
+}
 
 
 def delta(text: str, message_id: str = "msg_1") -> list[dict]:
-    return [{"send": {"type": "stream_event", "session_id": "$sid", "parent_tool_use_id": None, "event": {
-                "type": "message_start", "message": {"id": message_id, "content": []}}}},
-            {"send": {"type": "stream_event", "session_id": "$sid", "parent_tool_use_id": None, "event": {
-                "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}}}]
+    return [
+        {
+            "send": {
+                "type": "stream_event",
+                "session_id": "$sid",
+                "parent_tool_use_id": None,
+                "event": {"type": "message_start", "message": {"id": message_id, "content": []}},
+            }
+        },
+        {
+            "send": {
+                "type": "stream_event",
+                "session_id": "$sid",
+                "parent_tool_use_id": None,
+                "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            }
+        },
+    ]
 
 
 def success(text: str) -> dict:
-    return {"type": "result", "subtype": "success", "is_error": False, "terminal_reason": "completed",
-            "stop_reason": "end_turn", "result": text, "session_id": "$sid"}
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "terminal_reason": "completed",
+        "stop_reason": "end_turn",
+        "result": text,
+        "session_id": "$sid",
+    }
 
 
 async def scripted(rig: NativeRig, tmp_path, plan: list[dict]) -> tuple[object, object]:
@@ -140,16 +172,20 @@ async def test_it_launches_with_the_fixed_argv_mcp_config_and_a_fresh_session_id
     assert argv[:9] == list(CLAUDE_ARGV)
     assert argv[9] == "--mcp-config"
     with open(argv[10]) as config:  # a file path: the binding is never on the command line (D39)
-        assert json.load(config) == {"mcpServers": {"groupx": {
-            "type": "http", "url": MCP.url, "headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+        assert json.load(config) == {
+            "mcpServers": {"groupx": {"type": "http", "url": MCP.url, "headers": {"X-GroupX-Binding": MCP.binding_id}}}
+        }
     assert MCP.binding_id not in " ".join(argv)
     assert argv[11:] == ["--session-id", session.native_session_id]
     assert uuid.UUID(session.native_session_id).version == 4
     assert start["cwd"] == str(rig.cwd)
     assert controls(rig, session) == ["initialize", "set_permission_mode"]
     initialize, set_mode = rig.inbound(session)
-    assert initialize == {"type": "control_request", "request_id": "groupx-initialize-1",
-                          "request": {"subtype": "initialize", "hooks": None}}
+    assert initialize == {
+        "type": "control_request",
+        "request_id": "groupx-initialize-1",
+        "request": {"subtype": "initialize", "hooks": None},
+    }
     assert set_mode["request"] == {"subtype": "set_permission_mode", "mode": "bypassPermissions"}
     assert rig.check_ok(session, "set_mode")
     assert session.alive and not session.resumed and session.initial_permission_mode == "bypassPermissions"
@@ -189,8 +225,10 @@ async def test_an_initialize_without_current_permission_mode_is_accepted(rig):
     assert session.alive and session.initial_permission_mode is None
 
 
-@pytest.mark.parametrize("scenario", [{"set_mode_result": "default"},
-                                      {"set_mode_error": {"error": "disabled by policy", "error_code": "denied"}}])
+@pytest.mark.parametrize(
+    "scenario",
+    [{"set_mode_result": "default"}, {"set_mode_error": {"error": "disabled by policy", "error_code": "denied"}}],
+)
 async def test_a_refused_or_downgraded_permission_mode_is_policy_blocked(rig, scenario):
     error = await rig.start_fails(scenario)
     assert error.code == NATIVE_POLICY_BLOCKED and not error.retryable
@@ -231,12 +269,20 @@ async def test_a_text_turn_streams_deltas_once_and_completes_with_the_result_tex
     session = await rig.start()
     turn, events = await run_turn(session, "[[fake: stream n=3]]")
     assert turn.native_turn_id == turn.turn_id  # Claude has no native turn ids (X2)
-    assert events == [TurnStarted(native_turn_id=turn.turn_id), ContentDelta("part-1 "), ContentDelta("part-2 "),
-                      ContentDelta("part-3 "), TurnCompleted(content="part-1 part-2 part-3 ", stop_reason="end_turn")]
+    assert events == [
+        TurnStarted(native_turn_id=turn.turn_id),
+        ContentDelta("part-1 "),
+        ContentDelta("part-2 "),
+        ContentDelta("part-3 "),
+        TurnCompleted(content="part-1 part-2 part-3 ", stop_reason="end_turn"),
+    ]
     prompt = rig.inbound(session)[-1]
-    assert prompt == {"type": "user", "message": {"role": "user", "content": [
-        {"type": "text", "text": "[[fake: stream n=3]]"}]}, "parent_tool_use_id": None,
-        "session_id": session.native_session_id}
+    assert prompt == {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": "[[fake: stream n=3]]"}]},
+        "parent_tool_use_id": None,
+        "session_id": session.native_session_id,
+    }
     assert session.mcp_verified and session.mcp_status == "connected"  # from system/init
 
 
@@ -246,11 +292,19 @@ async def test_a_turn_reports_thinking_and_tool_progress_without_inputs_or_outpu
     assert texts(events, ReasoningDelta) == ["thinking-1 ", "thinking-2 "]
     tools = [e for e in events if isinstance(e, ToolProgress)]
     assert [(t.phase, t.details["name"]) for t in tools] == [
-        ("tool.started", "Bash"), ("tool.completed", "Bash"),
-        ("tool.started", "mcp__groupx__publish"), ("tool.completed", "mcp__groupx__publish")]
+        ("tool.started", "Bash"),
+        ("tool.completed", "Bash"),
+        ("tool.started", "mcp__groupx__publish"),
+        ("tool.completed", "mcp__groupx__publish"),
+    ]
     assert tools[0].tool_call_id == tools[1].tool_call_id
-    assert tools[2].details == {"name": "mcp__groupx__publish", "status": "running", "kind": "mcp",
-                                "server": "groupx", "tool": "publish"}
+    assert tools[2].details == {
+        "name": "mcp__groupx__publish",
+        "status": "running",
+        "kind": "mcp",
+        "server": "groupx",
+        "tool": "publish",
+    }
     assert "echo fake-tool" not in repr(tools)
     assert events[-1].content.endswith("done")
 
@@ -328,10 +382,15 @@ async def test_the_mcp_status_in_system_init_decides_whether_mcp_is_verified(rig
 # ---- init frame verification ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("variant", "code"), [("wrong_session", SESSION_NOT_AVAILABLE),
-                                               ("wrong_cwd", SESSION_NOT_AVAILABLE),
-                                               ("malformed", PROTOCOL_INVALID_MESSAGE),
-                                               ("downgraded_mode", NATIVE_POLICY_BLOCKED)])
+@pytest.mark.parametrize(
+    ("variant", "code"),
+    [
+        ("wrong_session", SESSION_NOT_AVAILABLE),
+        ("wrong_cwd", SESSION_NOT_AVAILABLE),
+        ("malformed", PROTOCOL_INVALID_MESSAGE),
+        ("downgraded_mode", NATIVE_POLICY_BLOCKED),
+    ],
+)
 async def test_a_system_init_that_does_not_match_fails_the_turn_and_needs_a_rebuild(rig, variant, code):
     session = await rig.start({"init_frame": variant})
     _, events = await run_turn(session, "hello")
@@ -384,8 +443,11 @@ async def test_a_late_result_after_an_interrupt_does_not_end_the_next_turn(rig):
     await turn.cancel()
     assert isinstance((await collect(turn))[-1], TurnCompleted)  # it settled before the interrupt landed
     _, events = await run_turn(session, "[[fake: stream n=2 delay_ms=50]]")
-    assert events[1:] == [ContentDelta("part-1 "), ContentDelta("part-2 "),
-                          TurnCompleted(content="part-1 part-2 ", stop_reason="end_turn")]
+    assert events[1:] == [
+        ContentDelta("part-1 "),
+        ContentDelta("part-2 "),
+        TurnCompleted(content="part-1 part-2 ", stop_reason="end_turn"),
+    ]
     reasons = [m.get("terminal_reason") for m in outbound(rig, session) if m.get("type") == "result"]
     assert reasons == ["completed", "aborted_streaming", "completed"]  # the stray really was sent
     _, events = await run_turn(session, "third")
@@ -393,8 +455,9 @@ async def test_a_late_result_after_an_interrupt_does_not_end_the_next_turn(rig):
 
 
 async def test_a_cancel_before_the_cli_began_the_prompt_is_sent_once_it_has(rig, tmp_path):
-    session, wire = await scripted(rig, tmp_path, [
-        {"read": 1}, {"quiet": 0.5}, {"send": INIT}, {"read": 1}, {"ack": True}, {"send": ABORTED}])
+    session, wire = await scripted(
+        rig, tmp_path, [{"read": 1}, {"quiet": 0.5}, {"send": INIT}, {"read": 1}, {"ack": True}, {"send": ABORTED}]
+    )
     turn = await session.start_turn("t1", "slow to begin")
     await turn.cancel()  # the CLI has not begun the prompt yet
     assert (await collect(turn))[-1] == TurnCancelled()
@@ -404,12 +467,23 @@ async def test_a_cancel_before_the_cli_began_the_prompt_is_sent_once_it_has(rig,
 
 
 async def test_a_stray_result_landing_inside_the_next_turn_is_absorbed(rig, tmp_path):
-    session, _ = await scripted(rig, tmp_path, [
-        {"read": 1}, {"send": INIT}, *delta("one "), {"read": 1}, {"ack": True},
-        {"send": success("one ")},  # the turn settled just before the interrupt landed
-        {"read": 1}, {"send": INIT}, *delta("two ", "msg_2"),
-        {"send": ABORTED},  # the interrupt's own result, late
-        {"send": success("two ")}])
+    session, _ = await scripted(
+        rig,
+        tmp_path,
+        [
+            {"read": 1},
+            {"send": INIT},
+            *delta("one "),
+            {"read": 1},
+            {"ack": True},
+            {"send": success("one ")},  # the turn settled just before the interrupt landed
+            {"read": 1},
+            {"send": INIT},
+            *delta("two ", "msg_2"),
+            {"send": ABORTED},  # the interrupt's own result, late
+            {"send": success("two ")},
+        ],
+    )
     turn = await session.start_turn("t1", "first")
     await collect(turn, until=ContentDelta)
     await turn.cancel()

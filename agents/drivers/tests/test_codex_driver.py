@@ -60,11 +60,16 @@ async def test_it_launches_app_server_and_runs_the_handshake_in_order(rig):
     assert methods(rig, session) == ["initialize", "initialized", "configRequirements/read", "thread/start"]
     initialize, initialized, _, thread_start = rig.inbound(session)
     assert initialize["id"] == "groupx-1" and "jsonrpc" not in initialize
-    assert initialize["params"] == {"clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"},
-                                    "capabilities": {"experimentalApi": True}}
+    assert initialize["params"] == {
+        "clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"},
+        "capabilities": {"experimentalApi": True},
+    }
     assert initialized == {"method": "initialized"}
-    assert thread_start["params"] == {"approvalPolicy": "never", "sandbox": "danger-full-access", "config": {
-        "mcp_servers.groupx": {"url": MCP.url, "http_headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+    assert thread_start["params"] == {
+        "approvalPolicy": "never",
+        "sandbox": "danger-full-access",
+        "config": {"mcp_servers.groupx": {"url": MCP.url, "http_headers": {"X-GroupX-Binding": MCP.binding_id}}},
+    }
     assert rig.check_ok(session, "thread_params") and rig.check_ok(session, "mcp_binding_present")
     assert session.native_session_id and session.alive and not session.resumed
     assert not rig.no_failed_checks(session)
@@ -126,12 +131,19 @@ async def test_an_approval_request_during_thread_start_fails_the_start(rig):
 async def test_a_text_turn_streams_deltas_then_completes_with_the_native_turn_id(rig):
     session = await rig.start()
     turn, events = await run_turn(session, "say it [[fake: stream n=3]]")
-    assert events == [TurnStarted(native_turn_id=turn.native_turn_id), ContentDelta("part-1 "),
-                      ContentDelta("part-2 "), ContentDelta("part-3 "), COMPLETED]
+    assert events == [
+        TurnStarted(native_turn_id=turn.native_turn_id),
+        ContentDelta("part-1 "),
+        ContentDelta("part-2 "),
+        ContentDelta("part-3 "),
+        COMPLETED,
+    ]
     turn_start = rig.inbound(session)[-1]
     assert turn_start["method"] == "turn/start"
-    assert turn_start["params"] == {"threadId": session.native_session_id,
-                                    "input": [{"type": "text", "text": "say it [[fake: stream n=3]]"}]}
+    assert turn_start["params"] == {
+        "threadId": session.native_session_id,
+        "input": [{"type": "text", "text": "say it [[fake: stream n=3]]"}],
+    }
     (record,) = rig.records(session, kind="turn")
     assert record["turnId"] == turn.native_turn_id
 
@@ -143,12 +155,25 @@ async def test_a_turn_reports_reasoning_and_bounded_tool_progress_in_order(rig):
     started, completed = [e for e in events if isinstance(e, ToolProgress)]
     assert (started.phase, completed.phase) == ("tool.started", "tool.completed")
     assert started.tool_call_id == completed.tool_call_id
-    assert completed.details == {"name": "shell", "status": "completed", "kind": "execute",
-                                 "itemType": "commandExecution", "title": "/bin/bash -lc 'echo fake-tool'",
-                                 "exitCode": 0}
+    assert completed.details == {
+        "name": "shell",
+        "status": "completed",
+        "kind": "execute",
+        "itemType": "commandExecution",
+        "title": "/bin/bash -lc 'echo fake-tool'",
+        "exitCode": 0,
+    }
     assert "fake-tool\n" not in repr(completed.details)  # never the command's output
-    assert [type(e) for e in events] == [TurnStarted, ReasoningDelta, ReasoningDelta, ToolProgress, ToolProgress,
-                                         ContentDelta, ContentDelta, TurnCompleted]
+    assert [type(e) for e in events] == [
+        TurnStarted,
+        ReasoningDelta,
+        ReasoningDelta,
+        ToolProgress,
+        ToolProgress,
+        ContentDelta,
+        ContentDelta,
+        TurnCompleted,
+    ]
 
 
 async def test_final_text_without_deltas_is_emitted_once_from_the_completed_item(rig):
@@ -216,8 +241,7 @@ async def test_cancel_mid_stream_sends_one_interrupt_and_the_next_turn_works(rig
     events = first + await collect(turn)
     assert events[-1] == TurnCancelled()
     interrupts = [m for m in rig.inbound(session) if m.get("method") == "turn/interrupt"]
-    assert [m["params"] for m in interrupts] == [{"threadId": session.native_session_id,
-                                                  "turnId": turn.native_turn_id}]
+    assert [m["params"] for m in interrupts] == [{"threadId": session.native_session_id, "turnId": turn.native_turn_id}]
     assert rig.check_ok(session, "interrupt_turn_id")
     _, events = await run_turn(session, "again")
     assert events[-1] == COMPLETED and not session.needs_rebuild
@@ -302,10 +326,21 @@ async def test_a_crash_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_re
     assert caught.value.code == SESSION_NOT_AVAILABLE
 
 
-@pytest.mark.parametrize("kind", ["not_json", "invalid_utf8", "partial_line", "huge_line", "non_object",
-                                  "wrong_jsonrpc", "response_without_id", "bad_request_id",
-                                  # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
-                                  "orphan_response"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "not_json",
+        "invalid_utf8",
+        "partial_line",
+        "huge_line",
+        "non_object",
+        "wrong_jsonrpc",
+        "response_without_id",
+        "bad_request_id",
+        # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
+        "orphan_response",
+    ],
+)
 async def test_garbage_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_rebuild(rig, kind):
     session = await rig.start()
     _, events = await run_turn(session, f"[[fake: reply text=x; garbage kind={kind}]]")
@@ -333,13 +368,22 @@ async def test_a_new_process_resumes_the_stored_thread_with_thread_resume(rig):
 
     second = await rig.start(resume=thread_id)
     assert second.native_session_id == thread_id and second.resumed
-    assert methods(rig, second) == ["initialize", "initialized", "configRequirements/read", "thread/resume",
-                                    "thread/turns/list"]
+    assert methods(rig, second) == [
+        "initialize",
+        "initialized",
+        "configRequirements/read",
+        "thread/resume",
+        "thread/turns/list",
+    ]
     resume, page = rig.inbound(second)[-2:]
     # Without its turns: the whole history in one line would pass the 1 MiB line limit one day.
-    assert resume["params"] == {"threadId": thread_id, "excludeTurns": True, "approvalPolicy": "never",
-                                "sandbox": "danger-full-access", "config": {"mcp_servers.groupx": {
-                                    "url": MCP.url, "http_headers": {"X-GroupX-Binding": MCP.binding_id}}}}
+    assert resume["params"] == {
+        "threadId": thread_id,
+        "excludeTurns": True,
+        "approvalPolicy": "never",
+        "sandbox": "danger-full-access",
+        "config": {"mcp_servers.groupx": {"url": MCP.url, "http_headers": {"X-GroupX-Binding": MCP.binding_id}}},
+    }
     assert page["params"] == {"threadId": thread_id, "limit": 1, "sortDirection": "desc", "itemsView": "notLoaded"}
     _, events = await run_turn(second, "what was it?")
     assert events[-1] == COMPLETED

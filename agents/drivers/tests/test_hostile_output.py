@@ -28,21 +28,27 @@ async def closer():
 # ---- decoding -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("line", "frame", "repaired"), [
-    (rb'{"t":"a\ud800b"}', {"t": "a\ufffdb"}, 1),
-    (rb'{"t":"\uDBFF\uDC00x\uDFFF"}', {"t": "\U0010fc00x\ufffd"}, 1),  # a pair joins, a low half alone does not
-    (rb'{"\ud800":["\udc00",{"k":"\uD9AB"}]}', {"\ufffd": ["\ufffd", {"k": "\ufffd"}]}, 3),
-    (rb'{"pair":"\ud83d\ude00"}', {"pair": "\U0001f600"}, 0),
-    (rb'{"escaped":"\\ud800"}', {"escaped": "\\ud800"}, 0),  # an escaped backslash, then text
-])
+@pytest.mark.parametrize(
+    ("line", "frame", "repaired"),
+    [
+        (rb'{"t":"a\ud800b"}', {"t": "a\ufffdb"}, 1),
+        (rb'{"t":"\uDBFF\uDC00x\uDFFF"}', {"t": "\U0010fc00x\ufffd"}, 1),  # a pair joins, a low half alone does not
+        (rb'{"\ud800":["\udc00",{"k":"\uD9AB"}]}', {"\ufffd": ["\ufffd", {"k": "\ufffd"}]}, 3),
+        (rb'{"pair":"\ud83d\ude00"}', {"pair": "\U0001f600"}, 0),
+        (rb'{"escaped":"\\ud800"}', {"escaped": "\\ud800"}, 0),  # an escaped backslash, then text
+    ],
+)
 def test_a_lone_surrogate_escape_is_decoded_as_u_fffd_and_counted(line, frame, repaired):
     assert decode_frame_repaired(line) == (frame, repaired)
 
 
-@pytest.mark.parametrize("line", [
-    b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-    b'{"deep":' + b"[" * 5_000 + b'"\\ud800"' + b"]" * 5_000 + b"}",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"deep":' + b"[" * 5_000 + b'"\\ud800"' + b"]" * 5_000 + b"}",
+    ],
+)
 def test_a_frame_nested_too_deeply_is_a_frame_error_not_a_crash(line):
     with pytest.raises(FrameError, match="nested too deeply"):
         decode_frame_repaired(line)
@@ -50,12 +56,17 @@ def test_a_frame_nested_too_deeply_is_a_frame_error_not_a_crash(line):
 
 async def test_the_process_counts_every_repair_on_its_stdout(tmp_path, closer):
     payload = b'{"a":"\\ud800"}\n{"b":"fine"}\n{"c":"\\udfff\\udfff"}\n'
-    proc = await JsonLineProcess.spawn(script(tmp_path, f"""
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            f"""
         import sys
         sys.stdout.buffer.write({payload!r})
         sys.stdout.flush()
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     closer(proc)
     frames = [await proc.read_frame() for _ in range(3)]
     assert frames == [{"a": "\ufffd"}, {"b": "fine"}, {"c": "\ufffd\ufffd"}]
@@ -175,11 +186,15 @@ async def test_a_paced_reader_leaves_a_flooding_child_blocked_on_its_pipe(tmp_pa
         if len(frames) >= 10:
             await gate.wait()
 
-    reader = FrameReader(proc, dispatch=frames.append, fail=lambda _exc: None, closing=lambda: False,
-                         label="t", pace=pace)
+    reader = FrameReader(
+        proc, dispatch=frames.append, fail=lambda _exc: None, closing=lambda: False, label="t", pace=pace
+    )
     reader.start()
-    await eventually(lambda: len(frames) >= 10 and blocked_writing(proc.pid), timeout=10,
-                     what="the child to block writing into a full pipe")
+    await eventually(
+        lambda: len(frames) >= 10 and blocked_writing(proc.pid),
+        timeout=10,
+        what="the child to block writing into a full pipe",
+    )
     assert len(frames) == 10 and not done.exists()
     gate.set()
     await eventually(done.exists, timeout=20, what="the child to finish once the reader reads on")

@@ -62,8 +62,13 @@ PeerFactory = Callable[[list[dict[str, Any]]], Peer]
 
 
 async def test_it_matches_results_to_string_ids_with_the_agent_prefix(peer_factory: PeerFactory):
-    peer = peer_factory([{"read": 2}, {"send": {**H, "id": "kimi:2", "result": {"n": 2}}},
-                         {"send": {**H, "id": "kimi:1", "result": {"n": 1}}}])
+    peer = peer_factory(
+        [
+            {"read": 2},
+            {"send": {**H, "id": "kimi:2", "result": {"n": 2}}},
+            {"send": {**H, "id": "kimi:1", "result": {"n": 1}}},
+        ]
+    )
     client = await peer.connect()
     first = await client.send_request("initialize", {"protocolVersion": 1})
     second = await client.send_request("session/new", {"cwd": "/"})
@@ -97,13 +102,21 @@ async def test_an_error_response_raises_with_code_message_and_data(peer_factory)
     client = await peer.connect()
     with pytest.raises(JsonRpcError) as caught:
         await client.request("session/new", {}, timeout=5)
-    assert (caught.value.code, caught.value.message, caught.value.data) == (-32000, "Authentication required",
-                                                                            {"policyBlocked": True})
+    assert (caught.value.code, caught.value.message, caught.value.data) == (
+        -32000,
+        "Authentication required",
+        {"policyBlocked": True},
+    )
 
 
 async def test_a_request_times_out_and_its_late_response_is_only_logged(peer_factory):
-    peer = peer_factory([{"read": 2}, {"send": {**H, "id": "kimi:1", "result": "late"}},
-                         {"send": {**H, "id": "kimi:2", "result": "second"}}])
+    peer = peer_factory(
+        [
+            {"read": 2},
+            {"send": {**H, "id": "kimi:1", "result": "late"}},
+            {"send": {**H, "id": "kimi:2", "result": "second"}},
+        ]
+    )
     client = await peer.connect()
     with pytest.raises(RequestTimeout):
         await client.request("slow", timeout=0.05)
@@ -124,8 +137,15 @@ async def test_a_response_to_an_id_never_sent_is_fatal_for_every_pending_request
 
 
 async def test_a_late_response_to_a_forgotten_request_stays_harmless_however_many_came_after(peer_factory):
-    peer = peer_factory([{"read": 1}, {"read": 300}, {"send": {**H, "id": "kimi:1", "result": "very late"}},
-                         {"read": 1}, {"send": {**H, "id": "$id", "result": "last"}}])
+    peer = peer_factory(
+        [
+            {"read": 1},
+            {"read": 300},
+            {"send": {**H, "id": "kimi:1", "result": "very late"}},
+            {"read": 1},
+            {"send": {**H, "id": "$id", "result": "last"}},
+        ]
+    )
     client = await peer.connect()
     first = await client.send_request("first")
     first.forget()
@@ -187,8 +207,14 @@ async def test_a_process_exit_fails_pending_requests_distinguishably(peer_factor
 
 
 async def test_frames_written_just_before_an_exit_are_still_delivered(peer_factory):
-    peer = peer_factory([{"read": 1}, {"send": {**H, "method": "session/update", "params": {"n": 1}}},
-                         {"send": {**H, "id": "$id", "result": {"stopReason": "end_turn"}}}, {"exit": 3}])
+    peer = peer_factory(
+        [
+            {"read": 1},
+            {"send": {**H, "method": "session/update", "params": {"n": 1}}},
+            {"send": {**H, "id": "$id", "result": {"stopReason": "end_turn"}}},
+            {"exit": 3},
+        ]
+    )
     seen: list[Any] = []
     client = await peer.connect(on_notification=lambda method, params: seen.append(params))
     assert await client.request("session/prompt", {}, timeout=5) == {"stopReason": "end_turn"}
@@ -197,10 +223,14 @@ async def test_frames_written_just_before_an_exit_are_still_delivered(peer_facto
 
 
 async def test_notifications_reach_the_handler_in_wire_order(peer_factory):
-    peer = peer_factory([{"read": 1}, *[{"send": {**H, "method": "session/update", "params": {"n": n}}}
-                                        for n in range(5)],
-                         {"send": {**H, "method": "_x.ai/mcp/servers_updated"}},
-                         {"send": {**H, "id": "$id", "result": {}}}])
+    peer = peer_factory(
+        [
+            {"read": 1},
+            *[{"send": {**H, "method": "session/update", "params": {"n": n}}} for n in range(5)],
+            {"send": {**H, "method": "_x.ai/mcp/servers_updated"}},
+            {"send": {**H, "id": "$id", "result": {}}},
+        ]
+    )
     seen: list[tuple[str, Any]] = []
     client = await peer.connect(on_notification=lambda method, params: seen.append((method, params)))
     await client.request("session/prompt", {}, timeout=5)
@@ -208,12 +238,14 @@ async def test_notifications_reach_the_handler_in_wire_order(peer_factory):
 
 
 async def test_server_requests_are_answered_with_the_handlers_result_or_error(peer_factory):
-    peer = peer_factory([
-        {"send": {**H, "id": 0, "method": "session/request_permission", "params": {"options": []}}},
-        {"send": {**H, "id": "s-1", "method": "fs/read_text_file", "params": {"path": "/etc/passwd"}}},
-        {"send": {**H, "id": 2, "method": "explode"}},
-        {"read": 3},
-    ])
+    peer = peer_factory(
+        [
+            {"send": {**H, "id": 0, "method": "session/request_permission", "params": {"options": []}}},
+            {"send": {**H, "id": "s-1", "method": "fs/read_text_file", "params": {"path": "/etc/passwd"}}},
+            {"send": {**H, "id": 2, "method": "explode"}},
+            {"read": 3},
+        ]
+    )
 
     def handler(request: InboundRequest) -> Any:
         if request.method == "session/request_permission":
@@ -226,8 +258,11 @@ async def test_server_requests_are_answered_with_the_handlers_result_or_error(pe
     await eventually(lambda: len(peer.received) == 3, what="three replies")
     assert peer.received == [
         {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}},
-        {"jsonrpc": "2.0", "id": "s-1", "error": {"code": -32601, "message": "Method not found",
-                                                  "data": {"method": "fs/read_text_file"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": "s-1",
+            "error": {"code": -32601, "message": "Method not found", "data": {"method": "fs/read_text_file"}},
+        },
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "Internal error"}},
     ]
 

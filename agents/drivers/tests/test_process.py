@@ -52,16 +52,20 @@ async def closer():
 
 
 async def test_it_spawns_the_exact_argv_in_the_given_cwd_and_environment(tmp_path, closer):
-    argv = script(tmp_path, """
+    argv = script(
+        tmp_path,
+        """
         import json, os, sys
         print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("GX_MARK"),
                           "pgid": os.getpgid(0), "pid": os.getpid(), "sid": os.getsid(0)}), flush=True)
         sys.stdin.read()
-    """)
+    """,
+    )
     workdir = tmp_path / "work"
     workdir.mkdir()
-    proc = await JsonLineProcess.spawn([*argv, "a b", "$HOME", ";echo"], cwd=str(workdir),
-                                       env={**os.environ, "GX_MARK": "yes"})
+    proc = await JsonLineProcess.spawn(
+        [*argv, "a b", "$HOME", ";echo"], cwd=str(workdir), env={**os.environ, "GX_MARK": "yes"}
+    )
     closer(proc)
     frame = await proc.read_frame()
     assert frame["argv"] == ["a b", "$HOME", ";echo"]  # no shell ever saw them
@@ -72,13 +76,18 @@ async def test_it_spawns_the_exact_argv_in_the_given_cwd_and_environment(tmp_pat
 
 @linux_only
 async def test_it_asks_the_kernel_to_terminate_the_child_when_the_server_dies(tmp_path, closer):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import ctypes, json, sys
         sig = ctypes.c_int(0)
         ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)  # PR_GET_PDEATHSIG
         print(json.dumps({"pdeathsig": sig.value}), flush=True)
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     closer(proc)
     assert (await proc.read_frame())["pdeathsig"] == signal.SIGTERM
 
@@ -125,12 +134,17 @@ async def test_it_accepts_a_line_at_the_limit_and_rejects_one_byte_more(tmp_path
 
 
 async def test_it_rejects_an_endless_line_without_buffering_all_of_it(tmp_path, closer):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import sys
         sys.stdout.buffer.write(b'{"x":"' + b"y" * (4 * 1024 * 1024))
         sys.stdout.flush()
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     closer(proc)
     with pytest.raises(FrameError, match="exceeds the 1048576-byte limit"):
         await proc.read_frame()
@@ -139,7 +153,10 @@ async def test_it_rejects_an_endless_line_without_buffering_all_of_it(tmp_path, 
 
 async def test_it_keeps_an_ansi_free_bounded_tail_of_stderr_and_reports_growth(tmp_path, closer):
     seen: list[str] = []
-    proc = await JsonLineProcess.spawn(script(tmp_path, r"""
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            r"""
         import sys
         err = sys.stderr.buffer
         err.write(b"noise " * 5000)
@@ -150,7 +167,10 @@ async def test_it_keeps_an_ansi_free_bounded_tail_of_stderr_and_reports_growth(t
         err.write(b"1mbold\x1b[0m done\n")
         err.flush()
         sys.stdin.read()
-    """), on_stderr=seen.append)
+    """,
+        ),
+        on_stderr=seen.append,
+    )
     closer(proc)
     await eventually(lambda: "plain" in proc.stderr_tail, what="first stderr burst")
     await proc.write_frame({"go": True})
@@ -163,13 +183,18 @@ async def test_it_keeps_an_ansi_free_bounded_tail_of_stderr_and_reports_growth(t
 
 
 async def test_it_writes_one_compact_json_line_per_frame(tmp_path, closer):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import json, sys
         for _ in range(2):
             line = sys.stdin.buffer.readline()
             print(json.dumps({"raw": line.decode()}), flush=True)
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     closer(proc)
     await proc.write_frame({"a": 1, "text": "é\nline", "list": [1, None]})
     assert (await proc.read_frame())["raw"] == '{"a":1,"text":"é\\nline","list":[1,null]}\n'
@@ -184,11 +209,16 @@ async def test_it_writes_one_compact_json_line_per_frame(tmp_path, closer):
 async def test_it_refuses_to_write_anything_but_a_serialisable_object(tmp_path, closer, bad):
     with pytest.raises(ValueError, match="refusing"):
         encode_frame(bad)
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import json, sys
         print(json.dumps({"raw": sys.stdin.readline()}), flush=True)
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     closer(proc)
     with pytest.raises(ValueError):
         await proc.write_frame(bad)
@@ -216,24 +246,34 @@ async def test_it_closes_a_cooperative_child_by_closing_stdin(tmp_path):
 
 
 async def test_it_escalates_to_sigterm_when_stdin_eof_is_ignored(tmp_path):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import sys, time
         sys.stdin.read()
         time.sleep(60)
-    """))
+    """,
+        )
+    )
     await proc.close(close_ms=200)
     assert proc.returncode == -signal.SIGTERM
 
 
 async def test_it_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(process_mod, "TERM_WAIT_S", 0.3)
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import signal, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print('{"ready":true}', flush=True)
         sys.stdin.read()
         time.sleep(60)
-    """))
+    """,
+        )
+    )
     assert await proc.read_frame() == {"ready": True}  # the handler is installed
     await asyncio.gather(proc.close(close_ms=100), proc.close(close_ms=100))  # idempotent, concurrent
     assert proc.returncode == -signal.SIGKILL
@@ -242,12 +282,17 @@ async def test_it_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, monkeyp
 
 @linux_only
 async def test_it_takes_the_whole_process_group_down(tmp_path):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import json, subprocess, sys
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         print(json.dumps({"grandchild": child.pid}), flush=True)
         sys.stdin.read()
-    """))
+    """,
+        )
+    )
     grandchild = (await proc.read_frame())["grandchild"]
     await proc.close(close_ms=1000)
     await eventually(lambda: pid_gone(grandchild), what="the grandchild to die")
@@ -255,12 +300,17 @@ async def test_it_takes_the_whole_process_group_down(tmp_path):
 
 @linux_only
 async def test_the_exit_hook_kills_children_still_registered(tmp_path):
-    proc = await JsonLineProcess.spawn(script(tmp_path, """
+    proc = await JsonLineProcess.spawn(
+        script(
+            tmp_path,
+            """
         import signal, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print('{"ready":true}', flush=True)
         time.sleep(60)
-    """))
+    """,
+        )
+    )
     assert await proc.read_frame() == {"ready": True}
     assert proc.pid in live_child_pids()
     process_mod.kill_all_children()

@@ -32,11 +32,20 @@ def test_the_remote_script_runs_the_argv_in_the_remote_cwd_whatever_the_characte
 
 def test_a_secret_reaches_a_private_file_through_stdin_and_never_the_command_line(tmp_path):
     secret = '{"headers":{"X-GroupX-Binding":"b-secret"}}'
-    script = remote.remote_script(["sh", "-c", 'stat -c %a "$0"; cat "$0"; cat', "/local/claude-mcp.json"],
-                                  str(tmp_path), [("/local/claude-mcp.json", "claude-mcp.json")])
+    script = remote.remote_script(
+        ["sh", "-c", 'stat -c %a "$0"; cat "$0"; cat', "/local/claude-mcp.json"],
+        str(tmp_path),
+        [("/local/claude-mcp.json", "claude-mcp.json")],
+    )
 
-    done = subprocess.run(["sh", "-c", script], input=remote.preamble([secret]).decode() + "then the frames\n",
-                          capture_output=True, text=True, timeout=10, check=True)
+    done = subprocess.run(
+        ["sh", "-c", script],
+        input=remote.preamble([secret]).decode() + "then the frames\n",
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
 
     assert "b-secret" not in script
     assert done.stdout.splitlines() == ["600", secret, "then the frames"]

@@ -25,8 +25,13 @@ class LineProc:
 
     def __init__(self, shim: str, argv: list[str], env: dict[str, str], cwd: Path):
         self.proc = subprocess.Popen(
-            [str(BIN / shim), *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=env, start_new_session=True,
+            [str(BIN / shim), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
         )
         self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.seen: list[Any] = []
@@ -152,25 +157,41 @@ class GroupxMcpStub(BaseHTTPRequestHandler):
         binding = self.headers.get("X-GroupX-Binding")
         type(self).bindings.append(binding)
         if binding != self.good_binding:
-            self._send(400, {"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32602, "message": "bad binding", "data": {"code": "MCP_BINDING_MISMATCH"}}})
+            self._send(
+                400,
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32602, "message": "bad binding", "data": {"code": "MCP_BINDING_MISMATCH"}},
+                },
+            )
             return
         if "id" not in msg:
             self._send(202, None)
             return
         method = msg.get("method")
         if method == "initialize":
-            result: dict[str, Any] = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                                      "serverInfo": {"name": "groupx", "version": "0"}}
+            result: dict[str, Any] = {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "groupx", "version": "0"},
+            }
         elif method == "tools/list":
-            result = {"tools": [{"name": "publish", "inputSchema": {"type": "object"}},
-                                {"name": "send", "inputSchema": {"type": "object"}}]}
+            result = {
+                "tools": [
+                    {"name": "publish", "inputSchema": {"type": "object"}},
+                    {"name": "send", "inputSchema": {"type": "object"}},
+                ]
+            }
         else:
             type(self).calls.append(msg["params"])
-            result = {"content": [{"type": "text", "text": "{\"messageEventId\":\"evt-1\"}"}],
-                      "structuredContent": {"messageEventId": "evt-1"}}
-        self._send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result},
-                   sse=type(self).sse and method == "tools/call")
+            result = {
+                "content": [{"type": "text", "text": '{"messageEventId":"evt-1"}'}],
+                "structuredContent": {"messageEventId": "evt-1"},
+            }
+        self._send(
+            200, {"jsonrpc": "2.0", "id": msg["id"], "result": result}, sse=type(self).sse and method == "tools/call"
+        )
 
 
 def start_mcp_stub(*, sse: bool = False) -> tuple[ThreadingHTTPServer, str]:

@@ -45,8 +45,11 @@ class FakeProc(LineProc):
     def updates_until(self, req_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         start = len(self.seen)
         resp = self.response(req_id)
-        ups = [m["params"]["update"] for m in self.seen[start:]
-               if isinstance(m, dict) and m.get("method") == "session/update"]
+        ups = [
+            m["params"]["update"]
+            for m in self.seen[start:]
+            if isinstance(m, dict) and m.get("method") == "session/update"
+        ]
         return ups, resp
 
 
@@ -61,8 +64,9 @@ def env_dirs(tmp_path: Path) -> dict[str, Path]:
 def spawn(env_dirs: dict[str, Path]):
     procs: list[FakeProc] = []
 
-    def start(flavor: str, scenario: dict[str, Any] | None = None, argv: list[str] | None = None,
-              shim: str | None = None) -> FakeProc:
+    def start(
+        flavor: str, scenario: dict[str, Any] | None = None, argv: list[str] | None = None, shim: str | None = None
+    ) -> FakeProc:
         env = fake_env(env_dirs["log"], env_dirs["state"], scenario)
         proc = FakeProc(shim or flavor, ARGV[flavor] if argv is None else argv, env, env_dirs["cwd"])
         procs.append(proc)
@@ -78,8 +82,14 @@ def mcp_entry(url: str = "http://127.0.0.1:9/mcp", binding: str = "bind-ok") -> 
 
 
 def start_session(p: FakeProc, cwd: Path, url: str | None = None, mode: str | None = None) -> str:
-    init = p.call("initialize", {"protocolVersion": 1, "clientCapabilities": {},
-                                 "clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"}})
+    init = p.call(
+        "initialize",
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": {},
+            "clientInfo": {"name": "groupx", "title": "GroupX", "version": "0.1.0"},
+        },
+    )
     assert init["result"]["protocolVersion"] == 1
     new = p.call("session/new", {"cwd": str(cwd), "mcpServers": [mcp_entry(url)] if url else []})
     sid = new["result"]["sessionId"]
@@ -102,7 +112,7 @@ def text_of(updates: list[dict[str, Any]]) -> str:
 def test_directive_parser_quotes_flags_and_marker() -> None:
     text = (
         "history: [[fake: crash code=3]]\n\n[current_message]\nold\n[current_message]\n"
-        "Hi [[fake: reason n=2; mcp tool=publish args='{\"content\":\"a; b]]\"}' list; reply text=\"x \\\"y\\\"\"]]"
+        'Hi [[fake: reason n=2; mcp tool=publish args=\'{"content":"a; b]]"}\' list; reply text="x \\"y\\""]]'
     )
     directives, message = core.turn_plan(text, None)
     assert [d.name for d in directives] == ["reason", "mcp", "reply"]
@@ -223,11 +233,16 @@ def test_echo_is_the_default_turn(spawn, env_dirs) -> None:
 def test_streamed_turn_with_reasoning_tool_and_content(spawn, env_dirs) -> None:
     p = spawn("grok")
     sid = start_session(p, env_dirs["cwd"])
-    ups, resp = p.updates_until(prompt(p, sid, "[current_message]\ngo [[fake: reason n=2; tool; stream n=4 delay_ms=1]]"))
+    ups, resp = p.updates_until(
+        prompt(p, sid, "[current_message]\ngo [[fake: reason n=2; tool; stream n=4 delay_ms=1]]")
+    )
     kinds = [(u["sessionUpdate"], u.get("status")) for u in ups]
     assert kinds == [
-        ("agent_thought_chunk", None), ("agent_thought_chunk", None),
-        ("tool_call", "pending"), ("tool_call_update", "in_progress"), ("tool_call_update", "completed"),
+        ("agent_thought_chunk", None),
+        ("agent_thought_chunk", None),
+        ("tool_call", "pending"),
+        ("tool_call_update", "in_progress"),
+        ("tool_call_update", "completed"),
         *[("agent_message_chunk", None)] * 4,
     ]
     assert ups[2]["kind"] == "execute" and ups[2]["toolCallId"] == ups[4]["toolCallId"]
@@ -265,7 +280,9 @@ def test_wrong_permission_reply_exits_72(spawn, env_dirs) -> None:
     sid = start_session(p, env_dirs["cwd"], mode="auto")
     prompt(p, sid, "[[fake: ask kind=permission]]")
     ask = p.wait_for(lambda m: m.get("method") == "session/request_permission")
-    p.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}})
+    p.send(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}
+    )
     assert p.wait_exit() == 72
     assert wirelog.read_records(env_dirs["log"], kind="check", name="interaction_reply")[0]["ok"] is False
 
@@ -358,7 +375,7 @@ def test_mcp_binding_override_gives_mismatch(spawn, env_dirs, mcp_server) -> Non
     GroupxMcpStub.sse = False
     p = spawn("grok", {"mcp_binding_override": "bogus"})
     sid = start_session(p, env_dirs["cwd"], url=mcp_server)
-    ups, resp = p.updates_until(prompt(p, sid, "[[fake: mcp tool=publish args='{\"content\":\"x\"}']]"))
+    ups, resp = p.updates_until(prompt(p, sid, '[[fake: mcp tool=publish args=\'{"content":"x"}\']]'))
     assert text_of(ups) == "mcp:publish:error:MCP_BINDING_MISMATCH"
     assert resp["result"]["stopReason"] == "end_turn"
     rec = wirelog.read_records(env_dirs["log"], kind="mcp")[0]
@@ -399,10 +416,13 @@ def test_set_mode_permission_is_a_start_time_interaction(spawn, env_dirs) -> Non
     assert [c["ok"] for c in wirelog.checks(recs, "cancel_after_interaction")] == [True]
 
 
-@pytest.mark.parametrize(("expect", "reply", "ok"), [
-    ("error", {"error": {"code": -32601, "message": "Method not found"}}, True),
-    ("cancel", {"result": {"action": "cancel"}}, True),
-])
+@pytest.mark.parametrize(
+    ("expect", "reply", "ok"),
+    [
+        ("error", {"error": {"code": -32601, "message": "Method not found"}}, True),
+        ("cancel", {"result": {"action": "cancel"}}, True),
+    ],
+)
 def test_elicitation_ask(spawn, env_dirs, expect: str, reply: dict[str, Any], ok: bool) -> None:
     p = spawn("grok")
     sid = start_session(p, env_dirs["cwd"])

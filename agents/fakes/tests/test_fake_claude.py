@@ -40,13 +40,15 @@ class Claude(LineProc):
         return rid
 
     def control_response(self, rid: str) -> dict[str, Any]:
-        return self.wait_for(lambda m: m.get("type") == "control_response"
-                             and m["response"].get("request_id") == rid)["response"]
+        return self.wait_for(lambda m: m.get("type") == "control_response" and m["response"].get("request_id") == rid)[
+            "response"
+        ]
 
     def handshake(self) -> dict[str, Any]:
         init = self.control_response(self.control("initialize"))
         assert self.control_response(self.control("set_permission_mode", mode="bypassPermissions"))["response"] == {
-            "mode": "bypassPermissions"}
+            "mode": "bypassPermissions"
+        }
         return init
 
     def prompt(self, text: str) -> None:
@@ -62,8 +64,11 @@ def events(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def text_of(frames: list[dict[str, Any]]) -> str:
-    return "".join(e["delta"]["text"] for e in events(frames)
-                   if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta")
+    return "".join(
+        e["delta"]["text"]
+        for e in events(frames)
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+    )
 
 
 @pytest.fixture
@@ -77,8 +82,14 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 def claude(dirs: dict[str, Path]):
     procs: list[Claude] = []
 
-    def start(scenario: dict[str, Any] | None = None, argv: list[str] | None = None, session: str | None = None,
-              resume: bool = False, url: str | None = None, **env: str) -> Claude:
+    def start(
+        scenario: dict[str, Any] | None = None,
+        argv: list[str] | None = None,
+        session: str | None = None,
+        resume: bool = False,
+        url: str | None = None,
+        **env: str,
+    ) -> Claude:
         argv = argv if argv is not None else argv_for(session or str(uuid.uuid4()), resume, url)
         proc = Claude("claude", argv, fake_env(dirs["log"], dirs["state"], scenario, **env), dirs["cwd"])
         procs.append(proc)
@@ -103,17 +114,20 @@ def mcp_url():
 SID = "6c1e9a52-0d4f-4b8a-9c51-2f3e4d5a6b7c"
 
 
-@pytest.mark.parametrize("argv", [
-    list(BASE_ARGV),
-    [*BASE_ARGV, "--session-id", SID, "--resume", SID],
-    [*BASE_ARGV, "--session-id", "not-a-uuid"],
-    [*BASE_ARGV, "--model", "x", "--session-id", SID],
-    [*BASE_ARGV, "--mcp-config", "{not json", "--session-id", SID],
-    [*BASE_ARGV, "--mcp-config", mcp_config(binding=None), "--session-id", SID],
-    [*BASE_ARGV, "--session-id", SID, "--mcp-config", mcp_config()],
-    [*BASE_ARGV[:-1], "default", "--session-id", SID],
-    [*BASE_ARGV, "--mcp-config", "/nonexistent/groupx-mcp.json", "--session-id", SID],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        list(BASE_ARGV),
+        [*BASE_ARGV, "--session-id", SID, "--resume", SID],
+        [*BASE_ARGV, "--session-id", "not-a-uuid"],
+        [*BASE_ARGV, "--model", "x", "--session-id", SID],
+        [*BASE_ARGV, "--mcp-config", "{not json", "--session-id", SID],
+        [*BASE_ARGV, "--mcp-config", mcp_config(binding=None), "--session-id", SID],
+        [*BASE_ARGV, "--session-id", SID, "--mcp-config", mcp_config()],
+        [*BASE_ARGV[:-1], "default", "--session-id", SID],
+        [*BASE_ARGV, "--mcp-config", "/nonexistent/groupx-mcp.json", "--session-id", SID],
+    ],
+)
 def test_wrong_argv_exits_64(claude, dirs, argv: list[str]) -> None:
     p = claude(argv=argv)
     assert p.wait_exit() == 64
@@ -143,11 +157,14 @@ def test_handshake_shapes(claude, dirs) -> None:
     assert [c["ok"] for c in wirelog.read_records(dirs["log"], kind="check", name="set_mode")] == [True, False]
 
 
-@pytest.mark.parametrize(("scenario", "check"), [
-    ({"omit_current_permission_mode": True}, lambda r: "current_permission_mode" not in r["response"]),
-    ({"init_permission_mode": "default"}, lambda r: r["response"]["current_permission_mode"] == "default"),
-    ({"initialize_error": "boom"}, lambda r: r["subtype"] == "error" and r["error"] == "boom"),
-])
+@pytest.mark.parametrize(
+    ("scenario", "check"),
+    [
+        ({"omit_current_permission_mode": True}, lambda r: "current_permission_mode" not in r["response"]),
+        ({"init_permission_mode": "default"}, lambda r: r["response"]["current_permission_mode"] == "default"),
+        ({"initialize_error": "boom"}, lambda r: r["subtype"] == "error" and r["error"] == "boom"),
+    ],
+)
 def test_initialize_scenarios(claude, scenario: dict[str, Any], check: Any) -> None:
     p = claude(scenario)
     assert check(p.control_response(p.control("initialize")))
@@ -157,7 +174,8 @@ def test_set_mode_scenarios(claude) -> None:
     p = claude({"set_mode_result": "default"})
     p.control_response(p.control("initialize"))
     assert p.control_response(p.control("set_permission_mode", mode="bypassPermissions"))["response"] == {
-        "mode": "default"}
+        "mode": "default"
+    }
     q = claude({"set_mode_error": {"error": "managed policy", "error_code": "policy"}})
     q.control_response(q.control("initialize"))
     err = q.control_response(q.control("set_permission_mode", mode="bypassPermissions"))
@@ -265,8 +283,12 @@ def test_interactive_ask_expects_deny(claude, dirs, kind: str) -> None:
     p.prompt(f"[[fake: ask kind={kind}]]")
     ask = p.wait_for(lambda m: m.get("type") == "control_request")
     assert ask["request"]["subtype"] == kind
-    p.send({"type": "control_response", "response": {"subtype": "success", "request_id": ask["request_id"],
-                                                     "response": INTERACTIVE_DENY}})
+    p.send(
+        {
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": ask["request_id"], "response": INTERACTIVE_DENY},
+        }
+    )
     p.control("interrupt")
     _frames, result = p.until_result()
     assert result["is_error"] is True
@@ -282,8 +304,16 @@ def test_other_ask_expects_error_and_completes(claude, kind: str) -> None:
     p.handshake()
     p.prompt(f"[[fake: ask kind={kind}; reply text=done]]")
     ask = p.wait_for(lambda m: m.get("type") == "control_request")
-    p.send({"type": "control_response", "response": {"subtype": "error", "request_id": ask["request_id"],
-                                                     "error": f"Unsupported control request: {kind}"}})
+    p.send(
+        {
+            "type": "control_response",
+            "response": {
+                "subtype": "error",
+                "request_id": ask["request_id"],
+                "error": f"Unsupported control request: {kind}",
+            },
+        }
+    )
     _frames, result = p.until_result()
     assert result["subtype"] == "success" and result["result"] == "done"
 
@@ -293,8 +323,16 @@ def test_wrong_ask_reply_exits_72(claude, dirs) -> None:
     p.handshake()
     p.prompt("[[fake: ask kind=can_use_tool]]")
     ask = p.wait_for(lambda m: m.get("type") == "control_request")
-    p.send({"type": "control_response", "response": {"subtype": "success", "request_id": ask["request_id"],
-                                                     "response": {"behavior": "allow", "updatedInput": {}}}})
+    p.send(
+        {
+            "type": "control_response",
+            "response": {
+                "subtype": "success",
+                "request_id": ask["request_id"],
+                "response": {"behavior": "allow", "updatedInput": {}},
+            },
+        }
+    )
     assert p.wait_exit() == 72
     assert wirelog.read_records(dirs["log"], kind="check", name="interaction_reply")[0]["ok"] is False
 
@@ -349,13 +387,16 @@ def test_tolerated_extras(claude) -> None:
     assert p.wait_for(lambda m: m.get("type") == "result")["uuid"] == result["uuid"]  # dup_terminal
 
 
-@pytest.mark.parametrize(("variant", "check"), [
-    ("missing", None),
-    ("malformed", lambda f: "session_id" not in f),
-    ("wrong_session", lambda f: f["session_id"] != SID),
-    ("wrong_cwd", lambda f: f["cwd"] != os.getcwd()),
-    ("downgraded_mode", lambda f: f["permissionMode"] == "default"),
-])
+@pytest.mark.parametrize(
+    ("variant", "check"),
+    [
+        ("missing", None),
+        ("malformed", lambda f: "session_id" not in f),
+        ("wrong_session", lambda f: f["session_id"] != SID),
+        ("wrong_cwd", lambda f: f["cwd"] != os.getcwd()),
+        ("downgraded_mode", lambda f: f["permissionMode"] == "default"),
+    ],
+)
 def test_init_frame_variants(claude, variant: str, check: Any) -> None:
     p = claude({"init_frame": variant}, session=SID)
     p.handshake()
@@ -428,14 +469,17 @@ def test_mcp_tool_call_round_trip(claude, dirs, mcp_url) -> None:
     frames, result = p.until_result()
     assert frames[0]["mcp_servers"] == [{"name": "groupx", "status": "connected"}]
     assert "mcp__groupx__publish" in frames[0]["tools"]
-    tool = next(e for e in events(frames) if e["type"] == "content_block_start"
-                and e["content_block"]["type"] == "tool_use")["content_block"]
+    tool = next(
+        e for e in events(frames) if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use"
+    )["content_block"]
     assert tool["name"] == "mcp__groupx__publish"
     tool_result = next(f for f in frames if f["type"] == "user")["message"]["content"][0]
     assert tool_result["tool_use_id"] == tool["id"] and "is_error" not in tool_result  # as the real CLI
     assert result["result"] == "mcp:publish:ok:evt-1"
-    assert GroupxMcpStub.calls[-1] == {"name": "publish", "arguments": {
-        "content": "hi", "clientCommandId": GroupxMcpStub.calls[-1]["arguments"]["clientCommandId"]}}
+    assert GroupxMcpStub.calls[-1] == {
+        "name": "publish",
+        "arguments": {"content": "hi", "clientCommandId": GroupxMcpStub.calls[-1]["arguments"]["clientCommandId"]},
+    }
     assert set(GroupxMcpStub.bindings) == {"bind-ok"}
 
 

@@ -79,8 +79,9 @@ def codex(dirs: dict[str, Path]):
     procs: list[Codex] = []
 
     def start(scenario: dict[str, Any] | None = None, argv: list[str] | None = None) -> Codex:
-        proc = Codex("codex", list(ARGV) if argv is None else argv, fake_env(dirs["log"], dirs["state"], scenario),
-                     dirs["cwd"])
+        proc = Codex(
+            "codex", list(ARGV) if argv is None else argv, fake_env(dirs["log"], dirs["state"], scenario), dirs["cwd"]
+        )
         procs.append(proc)
         return proc
 
@@ -100,8 +101,15 @@ def mcp_url():
 # ---------------------------------------------------------------------------------- argv, shapes
 
 
-@pytest.mark.parametrize("argv", [["app-server"], ["app-server", "--listen", "stdio://"],
-                                  [*ARGV, "--verbose"], ["--dangerously-bypass-hook-trust", "app-server"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["app-server"],
+        ["app-server", "--listen", "stdio://"],
+        [*ARGV, "--verbose"],
+        ["--dangerously-bypass-hook-trust", "app-server"],
+    ],
+)
 def test_wrong_argv_exits_64(codex, dirs, argv: list[str]) -> None:
     p = codex(argv=argv)
     assert p.wait_exit() == 64
@@ -116,8 +124,15 @@ def test_handshake_and_thread_start_shapes(codex, dirs) -> None:
     assert init["result"]["userAgent"].startswith("groupx/")
     again = p.call("initialize", {"clientInfo": {"name": "groupx"}})
     assert again["error"] == {"code": -32600, "message": "Already initialized"}
-    req = p.request("thread/start", {**UNRESTRICTED, "config": {"mcp_servers.groupx": {
-        "url": "http://127.0.0.1:9/mcp", "http_headers": {"X-GroupX-Binding": "bind-ok"}}}})
+    req = p.request(
+        "thread/start",
+        {
+            **UNRESTRICTED,
+            "config": {
+                "mcp_servers.groupx": {"url": "http://127.0.0.1:9/mcp", "http_headers": {"X-GroupX-Binding": "bind-ok"}}
+            },
+        },
+    )
     result = p.response(req)["result"]
     thread = result["thread"]
     assert thread["cwd"] == str(dirs["cwd"]) and result["cwd"] == str(dirs["cwd"])
@@ -150,11 +165,14 @@ def test_initialized_before_the_reply_exits_65(codex, dirs) -> None:
     assert wirelog.read_records(dirs["log"], kind="check", name="initialized_order")[0]["ok"] is False
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    (None, None),
-    ("blocked", {"allowedApprovalPolicies": ["on-request"], "allowedSandboxModes": ["workspace-write"]}),
-    ("malformed", "nope"),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (None, None),
+        ("blocked", {"allowedApprovalPolicies": ["on-request"], "allowedSandboxModes": ["workspace-write"]}),
+        ("malformed", "nope"),
+    ],
+)
 def test_config_requirements(codex, spec: Any, expected: Any) -> None:
     p = codex({"requirements": spec})
     p.call("initialize", {})
@@ -167,14 +185,17 @@ def test_config_requirements(codex, spec: Any, expected: Any) -> None:
     assert "never" in req["allowedApprovalPolicies"] and req["allowedSandboxModes"] == ["danger-full-access"]
 
 
-@pytest.mark.parametrize("params", [
-    {"approvalPolicy": "on-request", "sandbox": "danger-full-access"},
-    {"approvalPolicy": "never", "sandbox": "dangerFullAccess"},
-    {**UNRESTRICTED, "model": "x"},
-    {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"url": "http://h/mcp", "http_headers": {}}}},
-    {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"url": "http://h/mcp"}, "model": "x"}},
-    {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"command": "/bin/mcp", "args": ["--binding", "b"]}}},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"approvalPolicy": "on-request", "sandbox": "danger-full-access"},
+        {"approvalPolicy": "never", "sandbox": "dangerFullAccess"},
+        {**UNRESTRICTED, "model": "x"},
+        {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"url": "http://h/mcp", "http_headers": {}}}},
+        {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"url": "http://h/mcp"}, "model": "x"}},
+        {**UNRESTRICTED, "config": {"mcp_servers.groupx": {"command": "/bin/mcp", "args": ["--binding", "b"]}}},
+    ],
+)
 def test_thread_start_validation(codex, params: dict[str, Any]) -> None:
     p = codex()
     p.handshake()
@@ -188,15 +209,19 @@ def test_streamed_turn_with_reasoning_tool_and_content(codex) -> None:
     p = codex()
     p.handshake()
     tid = p.start_thread()
-    turn_id = p.turn(tid, "history [[fake: crash]]\n\n[groupx_current_message]\ngo [[fake: reason n=2; tool; "
-                          "stream n=4 delay_ms=1]]")
+    turn_id = p.turn(
+        tid, "history [[fake: crash]]\n\n[groupx_current_message]\ngo [[fake: reason n=2; tool; stream n=4 delay_ms=1]]"
+    )
     frames, turn = p.until_completed()
     ms = methods(frames)
     assert ms[:4] == ["thread/status/changed", "turn/started", "item/started", "item/completed"]
     assert frames[2]["params"]["item"]["type"] == "userMessage"
     assert ms.count("item/reasoning/summaryTextDelta") == 2 and "item/reasoning/summaryPartAdded" in ms
-    tools = [f["params"]["item"] for f in frames if f.get("method", "").startswith("item/")
-             and f["params"].get("item", {}).get("type") == "commandExecution"]
+    tools = [
+        f["params"]["item"]
+        for f in frames
+        if f.get("method", "").startswith("item/") and f["params"].get("item", {}).get("type") == "commandExecution"
+    ]
     assert [t["status"] for t in tools] == ["inProgress", "completed"] and tools[1]["exitCode"] == 0
     assert text_of(frames) == "part-1 part-2 part-3 part-4 "
     assert all(f["params"].get("turnId", turn_id) == turn_id for f in frames if "turn" not in f["params"])
@@ -305,8 +330,13 @@ def test_tolerated_extras(codex) -> None:
     assert terminals == [first, turn_id]  # late_old: a stale terminal for the previous turn first
     deltas = [f for f in frames if f.get("method") == "item/agentMessage/delta"]
     assert deltas and all(f["params"]["threadId"] != tid for f in deltas)  # only the foreign item streamed
-    done = [f["params"]["item"]["text"] for f in frames if f.get("method") == "item/completed"
-            and f["params"]["threadId"] == tid and f["params"]["item"]["type"] == "agentMessage"]
+    done = [
+        f["params"]["item"]["text"]
+        for f in frames
+        if f.get("method") == "item/completed"
+        and f["params"]["threadId"] == tid
+        and f["params"]["item"]["type"] == "agentMessage"
+    ]
     assert done == ["final"]  # fallback_only: text only in the completed item
     assert {"thread/tokenUsage/updated", "account/rateLimits/updated", "warning"} <= set(methods(frames))
     dup = p.wait_for(lambda m: m.get("method") == "turn/completed")
@@ -385,8 +415,9 @@ def test_resume_without_turns_then_pages_of_the_history(codex) -> None:
     assert resumed["thread"]["id"] == tid and resumed["thread"]["turns"] == []
     newest = second.call("thread/turns/list", {"threadId": tid, "limit": 2, "itemsView": "notLoaded"})["result"]
     assert [t["items"] for t in newest["data"]] == [[], []] and newest["nextCursor"]
-    oldest = second.call("thread/turns/list", {"threadId": tid, "limit": 2, "cursor": newest["nextCursor"],
-                                               "itemsView": "full"})["result"]
+    oldest = second.call(
+        "thread/turns/list", {"threadId": tid, "limit": 2, "cursor": newest["nextCursor"], "itemsView": "full"}
+    )["result"]
     assert oldest["nextCursor"] is None
     assert oldest["data"][0]["items"][-1]["text"] == "answer-one"
 
@@ -404,8 +435,11 @@ def test_mcp_publish_round_trip(codex, dirs, mcp_url) -> None:
     assert statuses == ["starting", "ready"]
     p.turn(tid, "[[fake: mcp-publish text=hi]]")
     frames, _turn = p.until_completed()
-    calls = [f["params"]["item"] for f in frames if f.get("method") in ("item/started", "item/completed")
-             and f["params"]["item"]["type"] == "mcpToolCall"]
+    calls = [
+        f["params"]["item"]
+        for f in frames
+        if f.get("method") in ("item/started", "item/completed") and f["params"]["item"]["type"] == "mcpToolCall"
+    ]
     assert [c["status"] for c in calls] == ["inProgress", "completed"]
     assert calls[0]["server"] == "groupx" and calls[0]["tool"] == "publish"
     assert calls[1]["result"]["structuredContent"] == {"messageEventId": "evt-1"}
@@ -418,11 +452,14 @@ def test_mcp_binding_override(codex, mcp_url) -> None:
     p = codex({"mcp_binding_override": "bogus"})
     p.handshake()
     tid = p.start_thread(url=mcp_url)
-    p.turn(tid, "[[fake: mcp tool=publish args='{\"content\":\"x\"}']]")
+    p.turn(tid, '[[fake: mcp tool=publish args=\'{"content":"x"}\']]')
     frames, turn = p.until_completed()
     assert text_of(frames) == "mcp:publish:error:MCP_BINDING_MISMATCH" and turn["status"] == "completed"
-    failed = [f["params"]["item"] for f in frames if f.get("method") == "item/completed"
-              and f["params"]["item"]["type"] == "mcpToolCall"]
+    failed = [
+        f["params"]["item"]
+        for f in frames
+        if f.get("method") == "item/completed" and f["params"]["item"]["type"] == "mcpToolCall"
+    ]
     assert failed[0]["status"] == "failed"
 
 

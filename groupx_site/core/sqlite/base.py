@@ -86,8 +86,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _start_transaction_under_autocommit(self):
         if not self._statements_watched():
             self.validate_thread_sharing()  # savepoint(), savepoint_commit() and the rollback check it themselves
-        self._edge(f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN",
-                   super()._start_transaction_under_autocommit)
+        self._edge(
+            f"BEGIN {self.transaction_mode}" if self.transaction_mode else "BEGIN",
+            super()._start_transaction_under_autocommit,
+        )
 
     def _savepoint(self, sid):
         self._edge(f'SAVEPOINT "{sid}"', super()._savepoint, sid)

@@ -23,15 +23,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--username", help=f"the user's name (asked for when missing; default {DEFAULT_NAME})")
-        parser.add_argument("--password-stdin", action="store_true",
-                            help="read the password from the first line of standard input instead of asking")
+        parser.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="read the password from the first line of standard input instead of asking",
+        )
 
     def handle(self, *args, username=None, password_stdin=False, **options):
         users = get_user_model()
         name = username if username is not None else (input(f"Name [{DEFAULT_NAME}]: ").strip() or DEFAULT_NAME)
         if users.objects.filter(username=name).exists():
-            raise CommandError(f"a user named {name!r} already exists; pick another name, or change that user's "
-                               f"password with: manage.py changepassword {name}")
+            raise CommandError(
+                f"a user named {name!r} already exists; pick another name, or change that user's "
+                f"password with: manage.py changepassword {name}"
+            )
         password = sys.stdin.readline().rstrip("\r\n") if password_stdin else self.ask_password()
         if not password:
             raise CommandError("an empty password was given; nothing was created")

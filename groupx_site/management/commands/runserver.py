@@ -34,8 +34,10 @@ def refusal(addr: str, port: str) -> str | None:
     if addr in LOOPBACK_ADDRESSES:
         return None
     shown = f"[{addr}]" if ":" in addr else addr
-    return (f"GroupX listens on loopback only (127.0.0.1, localhost or [::1]), not {shown}:{port}. "
-            f"Run `python manage.py runserver 127.0.0.1:{port}`.")
+    return (
+        f"GroupX listens on loopback only (127.0.0.1, localhost or [::1]), not {shown}:{port}. "
+        f"Run `python manage.py runserver 127.0.0.1:{port}`."
+    )
 
 
 class Command(DaphneRunserver):

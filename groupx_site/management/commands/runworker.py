@@ -19,7 +19,8 @@ NEEDS_SHARED_STORE = (
     "--agents needs split mode on PostgreSQL: groupx.json must name a Redis channel layer "
     "(channelLayer.redisUrl: the web processes wake every worker through it) and PostgreSQL storage "
     "(storage.url: several worker processes write the room at once, and SQLite takes one writer at a "
-    "time, so its lock waits would stall or fail their Turns). Without --agents one worker runs every agent.")
+    "time, so its lock waits would stall or fail their Turns). Without --agents one worker runs every agent."
+)
 
 
 def chosen_agents(text: str) -> list[str]:
@@ -33,8 +34,10 @@ def chosen_agents(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in known]
     if unknown or not names:
-        raise CommandError(f"--agents names no agent of this room: {', '.join(unknown) or '(empty)'}; "
-                           f"its agents are {', '.join(sorted(live)) or 'none'} (groupx.json, enabled ones)")
+        raise CommandError(
+            f"--agents names no agent of this room: {', '.join(unknown) or '(empty)'}; "
+            f"its agents are {', '.join(sorted(live)) or 'none'} (groupx.json, enabled ones)"
+        )
     return sorted({known[name] for name in names})
 
 
@@ -43,9 +46,12 @@ class Command(ChannelsRunworker):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--agents", default=None,
-                            help="the agents this worker runs, comma-separated (agent ids or actor ids); "
-                                 "default: all. Needs Redis and PostgreSQL.")
+        parser.add_argument(
+            "--agents",
+            default=None,
+            help="the agents this worker runs, comma-separated (agent ids or actor ids); "
+            "default: all. Needs Redis and PostgreSQL.",
+        )
 
     def handle(self, *args, **options):
         if options.get("agents") is not None:

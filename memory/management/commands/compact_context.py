@@ -18,8 +18,11 @@ class Command(BaseCommand):
     help = "Compact all but the last 12 room messages into the checkpoint summary."
 
     def add_arguments(self, parser):
-        parser.add_argument("--client-command-id", default=None,
-                            help="idempotency key; repeating it replays the first result (default: a new one)")
+        parser.add_argument(
+            "--client-command-id",
+            default=None,
+            help="idempotency key; repeating it replays the first result (default: a new one)",
+        )
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args, client_command_id, json: bool, **options):
@@ -33,9 +36,11 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(result))
         elif result["compacted"]:
-            self.stdout.write(f"compacted: summary now covers through seq {usage.get('summaryThroughSeq')}; "
-                              f"{usage['uncompactedMessageCount']} messages kept verbatim; usage "
-                              f"{usage['estimatedCharacters']}/{usage['maxCharacters']} characters")
+            self.stdout.write(
+                f"compacted: summary now covers through seq {usage.get('summaryThroughSeq')}; "
+                f"{usage['uncompactedMessageCount']} messages kept verbatim; usage "
+                f"{usage['estimatedCharacters']}/{usage['maxCharacters']} characters"
+            )
         else:
             self.stdout.write(f"nothing to compact: {usage['uncompactedMessageCount']} messages (12 are kept)")
 

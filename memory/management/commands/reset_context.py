@@ -18,10 +18,16 @@ class Command(BaseCommand):
     help = "Reset the room's context floor to the current seq (writes a durable context.reset)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--client-command-id", default=None,
-                            help="idempotency key; repeating it replays the first result (default: a new one)")
-        parser.add_argument("--native", action="store_true",
-                            help="also close every agent's native CLI session; the next Turn starts a fresh one")
+        parser.add_argument(
+            "--client-command-id",
+            default=None,
+            help="idempotency key; repeating it replays the first result (default: a new one)",
+        )
+        parser.add_argument(
+            "--native",
+            action="store_true",
+            help="also close every agent's native CLI session; the next Turn starts a fresh one",
+        )
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args, client_command_id, native: bool, json: bool, **options):
@@ -35,8 +41,10 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(result))
         elif result["reset"]:
             sessions = "; every agent starts a fresh native session" if native else ""
-            self.stdout.write(f"context reset: floor moved to seq {result['throughSeq']}; "
-                              f"usage now {result['usage']['estimatedCharacters']} characters{sessions}")
+            self.stdout.write(
+                f"context reset: floor moved to seq {result['throughSeq']}; "
+                f"usage now {result['usage']['estimatedCharacters']} characters{sessions}"
+            )
         else:
             self.stdout.write(f"nothing to reset: no room message after the floor (seq {result['throughSeq']})")
 

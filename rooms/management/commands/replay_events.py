@@ -1,6 +1,5 @@
 """Print the durable log as JSON lines (public envelopes, seq order), from a seq onwards."""
 
-
 from django.core.management.base import BaseCommand
 
 from groupx_site.core.text import json_text
@@ -13,8 +12,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--after-seq", type=int, default=0, help="print events with seq greater than this")
-        parser.add_argument("--type", action="append", dest="types", default=[],
-                            help="only this event type (repeatable); a trailing * matches a prefix, e.g. turn.*")
+        parser.add_argument(
+            "--type",
+            action="append",
+            dest="types",
+            default=[],
+            help="only this event type (repeatable); a trailing * matches a prefix, e.g. turn.*",
+        )
         parser.add_argument("--correlation", help="only events of this correlation or root correlation")
         parser.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
 
