@@ -8,10 +8,10 @@ from ninja import Router
 
 from agents.restart import accept_restart
 from agents.schemas import RestartAccepted, RestartBody
-from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.json_response import json_response
+from groupx_site.store import db
 
 router = Router(tags=["agents"])
 

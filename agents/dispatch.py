@@ -2,7 +2,7 @@
 
 Reading the lane's head, building the Context Packet, claiming the Turn (``turn.dispatched``) and
 the write-ahead ``prompt_invoked + unknown`` are four steps and two commits. Made one call on the
-writer thread (``groupx_site.core.db``; ``claim_head``) they cost the lane one thread hand-off
+writer thread (``groupx_site.store.db``; ``claim_head``) they cost the lane one thread hand-off
 instead of four; the commits stay separate, so restart recovery still sees the protocol's phases
 (PROTOCOL §5). The terminal transaction reads the next head in its own call (``finish_then_head``),
 so a lane whose queue is empty afterwards goes to sleep without another hand-off (D20, D60); a lane

@@ -23,9 +23,9 @@ from agents import dispatch, fault_points, health, mcp_status, turn_collector
 from agents.drivers.base import DriverError, NativeSession, NativeTurn, TurnStarted
 from agents.sessions import AgentSessions
 from agents.turn_collector import Collected, TurnHooks
-from groupx_site.core import db, layer, store_probe
 from groupx_site.core.errors import ErrorCode
-from groupx_site.core.store_faults import Backoff, StoreUnavailable
+from groupx_site.store import db, layer, store_probe
+from groupx_site.store.store_faults import Backoff, StoreUnavailable
 from memory.context import ContextBudgetExceeded
 from memory.engine import prepare_packet
 from rooms import event_types, events
@@ -450,7 +450,7 @@ class Lane:
         # A restart stopping this lane now must not drop an outcome already on its way, and it does
         # not: the writer call is handed to its thread before this task can be cancelled (its first
         # suspension is the wait for the result), and a cancelled caller leaves the call to finish
-        # there (groupx_site/core/db.py; tests/unit/test_handoff.py). An ``asyncio.shield`` around
+        # there (groupx_site/store/db.py; tests/unit/test_handoff.py). An ``asyncio.shield`` around
         # it was a task and two callbacks per Turn for the same guarantee (D70).
         # The call reads the lane's next head too (``_run_queue`` takes it: one hand-off fewer, D60).
         self._next_head = await store_probe.until_available(

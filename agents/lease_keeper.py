@@ -19,8 +19,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from agents import health, lease
-from groupx_site.core import db
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.store import db
+from groupx_site.store.store_faults import StoreUnavailable
 
 logger = logging.getLogger("groupx.lease")
 

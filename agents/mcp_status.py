@@ -14,7 +14,7 @@ import logging
 
 from agents import health, instances
 from agents.drivers.base import NativeSession
-from groupx_site.core import db
+from groupx_site.store import db
 
 logger = logging.getLogger("groupx.agents.mcp")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from agents import instances
 from agents.models import Actor
-from groupx_site.core import layer
 from groupx_site.core.errors import GroupXError
+from groupx_site.store import layer
 from rooms import commands, validation
 from setup_wizard import roster
 

@@ -20,7 +20,7 @@ from agents import health, instances
 from agents.drivers import secret_file
 from agents.lanes import Lane
 from agents.sessions import AgentSessions, private_dir_path
-from groupx_site.core import db
+from groupx_site.store import db
 from memory import scheduler as memory_scheduler
 from setup_wizard import roster
 from turns import lifecycle

@@ -28,7 +28,8 @@ from agents.drivers.base import (
     Timeouts,
 )
 from agents.drivers.registry import get_driver
-from groupx_site.core import db, listen
+from groupx_site.core import listen
+from groupx_site.store import db
 from rooms import event_types, events, system_errors
 from rooms.events import ActorRef
 from setup_wizard.config import ResolvedAgent, resolve_executable, ssh_config_file

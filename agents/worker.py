@@ -1,7 +1,7 @@
 """The agent runtime's consumer on the channel layer (docs/DECISIONS.md D43).
 
 The web side never calls the runtime: after a commit it sends a message to the group
-``groupx.agents`` (``groupx_site/core/layer.py``): ``agents.wake`` {actorIds} (new work),
+``groupx.agents`` (``groupx_site/store/layer.py``): ``agents.wake`` {actorIds} (new work),
 ``agents.cancel`` {turnId}, ``agents.restart`` {actorId}, ``agents.native_reset``. ``AgentsConsumer``
 receives them and calls the runtime (``agents/runtime.py``) on the runtime's own loop.
 
@@ -27,7 +27,7 @@ from channels.routing import ChannelNameRouter
 from channels.worker import Worker
 
 from agents import runtime
-from groupx_site.core import layer
+from groupx_site.store import layer
 
 logger = logging.getLogger("groupx.runtime")
 
@@ -36,7 +36,7 @@ class AgentsConsumer(AsyncConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Not Channels' dispatch: that one closes the thread's old database connections through a
         # thread hop before every message, and the runtime's database work runs on its own
-        # threads (groupx_site/core/db.py). A message of an unknown type (a newer web process)
+        # threads (groupx_site/store/db.py). A message of an unknown type (a newer web process)
         # or a failing handler must not end the consumer, whose instance holds the group.
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:

@@ -15,9 +15,9 @@ from assistant.schemas import (
     SideMessageBody,
     SideMessages,
 )
-from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.json_response import json_response
+from groupx_site.store import db
 
 router = Router(tags=["assistant"])
 

@@ -30,8 +30,9 @@ from agents.drivers.registry import get_driver
 from agents.sessions import private_dir_path
 from assistant import conversation, operator_binding, status
 from assistant.prompt import brain_prompt
-from groupx_site.core import db, listen
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.core import listen
+from groupx_site.store import db
+from groupx_site.store.store_faults import StoreUnavailable
 from rooms import system_errors
 from setup_wizard.config import resolve_executable
 

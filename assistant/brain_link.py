@@ -33,7 +33,7 @@ from typing import Any
 from agents import lease
 from assistant import conversation, status
 from assistant.brain import Brain
-from groupx_site.core import db, layer
+from groupx_site.store import db, layer
 
 logger = logging.getLogger("groupx.assistant")
 

@@ -1,6 +1,6 @@
 """The side chat's rows (FEATURES §13, PROTOCOL §10.7): the body's rules, the user row written once
 per clientCommandId, the one reply to it, and the list the panel shows. Sync ORM functions, run on
-the store's threads (``groupx_site.core.db``).
+the store's threads (``groupx_site.store.db``).
 
 A user message is one command (``rooms.commands.run_once`` on the web binding): a retry with the
 same clientCommandId and content finds the row it wrote, another content under that id is

@@ -21,7 +21,7 @@ from agents.models import Actor
 from assistant import brain_hook, brain_link, status
 from assistant.brain import Brain, BrainSpec
 from assistant.operator_binding import ASSISTANT_ACTOR_ID
-from groupx_site.core import db, layer
+from groupx_site.store import db, layer
 from setup_wizard.config import command_argv
 
 logger = logging.getLogger("groupx.assistant")

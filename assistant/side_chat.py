@@ -14,9 +14,9 @@ from typing import Any
 
 from assistant import brain_hook, conversation, runtime
 from assistant.conversation import SideMessage
-from groupx_site.core import db
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.ids import WEB_BINDING_ID
+from groupx_site.store import db
 
 ANSWER_WAIT_SECONDS = 300.0
 NOT_READY = ("disabled", "starting")

@@ -9,7 +9,7 @@ to note a monotonic time (``time.perf_counter_ns``, the clock the client reads t
   (``tcp.write``) and written to the socket (``sock.send``), labelled by the event types it holds;
 - the CLI's pipes (asyncio): a frame written to a CLI's stdin, a chunk read from its stdout
   (``pipe.recv chunk`` for content updates, ``pipe.recv result`` for the prompt's response);
-- the writer thread (``groupx_site/core/db.py``): a call queued (``writer.put``), run
+- the writer thread (``groupx_site/store/db.py``): a call queued (``writer.put``), run
   (``writer.run`` … ``writer.done``, by function name; ``writer.group`` for calls sharing a commit),
   and its result taken up by the loop (``loop.deliver``);
 - the lane (``agents/lanes.py``): woken, its hooks' ``started`` and first ``content``, ``_finish``.
@@ -100,7 +100,8 @@ def _install() -> None:
 
     from agents import lanes
     from agents.drivers import acp_session
-    from groupx_site.core import db, group_commit
+    from groupx_site.core import group_commit
+    from groupx_site.store import db
 
     _wrap(tcp.Connection, "_dataReceived", before=lambda self, data: note(f"sock.recv {data[:16]!r}"))
     _wrap(tcp.Connection, "write", before=lambda self, data: note(f"tcp.write {_what(data)}"))

@@ -36,7 +36,7 @@ RESULTS = REPO / "bench" / "results" / "profile"
 # Innermost frames of a thread that waits (py-spy's own idle detection does not see these here).
 IDLE = (
     "_worker (concurrent/futures/thread.py",
-    "_WriterThread._run (groupx_site/core/db.py",  # waiting for a call
+    "_WriterThread._run (groupx_site/store/db.py",  # waiting for a call
     "ThreadedChildWatcher._do_waitpid",
     "EpollSelector.select",
     "Condition.wait (threading.py",

@@ -1,7 +1,7 @@
 """The writer thread's calls, timed, and whether each one ran a WAL checkpoint (docs/DECISIONS.md D67).
 
 ``python -m bench.writer_trace`` runs a BenchServer whose daphne first wraps
-``groupx_site/core/db.py``'s calls (``--serve``, below): every call on the writer thread appends one
+``groupx_site/store/db.py``'s calls (``--serve``, below): every call on the writer thread appends one
 line to ``GROUPX_BENCH_WRITER_TRACE``: its wall milliseconds, whether the database file was written
 during it (its mtime moved), and the WAL index's last frame before and after it (``WalIndexHdr.mxFrame``,
 byte 16 of the ``-shm`` file, native order). In WAL mode only a checkpoint writes the database file,
@@ -44,7 +44,8 @@ def _install() -> None:
     from django.conf import settings
 
     django.setup()
-    from groupx_site.core import db, group_commit
+    from groupx_site.core import group_commit
+    from groupx_site.store import db
 
     out = open(os.environ[TRACE_ENV], "a", buffering=1)  # noqa: SIM115 (open for the process's life)
     db_path = str(settings.DATABASES["default"]["NAME"])

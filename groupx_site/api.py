@@ -13,13 +13,13 @@ from ninja.parser import Parser
 from agents.api import router as agents_router
 from assistant.api import router as assistant_router
 from groupx_site.bootstrap import router as bootstrap_router
-from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import parse_json_body
 from groupx_site.core.contract import route
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import error_response
 from groupx_site.health import health_report
 from groupx_site.shutdown import router as shutdown_router
+from groupx_site.store import db, store_faults
 from memory.api import router as memory_router
 from rooms.api import router as rooms_router
 from rooms.schemas import Response
@@ -71,7 +71,7 @@ def on_http_error(request: HttpRequest, error: HttpError):
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, error: Exception):
-    # Database calls through groupx_site.core.db already raise StoreUnavailable; this catches the rest.
+    # Database calls through groupx_site.store.db already raise StoreUnavailable; this catches the rest.
     fault = store_faults.as_store_unavailable(error)
     if fault is not None:
         logger.warning("%s %s: %s", request.method, request.path, fault.message)

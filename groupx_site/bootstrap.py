@@ -17,12 +17,12 @@ from django.http import HttpRequest
 from ninja import Router
 from pydantic import BaseModel, Field
 
-from groupx_site.core import db
 from groupx_site.core.contract import route
-from groupx_site.core.dbsnapshot import read_snapshot
 from groupx_site.core.json_response import json_response
 from groupx_site.health import current_agent_states
 from groupx_site.identity import product_version
+from groupx_site.store import db
+from groupx_site.store.dbsnapshot import read_snapshot
 from rooms import event_types, history, system_errors
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row
 from rooms.models import ROOM_ID, Event

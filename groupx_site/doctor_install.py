@@ -54,7 +54,7 @@ def store_lines(config_path: Path) -> tuple[list[str], list[str]]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
     import django
 
-    from groupx_site.core.store_integrity import NewerMigrations, unknown_migrations
+    from groupx_site.store.store_integrity import NewerMigrations, unknown_migrations
 
     django.setup()
     db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)

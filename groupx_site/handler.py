@@ -4,7 +4,7 @@ Django runs each request inside an asgiref ``ThreadSensitiveContext``: the reque
 (its ``request_started`` receivers, a sync view, ``response.close()`` with ``request_finished``)
 gets a thread created for that request and joined at its end. Pages and the admin keep that.
 
-Every ``/api/`` view is ``async`` and does its database work on ``groupx_site.core.db``'s
+Every ``/api/`` view is ``async`` and does its database work on ``groupx_site.store.db``'s
 long-lived threads, so an API request opens no database connection on any thread Django's
 request code runs on. What Django still runs synchronously for it is the two signals' receivers
 (``reset_queries`` and ``close_old_connections``, which act on the calling thread's connections

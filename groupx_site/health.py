@@ -9,7 +9,8 @@ from django.db import connection
 
 from agents import health, lease
 from groupx_site import identity, runtime
-from groupx_site.core import lifecycle, store_integrity, store_probe
+from groupx_site.core import lifecycle
+from groupx_site.store import store_integrity, store_probe
 from setup_wizard import roster
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
@@ -27,7 +28,7 @@ def identity_fields() -> dict[str, str]:
 
 def store_status(*, suspect: bool, check_integrity: bool = False) -> dict[str, Any]:
     """``available`` means the store takes writes now: a full or read-only store still reads, so
-    the last write fault and a bounded write probe decide (``groupx_site/core/store_probe.py``).
+    the last write fault and a bounded write probe decide (``groupx_site/store/store_probe.py``).
     ``integrityOk`` is the last ``quick_check`` (at start, or now with ``check_integrity``; null
     before the first one ends) and ``schemaVersion`` the version the database records (D42)."""
     fault = store_probe.check(suspect=suspect)

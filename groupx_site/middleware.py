@@ -29,7 +29,7 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
-from groupx_site.core import lifecycle, store_faults
+from groupx_site.core import lifecycle
 from groupx_site.core.bodies import MAX_BODY_BYTES
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import (
@@ -40,6 +40,7 @@ from groupx_site.core.http import (
     refused_origin,
 )
 from groupx_site.shutdown import end_on_drain
+from groupx_site.store import store_faults
 
 
 def check_api_write(request: HttpRequest, host: str) -> GroupXError | None:

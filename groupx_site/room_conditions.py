@@ -26,9 +26,10 @@ from typing import Any
 from django.conf import settings
 
 from agents import lease
-from groupx_site.core import db, lifecycle, store_integrity
+from groupx_site.core import lifecycle
 from groupx_site.core.background import BackgroundTask
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.store import db, store_integrity
+from groupx_site.store.store_faults import StoreUnavailable
 from rooms import system_errors
 from setup_wizard import roster
 

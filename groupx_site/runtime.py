@@ -29,7 +29,8 @@ from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import room_conditions
-from groupx_site.core import db, layer, lifecycle, one_cpu, store_faults, store_integrity, wal_checkpoints
+from groupx_site.core import lifecycle, one_cpu, wal_checkpoints
+from groupx_site.store import db, layer, store_faults, store_integrity
 from rooms import bus, search_index, system_errors
 from setup_wizard import roster
 

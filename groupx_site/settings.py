@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from groupx_site.core import sqlite
-from groupx_site.core.postgresql import postgresql_database
 from groupx_site.static_root import build_root
+from groupx_site.store.postgresql import postgresql_database
 from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config, storage_path
 from setup_wizard.storage_check import storage_refusal
 
@@ -150,7 +150,7 @@ DATABASES = {
 if GROUPX_CONFIG.storage.url:  # PostgreSQL (docs/DECISIONS.md D53): same models, migrations, behaviour
     DATABASES["default"] = postgresql_database(GROUPX_CONFIG.storage.url, busy_timeout_ms=GROUPX_BUSY_TIMEOUT_MS)
 
-# groupx_site/core/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
+# groupx_site/store/db.py's executors: False in every server; the in-process test tier (tests/unit) sets
 # True so database work runs on the test's own thread and connection (docs/DECISIONS.md D29).
 GROUPX_DB_INLINE = False
 

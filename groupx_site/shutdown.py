@@ -38,9 +38,10 @@ from ninja import Router
 from pydantic import ConfigDict, Field
 
 from groupx_site import identity, runtime
-from groupx_site.core import db, lifecycle
+from groupx_site.core import lifecycle
 from groupx_site.core.contract import Checked, route
 from groupx_site.core.errors import GroupXError
+from groupx_site.store import db
 from rooms.schemas import Response
 
 logger = logging.getLogger("groupx.shutdown")

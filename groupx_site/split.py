@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from groupx_site.cli import fail, say
-from groupx_site.core.layer import AGENTS_CHANNEL
 from groupx_site.port_probe import Target, conflict_message
+from groupx_site.store.layer import AGENTS_CHANNEL
 from setup_wizard.doctor import probe_redis, shown_url
 
 REPO = Path(__file__).resolve().parent.parent

@@ -26,8 +26,8 @@ from agents import runtime as agent_runtime
 from agents import worker as agents_worker
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import runtime
-from groupx_site.core import layer
-from groupx_site.core.store_faults import Backoff, StoreUnavailable
+from groupx_site.store import layer
+from groupx_site.store.store_faults import Backoff, StoreUnavailable
 from setup_wizard import roster
 
 logger = logging.getLogger("groupx.worker")

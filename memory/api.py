@@ -10,10 +10,10 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router
 from pydantic import WithJsonSchema
 
-from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.ids import WEB_BINDING_ID
 from groupx_site.core.json_response import json_response
+from groupx_site.store import db
 from memory import actions, engine, identity, search
 from memory.compaction import FAILURE_CODES
 from memory.records import IDENTITY_ID_RE, MEMORY_ID_RE, WEB_WRITER

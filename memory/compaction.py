@@ -25,8 +25,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import health
-from groupx_site.core import db
 from groupx_site.core.ids import new_id
+from groupx_site.store import db
 from memory import dated
 from memory import sql as memory_sql
 from memory.models import Summary

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
-from groupx_site.core import db
+from groupx_site.store import db
 from memory.actions import do_remember_memory, do_supersede_memory
 from memory.dated_sources import local_date
 from memory.models import DatedMemoryRollup, DatedMemorySource, MemoryRecord

@@ -20,9 +20,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from groupx_site.core import db
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.ids import new_id
+from groupx_site.store import db
 from memory import native_reset
 from memory.actions import run_as
 from memory.compaction import CompactionFailed, compact_once

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from groupx_site.core import layer
+from groupx_site.store import layer
 from memory import sql as memory_sql
 from memory.models import ContextReset
 from rooms.models import ROOM_ID

@@ -13,7 +13,7 @@ import logging
 import os
 
 from groupx_site.core.background import BackgroundTask
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.store.store_faults import StoreUnavailable
 from memory import dated
 
 logger = logging.getLogger("groupx.memory.scheduler")

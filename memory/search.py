@@ -1,7 +1,7 @@
 """Listing and searching memory and identity records: newest first, offset cursor (FEATURES §15).
 
 Text search uses the FTS5 trigram indexes from migration 0002 through
-``groupx_site/core/text_search.py`` (the room's message search uses the same rules).
+``groupx_site/store/text_search.py`` (the room's message search uses the same rules).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from groupx_site.core.text_search import text_filter
+from groupx_site.store.text_search import text_filter
 from memory.inputs import ListQuery
 from memory.models import IdentityRecord, MemoryRecord
 from memory.records import identity_json, memory_json

@@ -1,7 +1,7 @@
 """Room endpoints: thin wrappers over ``rooms.actions`` and the read models.
 
 They are ``async``: their database work is one call on the writer or a reader thread
-(``groupx_site.core.db``) instead of a fresh thread and connection per request."""
+(``groupx_site.store.db``) instead of a fresh thread and connection per request."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from ninja import Query, Router
 
-from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.json_response import json_response
+from groupx_site.store import db
 from rooms import actions, export, history, sse
 from rooms.schemas import (
     EventsPage,

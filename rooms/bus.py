@@ -34,8 +34,9 @@ import threading
 from collections import deque
 from typing import Any
 
-from groupx_site.core import handoff, layer
+from groupx_site.core import handoff
 from groupx_site.core.text import json_text
+from groupx_site.store import layer
 from rooms.event_types import TURN_CONTENT_DELTA
 
 logger = logging.getLogger("groupx.bus")
@@ -242,7 +243,7 @@ def items_message(items: list[list[Any]]) -> dict[str, Any]:
 def start_relay(*, hear_others: bool = True) -> None:
     """Send this process's commits and deltas to the other processes and, with ``hear_others``,
     relay theirs to its members; on the loop the process has bound to the layer
-    (``groupx_site/core/layer.py``). Only on a shared layer. The agents' worker hears nothing: its
+    (``groupx_site/store/layer.py``). Only on a shared layer. The agents' worker hears nothing: its
     members would be SSE streams and the waits of ``ask`` and ``watch``, which only a web process
     serves, and on pub/sub it would otherwise receive every message of the room, its own included
     (about eight per Turn; D59)."""

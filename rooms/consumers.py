@@ -65,7 +65,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Without Channels' close of the thread's old database connections before each message:
-        # the stream's reads run on the database threads (groupx_site/core/db.py).
+        # the stream's reads run on the database threads (groupx_site/store/db.py).
         await getattr(self, get_handler_name(message))(message)
 
     async def handle(self, body: bytes) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from groupx_site.core import db
 from groupx_site.core.errors import invalid
 from groupx_site.core.text import repair
+from groupx_site.store import db
 from rooms import event_types
 from rooms.models import ROOM_ID, Event
 
@@ -129,7 +129,7 @@ def header(moments: Range, now: datetime) -> str:
 def markdown_page(moments: Range, after_seq: int = 0) -> tuple[str, int | None]:
     """One page of the export after ``after_seq``: its Markdown and the seq to continue after,
     or None when the range is done. Separate from the iterator so async callers can run each
-    page on a database thread (``groupx_site.core.db.read``)."""
+    page on a database thread (``groupx_site.store.db.read``)."""
     rows = _message_rows(moments, after_seq)
     if not rows:
         return "", None

@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from groupx_site.core.errors import invalid
-from groupx_site.core.text_search import text_filter
+from groupx_site.store.text_search import text_filter
 from rooms import event_types, export, search_index
 from rooms.events import ENVELOPE_FIELDS, envelope_from_row, iso
 from rooms.models import Event

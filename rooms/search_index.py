@@ -6,7 +6,7 @@ batch rather than one per transaction that held a message (and the merges those 
 which took ~0.15 ms of the writer thread's ~1.9 per throughput Turn. A runtime runs a batch at
 start and then about once a second while the log moves (``keep_up``). Search meanwhile matches the
 messages past the mark with a function that folds case as the index does
-(``groupx_site/core/text_search.py``), so its answer is the same whether or not a batch took them.
+(``groupx_site/store/text_search.py``), so its answer is the same whether or not a batch took them.
 
 The mark moves in the batch's own transaction, so a crash leaves index and mark in step: the next
 batch takes whatever the last one did not. On PostgreSQL there is no index of ours: nothing here runs.
@@ -20,9 +20,10 @@ import logging
 from django.conf import settings
 from django.db import connection, transaction
 
-from groupx_site.core import db, sqlite
+from groupx_site.core import sqlite
 from groupx_site.core.background import BackgroundTask
-from groupx_site.core.store_faults import StoreUnavailable
+from groupx_site.store import db
+from groupx_site.store.store_faults import StoreUnavailable
 
 logger = logging.getLogger("groupx.search_index")
 

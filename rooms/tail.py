@@ -18,8 +18,8 @@ from typing import Any
 
 from django.db.models import Max
 
-from groupx_site.core import db
 from groupx_site.core.text import json_text
+from groupx_site.store import db
 from rooms import bus
 from rooms.events import ENVELOPE_FIELDS, durable_frame, envelope_from_row
 from rooms.models import Event
@@ -171,7 +171,7 @@ class Tail:
 
     def _committed(self, frames: list[tuple[int, bytes | None]]) -> None:
         """Committed events with their frames, from their writer in commit order. When they
-        continue exactly from ``top`` (the usual case: one writer thread, ``groupx_site/core/db.py``)
+        continue exactly from ``top`` (the usual case: one writer thread, ``groupx_site/store/db.py``)
         they join the window as they are, and the broadcast needs no read of the table. Anything
         else (a gap left by another thread's or process's commit, a read in flight, a frame not
         encoded) is a plain wake-up: the table decides."""

@@ -191,7 +191,7 @@ def test_a_remote_agent_survives_a_round_trip_through_the_setup_draft():
     ],
 )
 def test_a_postgresql_url_on_loopback_or_a_unix_socket_is_the_store(url):
-    from groupx_site.core.postgresql import postgresql_database
+    from groupx_site.store.postgresql import postgresql_database
 
     config = parse_config({"storage": {"url": url}})
     assert config.storage.url == url and config.storage.path == ".groupx/groupx.db"

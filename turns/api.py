@@ -8,9 +8,9 @@ from django.http import HttpRequest
 from ninja import Path, Router
 from pydantic import WithJsonSchema
 
-from groupx_site.core import db
 from groupx_site.core.contract import route
 from groupx_site.core.json_response import json_response
+from groupx_site.store import db
 from turns.actions import TURN_ID, accept_cancel
 from turns.schemas import CancelAccepted, CancelBody
 

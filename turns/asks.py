@@ -11,8 +11,8 @@ from typing import Any
 
 from django.conf import settings
 
-from groupx_site.core import db
 from groupx_site.core.errors import GroupXError, invalid
+from groupx_site.store import db
 from rooms import bus, validation
 from rooms.models import Event
 from turns import lifecycle

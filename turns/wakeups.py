@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from groupx_site.core import layer
+from groupx_site.store import layer
 
 
 def new_work_on_commit(actor_ids: Iterable[str]) -> None:

@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Q
 
-from groupx_site.core import db
 from groupx_site.core.errors import invalid
+from groupx_site.store import db
 from memory.transcript import WATCH_BRIEF_KIND
 from rooms import bus, event_types, events, validation
 from rooms.models import Event

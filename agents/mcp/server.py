@@ -27,7 +27,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents import instances
 from agents.mcp.tools import INSTRUCTIONS, TOOLS
-from groupx_site.core import db, store_faults
 from groupx_site.core.bodies import check_json_value
 from groupx_site.core.errors import ErrorCode, GroupXError
 from groupx_site.core.http import (
@@ -38,6 +37,7 @@ from groupx_site.core.http import (
     refused_origin,
     replayed,
 )
+from groupx_site.store import db, store_faults
 
 logger = logging.getLogger("groupx.mcp")
 BINDING_HEADER = b"x-groupx-binding"

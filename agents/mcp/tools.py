@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.mcp import memory_tools
-from groupx_site.core import db
+from groupx_site.store import db
 from memory import inputs as memory_inputs
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS, SCOPE_TYPES
 from rooms import validation
@@ -49,7 +49,7 @@ def tool_registrar(registry: dict[str, MemberTool]):
 
     def declare(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()):
         """Register the decorated action as the tool ``name``. A plain function runs on the store's
-        writer thread (``groupx_site.core.db.write``); a coroutine function (one that waits, like
+        writer thread (``groupx_site.store.db.write``); a coroutine function (one that waits, like
         ask) is awaited as it is and reaches the store itself."""
 
         def register(action: Callable[..., Any]) -> Callable[..., Any]:

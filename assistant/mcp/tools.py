@@ -26,9 +26,9 @@ from agents.mcp.tools import (
 from agents.mcp.tools import MemberTool as OperatorTool
 from agents.restart import restart_agent
 from assistant import operator_memory, operator_room, setup_access
-from groupx_site.core import db
 from groupx_site.core.errors import invalid
 from groupx_site.core.ids import OPERATOR_BINDING_ID
+from groupx_site.store import db
 from memory import engine
 from memory.models import AGENT_MEMORY_TYPES, IDENTITY_KINDS
 from memory.usage import usage

@@ -1,4 +1,5 @@
-"""The ground every app stands on: errors, the store executors and faults, text, bodies, ids, HTTP helpers.
+"""The shared vocabulary every app stands on: errors, ids, text, bodies, the REST contract, HTTP helpers.
 
-It imports no app and nothing from the rest of groupx_site (docs/ARCHITECTURE.md "Layers").
+It imports no store (``groupx_site/store``), no app and nothing else of groupx_site (docs/ARCHITECTURE.md
+"Layers").
 """

@@ -28,7 +28,8 @@ from collections.abc import Callable
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
-from groupx_site.core import handoff, store_faults, store_integrity
+from groupx_site.core import handoff
+from groupx_site.store import store_faults, store_integrity
 
 # A group's first caller waits for the others: at most this many calls share a commit.
 MOST_CALLS = 8

@@ -4,7 +4,7 @@
 Every ``loop.call_soon_threadsafe`` writes a byte to the loop's self-pipe, and the loop then reads
 it: two system calls and a GIL hand-off each. One writer call of a Turn used to make three of them
 (the committed frames for the SSE tail, the wake-up of the lanes on the channel layer, the call's
-result), so ``groupx_site/core/db.py`` runs each call inside ``collecting(loop)``: what the call
+result), so ``groupx_site/store/db.py`` runs each call inside ``collecting(loop)``: what the call
 posts to the loop that awaits it waits in a list, and the result carries the list back in one
 ``call_soon_threadsafe``, where the posts run first, in the order they were made, before the
 awaiting coroutine resumes (as they did when each was its own hand-off).

@@ -2,7 +2,7 @@
 D69).
 
 SQLite's automatic checkpoint (``wal_autocheckpoint``, 1,000 pages) runs inside the commit that
-crosses it: the writer thread (``groupx_site/core/db.py``, D20), on which every write transaction
+crosses it: the writer thread (``groupx_site/store/db.py``, D20), on which every write transaction
 of the process queues, copies the WAL back into the database file and syncs it, ~5–35 ms under
 load, once every ~13 sequential Turns, and every Turn queued behind it waits (the reply's p95).
 
@@ -46,7 +46,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from groupx_site.core import sqlite, store_faults, store_integrity
+from groupx_site.core import sqlite
+from groupx_site.store import store_faults, store_integrity
 
 logger = logging.getLogger("groupx.wal_checkpoints")
 

@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import connections, models, transaction
 
-from groupx_site.core.postgresql import postgresql_database
+from groupx_site.store.postgresql import postgresql_database
 
 TARGET = "move_target"
 SEEDED_BY_MIGRATIONS = {"agents.actor", "agents.agentinstance", "agents.sessionbinding"}

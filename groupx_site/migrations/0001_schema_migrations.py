@@ -10,7 +10,7 @@ schema change adds its own migration that inserts the next version.
 
 from django.db import migrations
 
-PROTOCOL_SCHEMA_VERSION = 9  # groupx_site.core.store_integrity.SCHEMA_VERSION when this was written
+PROTOCOL_SCHEMA_VERSION = 9  # groupx_site.store.store_integrity.SCHEMA_VERSION when this was written
 
 # The same column on each engine: an ISO-8601 UTC text with milliseconds (D53 for PostgreSQL).
 NOW_UTC = {

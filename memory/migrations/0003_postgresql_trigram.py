@@ -8,7 +8,7 @@ term must match, newest first (memory/search.py); there is no relevance ranking.
 
 from django.db import migrations
 
-from groupx_site.core.postgresql import has_trigram_extension
+from groupx_site.store.postgresql import has_trigram_extension
 
 INDEXES = (("memory_records_trgm", "memory_memoryrecord"), ("identity_records_trgm", "memory_identityrecord"))
 

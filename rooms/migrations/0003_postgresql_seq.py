@@ -16,7 +16,7 @@ icontains); with ``pg_trgm`` available, a trigram GIN index serves it (rooms/his
 
 from django.db import migrations
 
-from groupx_site.core.postgresql import has_trigram_extension
+from groupx_site.store.postgresql import has_trigram_extension
 
 # Any fixed 64-bit key: the advisory lock's name for "the room log's next seq".
 SEQ_LOCK_KEY = 7_301_516_840_120_513_053

@@ -47,7 +47,7 @@ def _drop_triggers(schema_editor, *suffixes: str) -> None:
 
 def in_batches(apps, schema_editor):
     if schema_editor.connection.vendor != "sqlite":
-        return  # other vendors search with LIKE (groupx_site/core/text_search.py)
+        return  # other vendors search with LIKE (groupx_site/store/text_search.py)
     schema_editor.execute(f"CREATE TABLE {MARK} (id INTEGER PRIMARY KEY CHECK (id = 1), "
                           "indexed_through INTEGER NOT NULL)")
     schema_editor.execute(f"INSERT INTO {MARK} (id, indexed_through) "

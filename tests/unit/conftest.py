@@ -2,7 +2,7 @@
 SQLite test database, in the test's own process. No server, no CLI, no sleeps: ``make test-fast``.
 
 Every test here gets a database (the ``django_db`` mark is added at collection) and a room of three
-agents whose limits are small enough to reach. ``groupx_site/core/db.py``'s executors run inline, so an
+agents whose limits are small enough to reach. ``groupx_site/store/db.py``'s executors run inline, so an
 async entry point driven by ``async_to_sync`` does its database work on the test's thread, inside
 the test's transaction. Tests that need a second connection (races) ask for
 ``django_db(transaction=True)``: their writes commit, as a second process's would.

@@ -16,7 +16,7 @@ from django.utils import timezone
 from agents import lease
 from agents import runtime as agent_runtime
 from agents.models import RuntimeWorker
-from groupx_site.core import db
+from groupx_site.store import db
 from setup_wizard.config import GroupXConfig
 from tests.unit.room import queued_turn, running, status
 

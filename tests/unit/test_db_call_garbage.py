@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 
-from groupx_site.core import db
+from groupx_site.store import db
 from tests.unit.collector import garbage_after
 
 

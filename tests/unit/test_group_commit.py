@@ -13,7 +13,7 @@ import threading
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from groupx_site.core import db, store_faults
+from groupx_site.store import db, store_faults
 from tests.unit.writer_sql import on_writer as _on_writer
 
 pytestmark = [

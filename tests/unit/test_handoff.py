@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from groupx_site.core import db, handoff
+from groupx_site.core import handoff
+from groupx_site.store import db
 
 
 class CountingLoop(asyncio.SelectorEventLoop):

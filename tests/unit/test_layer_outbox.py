@@ -1,4 +1,4 @@
-"""What a process sends on the channel layer (groupx_site/core/layer.py, rooms/bus.py; D59).
+"""What a process sends on the channel layer (groupx_site/store/layer.py, rooms/bus.py; D59).
 
 In split mode each send to Redis is on its way for a while, on a busy loop. The agents' wake-ups
 must not wait behind the bus's commits, and the bus's commits and deltas that come while one message
@@ -14,7 +14,7 @@ import asyncio
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from groupx_site.core import layer
+from groupx_site.store import layer
 from rooms import bus
 
 

@@ -12,8 +12,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection
 
-from groupx_site.core import db, store_faults
 from groupx_site.core.errors import GroupXError
+from groupx_site.store import db, store_faults
 from rooms import actions
 from rooms.models import ClientCommand, Event
 from tests.unit.room import actor, claim, event_types, queued_turn, status

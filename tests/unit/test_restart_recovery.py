@@ -6,7 +6,7 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 
 from agents import runtime
-from groupx_site.core import db
+from groupx_site.store import db
 from tests.unit.room import claim, event_types, queued_turn, running, status
 from turns import lifecycle
 from turns.models import Turn, TurnAttempt

@@ -16,7 +16,7 @@ from asgiref.sync import async_to_sync
 
 from agents import dispatch, health, lanes
 from agents.lanes import ActiveTurn, Lane
-from groupx_site.core import db
+from groupx_site.store import db
 from memory import compaction, engine
 from memory.context import build_context_packet
 from memory.engine import checkpoint_moved

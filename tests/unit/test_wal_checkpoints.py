@@ -1,6 +1,6 @@
 """WAL checkpoints run on their own thread, not in the writer's commits (docs/DECISIONS.md D67).
 
-These tests use the real writer thread (``groupx_site/core/db.py``, not inline) and its real Django
+These tests use the real writer thread (``groupx_site/store/db.py``, not inline) and its real Django
 connection to the tier's file database, and the real checkpointer thread on the same file. In WAL
 mode only a checkpoint writes the database file itself, so its size is the observable: the rows of
 a burst reach it although the writer never checkpoints."""
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from groupx_site.core import db, wal_checkpoints
+from groupx_site.core import wal_checkpoints
+from groupx_site.store import db
 from tests.server import wait_until
 from tests.unit.writer_sql import on_writer as _on_writer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from groupx_site.core import db
+from groupx_site.store import db
 
 
 def on_writer(sql: str, params: tuple = ()) -> list:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from groupx_site.core import sqlite, store_faults
+from groupx_site.core import sqlite
+from groupx_site.store import store_faults
 
 SCHEMA_VERSION = 9  # FEATURES §18: the storage schema these tables implement
 MAX_REPORTED_PROBLEMS = 5  # quick_check may list up to 100; the first few say enough

@@ -24,7 +24,8 @@ import time
 
 from django.conf import settings
 
-from groupx_site.core import sqlite, store_faults
+from groupx_site.core import sqlite
+from groupx_site.store import store_faults
 
 PROBE_WHILE_FAULTY_SECONDS = 1.0
 PROBE_WHILE_HEALTHY_SECONDS = 10.0

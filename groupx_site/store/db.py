@@ -12,7 +12,7 @@
 
 A store fault (disk full, read-only, locked past the busy timeout, …) leaves both as
 ``StoreUnavailable`` (503 ``STORE_UNAVAILABLE``) and is remembered for health; a write call that
-commits rows clears it (``groupx_site/core/store_faults.py``, docs/DECISIONS.md D24).
+commits rows clears it (``groupx_site/store/store_faults.py``, docs/DECISIONS.md D24).
 
 Other processes (management commands) still take SQLite's lock as before, and Django's sync views
 (admin, setup) keep their per-request thread; only hot paths and the runtime come through here.
@@ -42,7 +42,8 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import group_commit, handoff, postgresql, store_faults, store_integrity, wal_checkpoints
+from groupx_site.core import group_commit, handoff, wal_checkpoints
+from groupx_site.store import postgresql, store_faults, store_integrity
 
 WRITER_THREAD = "groupx-db-write"
 

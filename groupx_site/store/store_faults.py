@@ -5,10 +5,10 @@ an I/O error or a database file that cannot be opened are *faults of the store*,
 request that met one gets 503 ``STORE_UNAVAILABLE`` naming the fault, with ``Retry-After``, and
 wrote nothing (its transaction rolled back). The process remembers the last fault a database
 call met, so ``/api/health`` can say "degraded" while it lasts; the next write that commits
-clears it (``groupx_site/core/db.py``, ``groupx_site/core/store_probe.py``).
+clears it (``groupx_site/store/db.py``, ``groupx_site/store/store_probe.py``).
 
 Background work (lanes, the runtime's start, schedulers) waits with ``Backoff`` and tries again
-(``groupx_site/core/store_probe.py``: ``store_back``, ``until_available``).
+(``groupx_site/store/store_probe.py``: ``store_back``, ``until_available``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _BY_MESSAGE = {
 _BY_SQLSTATE = {
     "53100": "disk_full",
     "25006": "read_only",
-    "55P03": "locked",  # lock_timeout, the busy timeout's counterpart (groupx_site/core/postgresql.py)
+    "55P03": "locked",  # lock_timeout, the busy timeout's counterpart (groupx_site/store/postgresql.py)
     "40P01": "locked",  # a deadlock: the transaction was rolled back and may be retried
     "58030": "io_error",
     "08": "cannot_open",  # connection exceptions
