@@ -21,12 +21,12 @@ from groupx_site.handler import get_application  # noqa: E402
 
 application = get_application()  # GroupX's ASGI handler (no thread per /api/ request, D20)
 
-from groupx_site.core import lifecycle  # noqa: E402
+from groupx_site.core import process_state  # noqa: E402
 from groupx_site.core.contract import NON_BLANK  # noqa: E402
 from rooms.validation import AGENT_ACTOR_RE, MAX_CLIENT_COMMAND_ID, MAX_TARGETS  # noqa: E402
 from setup_wizard.config import MESSAGE_CHARACTERS  # noqa: E402
 
-lifecycle.set_readiness("ready")  # GroupX's write guard lets writes through only when ready
+process_state.set_readiness("ready")  # GroupX's write guard lets writes through only when ready
 
 api = NinjaAPI(title="GroupX floor", urls_namespace="floor")
 

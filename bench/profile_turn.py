@@ -89,7 +89,7 @@ STEPS = (
     ("command: other writer/reader-thread work", lambda f, t: t.startswith("groupx-db-")),
     (
         "SSE delivery (tail, stream, backpressure)",
-        lambda f, t: _has(f, "rooms/tail.py", "rooms/sse.py", "core/flow.py", "streaming_content"),
+        lambda f, t: _has(f, "rooms/tail.py", "rooms/sse.py", "groupx_site/backpressure.py", "streaming_content"),
     ),
     (
         "subprocess pipes and JSON-RPC to the CLIs",

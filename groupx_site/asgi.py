@@ -3,7 +3,7 @@
 
 - ``http``, through a ``URLRouter``: ``/api/events`` to the event-stream consumer
   (``rooms/consumers.py``), whose ``send`` waits while the client is not reading
-  (``groupx_site/core/flow.py``); ``/mcp`` to the member MCP server (``agents.mcp.server``);
+  (``groupx_site/backpressure.py``); ``/mcp`` to the member MCP server (``agents.mcp.server``);
   ``/mcp/operator`` to the room assistant's operator server (``assistant.mcp.server``); any other
   ``/mcp/…`` answers 503 ``MCP_UNAVAILABLE``; everything else to Django (API, room page, admin, static files);
 - ``lifespan`` (uvicorn; daphne sends none);
@@ -37,8 +37,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from agents import worker as agents_worker  # noqa: E402  (after Django is set up)
-from groupx_site import access_log, body_limit, runtime, shutdown, socket_writes  # noqa: E402
-from groupx_site.core import flow  # noqa: E402
+from groupx_site import (  # noqa: E402
+    access_log,
+    backpressure,  # noqa: E402
+    body_limit,
+    runtime,
+    shutdown,
+    socket_writes,
+)
 from rooms.consumers import EventStreamConsumer  # noqa: E402
 
 
@@ -106,7 +112,7 @@ def imported_on_first_request(module_name: str):
 def with_backpressure(app):
     async def paced(scope, receive, send):
         # a slow reader pauses its stream instead of filling memory (D21)
-        return await app(scope, receive, flow.with_backpressure(send))
+        return await app(scope, receive, backpressure.with_backpressure(send))
 
     return paced
 

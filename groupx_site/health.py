@@ -9,7 +9,7 @@ from django.db import connection
 
 from agents import health, lease
 from groupx_site import identity, runtime
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 from groupx_site.store import store_integrity, store_probe
 from setup_wizard import roster
 from turns.models import Turn
@@ -69,7 +69,7 @@ def agent_states(worker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
         return {agent.actor_id: health.snapshot(agent.actor_id) for agent in agents}
     if worker is None:  # the lease rows cannot be read yet (a fresh room migrating): nothing runs them
         return {
-            agent.actor_id: {"status": "starting" if lifecycle.readiness() == "starting" else "stopped"}
+            agent.actor_id: {"status": "starting" if process_state.readiness() == "starting" else "stopped"}
             for agent in agents
         }
     stored = worker["agentsHealth"]
@@ -119,20 +119,20 @@ def _public_worker(worker: dict[str, Any]) -> dict[str, Any]:
 def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]]:
     """The health body (its shape is documented in docs/DECISIONS.md D42). ``check_integrity``:
     run the integrity check now instead of reporting the last one."""
-    readiness = lifecycle.readiness()
+    readiness = process_state.readiness()
     if readiness == "closing":
         return 503, {"status": "closing", "readiness": readiness, **identity_fields()}
     store = store_status(suspect=readiness != "ready", check_integrity=check_integrity)
     worker = _worker_or_none(store)
     agents = agent_health(worker)
-    start_retry = lifecycle.start_retry()
+    start_retry = process_state.start_retry()
     # No owner of the room, or (split mode) an agent no live worker runs: its Turns wait (D45, D58).
     no_owner = (
         readiness == "ready"
         and worker is not None
         and (worker["owner"] is None or (worker["mode"] == "split" and any(a["worker"] is None for a in agents)))
     )
-    superseded = lifecycle.superseded()  # another instance took the room over (D90)
+    superseded = process_state.superseded()  # another instance took the room over (D90)
     degraded = (
         not store["available"]
         or store["integrityOk"] is False

@@ -11,7 +11,7 @@
   with ``Origin: null``, which Django's CSRF check refuses (docs/DECISIONS.md D111).
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
 - While the runtime drains for a stop, new requests get 503 and open SSE streams end; the REST
-  writes admitted before it are counted, and the stop waits for them (``lifecycle.write_in_flight``).
+  writes admitted before it are counted, and the stop waits for them (``process_state.write_in_flight``).
 - Django's page middleware (sessions, auth, messages, CSRF, …) serves the admin and the HTML pages
   and is skipped under ``/api/``, which uses none of it (``pages_only``).
 """
@@ -29,7 +29,7 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 from groupx_site.core.bodies import MAX_BODY_BYTES
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import (
@@ -84,7 +84,7 @@ def _write_guard(request: HttpRequest) -> HttpResponse | None:
             refusal = refused_origin(request.META.get("HTTP_ORIGIN"), host)
             if refusal is not None:
                 return error_response(refusal)
-    if lifecycle.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
+    if process_state.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
         return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
     if host is not None and request.method in WRITE_METHODS:
         error = check_api_write(request, host)
@@ -108,7 +108,7 @@ STARTING_RETRY_AFTER_SECONDS = 1  # the start-up order takes about a second with
 def check_readiness() -> GroupXError | None:
     """Writes wait for the start-up order (FEATURES §5, §7: recovery, the agents' sessions) and
     stop while the runtime drains (docs/DECISIONS.md D42)."""
-    state = lifecycle.readiness()
+    state = process_state.readiness()
     if state == "ready":
         return None
     if state == "closing":
@@ -117,7 +117,7 @@ def check_readiness() -> GroupXError | None:
     if fault is not None:  # the start waits for the store: say which fault, not just "starting"
         return store_faults.StoreUnavailable(fault.kind)
     if state == "failed":
-        if (superseded := lifecycle.superseded()) is not None:  # it started, and another took over (D90)
+        if (superseded := process_state.superseded()) is not None:  # it started, and another took over (D90)
             return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX {superseded['message']}")
         return GroupXError("SESSION_NOT_AVAILABLE", "GroupX failed to start; /api/health says why")
     error = GroupXError(
@@ -232,7 +232,7 @@ def ApiWriteGuardMiddleware(get_response):  # noqa: N802 - named like the middle
                 return early
             if not _counts_as_write(request):
                 return _end_streams_on_drain(request, await get_response(request))
-            with lifecycle.write_in_flight():  # no await since the guard: admitted and counted at once
+            with process_state.write_in_flight():  # no await since the guard: admitted and counted at once
                 return await get_response(request)
 
         return async_call

@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 
 from agents import lease
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 from groupx_site.core.background import BackgroundTask
 from groupx_site.store import db, store_integrity
 from groupx_site.store.store_faults import StoreUnavailable
@@ -133,7 +133,7 @@ def _after_grace(conditions: dict[str, tuple[str, str] | None]) -> dict[str, tup
 
 async def _watch() -> None:
     while True:
-        if lifecycle.readiness() == "ready":
+        if process_state.readiness() == "ready":
             try:
                 conditions, owner, lost = await db.read(_look)()
                 conditions = _after_grace(conditions)

@@ -29,7 +29,7 @@ from django.conf import settings
 
 from agents.lease_keeper import LeaseKeeper
 from groupx_site import room_conditions
-from groupx_site.core import lifecycle, one_cpu, wal_checkpoints
+from groupx_site.core import one_cpu, process_state, wal_checkpoints
 from groupx_site.store import db, layer, store_faults, store_integrity
 from rooms import bus, search_index, system_errors
 from setup_wizard import roster
@@ -80,8 +80,8 @@ async def stop_agents_after_lease_lost() -> None:
     from assistant import runtime as assistant_runtime
 
     owner = await _room_owner_now()
-    lifecycle.supersede(owner)
-    lifecycle.set_readiness("failed")
+    process_state.supersede(owner)
+    process_state.set_readiness("failed")
     await assistant_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
     await agent_runtime.stop()
     await _say_lease_lost(owner)
@@ -225,13 +225,13 @@ async def _start() -> None:
             break
         except store_faults.StoreUnavailable as fault:
             delay = backoff.next_delay()
-            lifecycle.start_attempt_failed(fault.code, fault.message, delay)
+            process_state.start_attempt_failed(fault.code, fault.message, delay)
             _admitted.set()
             logger.warning("GroupX runtime could not start (%s); trying again in %.1f s", fault.message, delay)
             await asyncio.sleep(delay)
         except Exception as error:
-            lifecycle.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
-            lifecycle.set_readiness("failed")
+            process_state.start_attempt_failed("INTERNAL_ERROR", str(error)[:256], None)
+            process_state.set_readiness("failed")
             _admitted.set()
             if isinstance(error, store_integrity.NewerMigrations | store_integrity.NewerSchema):
                 if not _migrate_first:  # `groupx start` (serve.py) says it itself, in one line
@@ -240,8 +240,8 @@ async def _start() -> None:
                 logger.exception("GroupX runtime failed to start")
             raise
     search_index.start()  # the messages since the last batch first, then about once a second (D80)
-    if lifecycle.readiness() == "starting":  # a stop that began meanwhile stays "closing"
-        lifecycle.set_readiness("ready")
+    if process_state.readiness() == "starting":  # a stop that began meanwhile stays "closing"
+        process_state.set_readiness("ready")
     if not _is_worker():  # the processes that serve the room keep its failures public (D89)
         room_conditions.watcher.start()
     _freeze_startup_objects()
@@ -294,14 +294,16 @@ async def _stop() -> None:
     from agents import worker as agents_worker
     from assistant import runtime as assistant_runtime
 
-    lifecycle.set_readiness("closing")  # no new write is admitted from here (groupx_site/middleware.py)
+    process_state.set_readiness("closing")  # no new write is admitted from here (groupx_site/middleware.py)
     # PROTOCOL §10.8: the REST writes already admitted finish first (bounded), so none reaches
     # the writer once the lanes and sessions below begin to close. A write takes milliseconds; the
     # bound keeps a long one (a side-chat message awaiting the brain) inside `groupx stop`'s budget.
     bound = min(WRITES_DRAIN_SECONDS, settings.GROUPX_CONFIG.timeouts.closeMs / 1000)
-    if not await lifecycle.wait_for_writes_in_flight(bound):
+    if not await process_state.wait_for_writes_in_flight(bound):
         logger.warning(
-            "%d REST writes still running after %.1f s; closing the runtime anyway", lifecycle.writes_in_flight(), bound
+            "%d REST writes still running after %.1f s; closing the runtime anyway",
+            process_state.writes_in_flight(),
+            bound,
         )
     for mcp_server in ("agents.mcp.server", "assistant.mcp.server"):
         # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before

@@ -38,7 +38,7 @@ from ninja import Router
 from pydantic import ConfigDict, Field
 
 from groupx_site import identity, runtime
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 from groupx_site.core.contract import Checked, route
 from groupx_site.core.errors import GroupXError
 from groupx_site.store import db
@@ -142,7 +142,7 @@ def is_draining() -> bool:
 
 
 async def _drain_and_stop() -> None:
-    lifecycle.set_readiness("closing")
+    process_state.set_readiness("closing")
     for open_stream in list(_open_streams):
         open_stream.end()
     close_seconds = settings.GROUPX_CONFIG.timeouts.closeMs / 1000

@@ -13,7 +13,7 @@ with ``loop.call_soon`` instead: it runs after the current callback, so the stat
 body and chunk terminator one response writes in one callback still go out in one ``send``, as
 they did. ``doWrite`` is run exactly as the reactor runs it when epoll reports the socket writable
 (``_readOrWrite``: a failed send or a finished ``loseConnection`` disconnects the connection). When
-the kernel took less than everything (a slow reader: the back-pressure of ``core/flow.py``, D21),
+the kernel took less than everything (a slow reader: the back-pressure of ``groupx_site/backpressure.py``, D21),
 the connection falls back to twisted's own path and stays there until its buffer is empty: the
 reactor watches the socket and ``doWrite`` pauses and resumes producers as before.
 

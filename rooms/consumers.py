@@ -27,7 +27,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from channels.utils import await_many_dispatch
 
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import is_own_host, refused_origin, replayed
 from rooms import sse
@@ -97,7 +97,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
     def _stream_cursor(self) -> int | None:
         """The cursor of a clean stream request; None when Django must answer it."""
-        if self.scope["method"] != "GET" or lifecycle.readiness() == "closing":
+        if self.scope["method"] != "GET" or process_state.readiness() == "closing":
             return None
         headers = dict(self.scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1")

@@ -4,7 +4,7 @@ A stream joins its loop's shared tail (``rooms/tail.py``) *before* its first rea
 ``seq > cursor``: from the tail's window of the newest frames, or in pages straight from the table
 while it catches up. So there is no window between replay and live, durable events go out in seq
 order exactly once, and a slow client can lose transient deltas but never a durable event; a
-client that stops reading pauses its stream (``groupx_site/core/flow.py``). A cursor beyond the head is
+client that stops reading pauses its stream (``groupx_site/backpressure.py``). A cursor beyond the head is
 answered with a visible ``stream.reset`` frame.
 """
 

@@ -368,7 +368,7 @@ class Tail:
     def after(self, cursor: int) -> tuple[bytes, int, bool]:
         """The frames after ``cursor`` (which must be ``>= floor``), at most ~``CHUNK_BYTES`` of
         them: ``(frames, new cursor, more left)``. Bounded because each stream holds its own
-        joined copy while a slow client drains it (``groupx_site/core/flow.py``)."""
+        joined copy while a slow client drains it (``groupx_site/backpressure.py``)."""
         start = bisect.bisect_right(self.seqs, cursor)
         end, size = start, 0
         while end < len(self.seqs) and (end == start or size + len(self.frames[end]) <= CHUNK_BYTES):

@@ -185,7 +185,7 @@ def test_a_silent_stream_gets_a_heartbeat_and_then_still_gets_new_events(server)
 
 def test_a_reader_that_stops_reading_holds_back_no_one_and_later_gets_every_seq_once_in_order(server):
     # Megabytes of log: far more than the socket buffers, so the server has to stop writing to
-    # the stalled reader (groupx_site/core/flow.py) and resume when it reads again.
+    # the stalled reader (groupx_site/backpressure.py) and resume when it reads again.
     insert_rows(server, 6_000, body_size=2_000)
     head = head_of(server)
     hold = threading.Event()

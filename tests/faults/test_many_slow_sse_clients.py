@@ -3,7 +3,7 @@
 Every stream must end with every durable seq exactly once and in order; readers that hold their
 reads back must not hold back anyone else; and the server's peak resident memory rises by less
 than the stated bound, although each paused reader is owed far more than its socket buffers
-hold (the server stops writing to it instead of buffering: ``groupx_site/core/flow.py``).
+hold (the server stops writing to it instead of buffering: ``groupx_site/backpressure.py``).
 Slow readers are released by a condition (every other reader has the whole log), never a timer.
 """
 

@@ -1,5 +1,5 @@
 """Two small gates of the runtime: the launches under way at once (``agents/sessions.py``, D92)
-and the REST writes a stop waits for (``groupx_site/core/lifecycle.py``, D91)."""
+and the REST writes a stop waits for (``groupx_site/core/process_state.py``, D91)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from agents import sessions
-from groupx_site.core import lifecycle
+from groupx_site.core import process_state
 
 
 @pytest.fixture
@@ -64,16 +64,16 @@ def test_a_stop_waits_for_the_writes_in_flight_and_gives_up_after_its_bound():
         done = asyncio.Event()
 
         async def write():
-            with lifecycle.write_in_flight():
+            with process_state.write_in_flight():
                 await done.wait()
 
         task = asyncio.create_task(write())
-        while lifecycle.writes_in_flight() == 0:
+        while process_state.writes_in_flight() == 0:
             await asyncio.sleep(0)
-        gave_up = await lifecycle.wait_for_writes_in_flight(0.01)
+        gave_up = await process_state.wait_for_writes_in_flight(0.01)
         done.set()
-        finished = await lifecycle.wait_for_writes_in_flight(5)
+        finished = await process_state.wait_for_writes_in_flight(5)
         await task
-        return gave_up, finished, lifecycle.writes_in_flight()
+        return gave_up, finished, process_state.writes_in_flight()
 
     assert asyncio.run(scenario()) == (False, True, 0)

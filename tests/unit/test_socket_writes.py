@@ -35,7 +35,7 @@ RELIED_ON = {
 # A TCP server under the asyncio reactor with ``socket_writes`` installed (argv[1] == "installed")
 # and a client in a thread. The server answers a connection in one callback as an HTTP response is
 # written (status line, headers, a body through ``writeSequence``; argv[2] bytes of it) with a
-# streaming producer registered as daphne's event stream registers one (``core/flow.py``), then
+# streaming producer registered as daphne's event stream registers one (``groupx_site/backpressure.py``), then
 # closes (a paused producer: once it is resumed). The client reads only once the producer is paused
 # when the body cannot fit the kernel's buffers. Prints what the client received and how the server's writes went.
 CHILD = textwrap.dedent("""
