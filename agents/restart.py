@@ -61,7 +61,7 @@ def accept_restart(binding_id: str, actor_id: str, client_command_id: str) -> di
         previous = instances.current_instance_id(actor_id)
         if previous:
             result["previousInstanceId"] = previous
-        layer.wake_agents_on_commit({"type": "agents.restart", "actorId": actor_id})  # agents/worker.py
+        layer.wake_agents_on_commit({"type": "agents.restart", "actorId": actor_id})  # agents/channel_consumer.py
         return result
 
     return commands.run_once(

@@ -3,7 +3,7 @@ row", "cancel that one" and "how are you". Like ``turns/wakeups.py``: the REST s
 CLI; the runtime registers the receivers.
 
 In the embedded default (and in the worker of split mode) they are the brain of this process
-(``assistant/runtime.py``). In a web process of split mode they are ``assistant.brain_link.
+(``assistant/brain_runtime.py``). In a web process of split mode they are ``assistant.brain_link.
 RemoteBrain``: a channel-layer request to the worker that holds the lease and a wait for the reply
 row in the store, with the same meaning: ``run`` returns once the reply to that user row is stored
 (or raises ``SESSION_NOT_AVAILABLE`` when nobody runs the brain), and the state is the worker's

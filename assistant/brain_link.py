@@ -1,6 +1,6 @@
 """The assistant's brain across processes: split mode (docs/DECISIONS.md D55).
 
-In split mode the brain runs in the agents' worker that holds the lease (``assistant/runtime.py``
+In split mode the brain runs in the agents' worker that holds the lease (``assistant/brain_runtime.py``
 starts it with the agents), and the side chat is served by any web process. They talk over the
 channel layer:
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from assistant import brain_hook, conversation, runtime
+from assistant import brain_hook, brain_runtime, conversation
 from assistant.conversation import SideMessage
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.ids import WEB_BINDING_ID
@@ -23,7 +23,7 @@ NOT_READY = ("disabled", "starting")
 
 
 async def assistant_state() -> dict[str, Any]:
-    return {"enabled": runtime.enabled(), "name": runtime.display_name(), **await brain_hook.state()}
+    return {"enabled": brain_runtime.enabled(), "name": brain_runtime.display_name(), **await brain_hook.state()}
 
 
 async def post_message(message: SideMessage) -> dict[str, Any]:

@@ -8,7 +8,7 @@
   ``/mcp/…`` answers 503 ``MCP_UNAVAILABLE``; everything else to Django (API, room page, admin, static files);
 - ``lifespan`` (uvicorn; daphne sends none);
 - ``channel``, through a ``ChannelNameRouter``: ``groupx-agents`` to the agent runtime's consumer
-  (``agents/worker.py``), served in this process by default, or by ``manage.py runworker
+  (``agents/channel_consumer.py``), served in this process by default, or by ``manage.py runworker
   groupx-agents`` in split mode.
 
 Daphne sends no ASGI lifespan, so the runtime is started from the reactor once the port is bound,
@@ -36,15 +36,8 @@ django_app = static_files.FingerprintedStaticHandler(django_app)  # wraps only D
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from agents import worker as agents_worker  # noqa: E402  (after Django is set up)
-from groupx_site import (  # noqa: E402
-    access_log,
-    backpressure,  # noqa: E402
-    body_limit,
-    runtime,
-    shutdown,
-    socket_writes,
-)
+from agents import channel_consumer  # noqa: E402  (after Django is set up)
+from groupx_site import access_log, backpressure, body_limit, process_runtime, shutdown, socket_writes  # noqa: E402
 from rooms.consumers import EventStreamConsumer  # noqa: E402
 
 
@@ -81,11 +74,11 @@ async def lifespan(scope, receive, send) -> None:
         message = await receive()
         if message["type"] == "lifespan.startup":
             # Not started here: uvicorn runs lifespan startup *before* it binds, and restart
-            # recovery must not run in a process that may lose the port (groupx_site/runtime.py).
+            # recovery must not run in a process that may lose the port (groupx_site/process_runtime.py).
             # The first request, which proves the bind, starts it.
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await runtime.shutdown()
+            await process_runtime.shutdown()
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -139,9 +132,9 @@ async def http(scope, receive, send):
     if scope["path"] == "/api/health":
         # Health answers while the runtime starts (migrations included), so a racing `groupx start`
         # recognises this instance within its 500 ms probe instead of calling it a conflict.
-        runtime.begin_start()
+        process_runtime.begin_start()
     else:
-        await runtime.wait_for_store()
+        await process_runtime.wait_for_store()
     if scope["path"].startswith("/api/") and scope["path"] != EVENTS_PATH:
         # Where the routes below send it, without matching it against five patterns first (~15 µs
         # of each API request, D66): no other route starts with /api/.
@@ -153,7 +146,7 @@ application = ProtocolTypeRouter(
     {
         "http": http,
         "lifespan": lifespan,
-        "channel": agents_worker.channel_router,
+        "channel": channel_consumer.channel_router,
     }
 )
 
@@ -168,10 +161,10 @@ def _start_with_the_reactor() -> None:
     access_log.install()  # before daphne's server runs: no access-log line twisted would drop (D70)
     socket_writes.install()  # before the first connection: a write needs no epoll_ctl while the socket has room (D73)
 
-    reactor.callWhenRunning(runtime.schedule_start)
+    reactor.callWhenRunning(process_runtime.schedule_start)
     # daphne has no lifespan: close sessions and child processes before the reactor stops.
     reactor.addSystemEventTrigger(
-        "before", "shutdown", lambda: defer.Deferred.fromFuture(asyncio.ensure_future(runtime.shutdown()))
+        "before", "shutdown", lambda: defer.Deferred.fromFuture(asyncio.ensure_future(process_runtime.shutdown()))
     )
 
 

@@ -144,7 +144,7 @@ def fail(message: str) -> int:
 
 
 def version() -> str:
-    from groupx_site.identity import product_version
+    from groupx_site.runtime_identity import product_version
 
     return product_version()
 

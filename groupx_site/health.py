@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import connection
 
 from agents import health, lease
-from groupx_site import identity, runtime
+from groupx_site import process_runtime, runtime_identity
 from groupx_site.core import process_state
 from groupx_site.store import store_integrity, store_probe
 from setup_wizard import roster
@@ -18,11 +18,11 @@ from turns.states import IN_FLIGHT_STATUSES, QUEUED
 
 def identity_fields() -> dict[str, str]:
     return {
-        "service": identity.SERVICE,
-        "protocol": identity.PROTOCOL,
-        "version": identity.product_version(),
-        "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
-        "runtimeScopeKey": identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH),
+        "service": runtime_identity.SERVICE,
+        "protocol": runtime_identity.PROTOCOL,
+        "version": runtime_identity.product_version(),
+        "runtimeKey": runtime_identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
+        "runtimeScopeKey": runtime_identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH),
     }
 
 
@@ -56,7 +56,7 @@ def worker_report() -> dict[str, Any]:
     room-wide jobs (``workers``, D58); with no live owner, ``owner`` is null and ``message`` says so
     (D45)."""
     report = lease.describe()
-    report["mode"] = "split" if runtime.split_mode() else "embedded"
+    report["mode"] = "split" if process_runtime.split_mode() else "embedded"
     return report
 
 
@@ -65,7 +65,7 @@ def agent_states(worker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     mode reads what the owning worker stored beside its lease (``stopped`` with no live owner), from
     ``worker`` (``worker_report()``; None while the store cannot say)."""
     agents = roster.live_agents()
-    if runtime.runs_agents():
+    if process_runtime.runs_agents():
         return {agent.actor_id: health.snapshot(agent.actor_id) for agent in agents}
     if worker is None:  # the lease rows cannot be read yet (a fresh room migrating): nothing runs them
         return {
@@ -78,7 +78,7 @@ def agent_states(worker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def current_agent_states() -> dict[str, dict[str, Any]]:
     """``agent_states`` once the store is migrated (the bootstrap's cards)."""
-    return agent_states(None if runtime.runs_agents() else worker_report())
+    return agent_states(None if process_runtime.runs_agents() else worker_report())
 
 
 def agent_health(worker: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from groupx_site.identity import product_version
+from groupx_site.runtime_identity import product_version
 from setup_wizard.roster import configured_agents
 from setup_wizard.starter import is_demo_roster
 

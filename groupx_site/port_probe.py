@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groupx_site import identity
+from groupx_site import runtime_identity
 from setup_wizard.config import GroupXConfig, ServerConfig
 
 PROBE_TIMEOUT = 0.5
@@ -74,8 +74,8 @@ def probe(host: str, port: int, *, timeout: float = PROBE_TIMEOUT) -> Probe:
         return Probe("foreign", status)
     if (
         isinstance(body, dict)
-        and body.get("service") == identity.SERVICE
-        and body.get("protocol") == identity.PROTOCOL
+        and body.get("service") == runtime_identity.SERVICE
+        and body.get("protocol") == runtime_identity.PROTOCOL
         and _is_hex64(body.get("runtimeKey"))
         and _is_hex64(body.get("runtimeScopeKey"))
     ):
@@ -104,11 +104,11 @@ class Target:
 
     @property
     def key(self) -> str:
-        return identity.runtime_key(self.config, self.path)
+        return runtime_identity.runtime_key(self.config, self.path)
 
     @property
     def scope_key(self) -> str:
-        return identity.runtime_scope_key(self.path)
+        return runtime_identity.runtime_scope_key(self.path)
 
     def probe(self) -> Probe:
         return probe(self.host, self.port)
@@ -167,7 +167,7 @@ def write_run_file(config_path: Path, host: str, port: int) -> None:
         "host": host,
         "port": port,
         "configPath": str(config_path),
-        "runtimeScopeKey": identity.runtime_scope_key(config_path),
+        "runtimeScopeKey": runtime_identity.runtime_scope_key(config_path),
     }
     with contextlib.suppress(OSError):  # a read-only folder: the commands fall back on the config
         handle, tmp = tempfile.mkstemp(dir=config_path.parent, prefix=f".{config_path.name}.", suffix=".run.tmp")

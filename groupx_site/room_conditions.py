@@ -7,7 +7,7 @@ condition begins or heals:
 - ``worker.none``: split mode, and no live worker owns the room (``SESSION_NOT_AVAILABLE``);
 - ``worker.agent:<actorId>``: split mode, a worker owns the room but none runs this agent;
 - ``lease.lost:<workerId>``: written by the process that lost the lease
-  (``groupx_site/runtime.py``); healed here once a live process owns the room again.
+  (``groupx_site/process_runtime.py``); healed here once a live process owns the room again.
 
 A worker condition is reported once it has held for a lease's expiry (a split room's worker
 starts after its web process, and a standby takes over within that time). What it saw last is

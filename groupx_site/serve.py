@@ -39,7 +39,7 @@ def serve(
     from twisted.internet import reactor
 
     try:  # settings refuse a storage path that is not this room's (D99): one line, not a traceback
-        from groupx_site import asgi, runtime
+        from groupx_site import asgi, process_runtime
     except ConfigError as error:
         return ServeResult("start_failed", str(error))
     from django.conf import settings
@@ -50,7 +50,7 @@ def serve(
     # Import every view before binding, so the first health probe (a racing `groupx start`, 500 ms
     # budget) is answered without waiting for the URLconf and the API schemas to load.
     get_resolver().url_patterns  # noqa: B018
-    runtime.migrate_before_start()
+    process_runtime.migrate_before_start()
     result = ServeResult("stopped")
 
     class ForegroundServer(Server):
@@ -78,7 +78,7 @@ def serve(
     def watch_start() -> None:
         async def wait_ready() -> None:
             try:
-                await runtime.ensure_started()
+                await process_runtime.ensure_started()
             except Exception as error:
                 result.outcome, result.message = "start_failed", f"the runtime failed to start: {error}"
                 reactor.stop()

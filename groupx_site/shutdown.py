@@ -37,7 +37,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Router
 from pydantic import ConfigDict, Field
 
-from groupx_site import identity, runtime
+from groupx_site import process_runtime, runtime_identity
 from groupx_site.core import process_state
 from groupx_site.core.contract import Checked, route
 from groupx_site.core.errors import GroupXError
@@ -61,7 +61,7 @@ def check_shutdown_request(body: object) -> str:
     key = body["runtimeScopeKey"]
     if not isinstance(key, str) or not SCOPE_KEY_RE.match(key):
         raise GroupXError("INVALID_ENVELOPE", "runtimeScopeKey must be 64 lowercase hex characters")
-    if key != identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH):
+    if key != runtime_identity.runtime_scope_key(settings.GROUPX_CONFIG_PATH):
         raise GroupXError("STORE_CONFLICT", "runtimeScopeKey does not match this runtime's config path; nothing stops")
     return key
 
@@ -124,7 +124,7 @@ async def post_shutdown(request: HttpRequest, body: ShutdownBody):
     scope_key = body.checked
     body = {
         "accepted": True,
-        "runtimeKey": identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
+        "runtimeKey": runtime_identity.runtime_key(settings.GROUPX_CONFIG, settings.GROUPX_CONFIG_PATH),
         "runtimeScopeKey": scope_key,
     }
     return DrainAfterResponse(body, loop=asyncio.get_running_loop(), status=202)
@@ -147,7 +147,7 @@ async def _drain_and_stop() -> None:
         open_stream.end()
     close_seconds = settings.GROUPX_CONFIG.timeouts.closeMs / 1000
     try:
-        await asyncio.wait_for(runtime.shutdown(), timeout=3 * close_seconds + 1)
+        await asyncio.wait_for(process_runtime.shutdown(), timeout=3 * close_seconds + 1)
     except TimeoutError:  # child processes still die with us (PR_SET_PDEATHSIG)
         logger.warning("the agent runtime did not close within %.1fs; stopping anyway", 3 * close_seconds + 1)
     except Exception:

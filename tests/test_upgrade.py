@@ -43,7 +43,7 @@ def recorded(release: str) -> dict:
 
 
 def test_there_is_a_fixture_of_this_release_and_every_one_before():
-    from groupx_site.identity import product_version
+    from groupx_site.runtime_identity import product_version
 
     assert "0.1.0" in RELEASES and product_version() in RELEASES  # a release adds its own: build.py
 

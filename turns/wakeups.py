@@ -2,7 +2,7 @@
 
 ``turns`` never talks to a subprocess; after the transaction commits it says "these agents have new
 work" or "this turn was asked to cancel" on the channel layer, to the agent runtime's consumer
-(``agents/worker.py``), in this process or in the agent worker (split mode, docs/DECISIONS.md D43).
+(``agents/channel_consumer.py``), in this process or in the agent worker (split mode, docs/DECISIONS.md D43).
 A wake-up the layer loses only delays: the lanes read their queue from the table.
 """
 

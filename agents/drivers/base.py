@@ -1,7 +1,7 @@
 """The contract between GroupX's agent runtime and the native CLI drivers.
 
 Drivers never import the ORM. They turn native protocol messages into the typed adapter events
-below, and the runtime (``agents.runtime``) turns those into ``turns`` actions. One
+below, and the runtime (``agents.agent_runtime``) turns those into ``turns`` actions. One
 ``NativeSession`` owns one child process holding one native session; at most one turn is active
 at a time.
 

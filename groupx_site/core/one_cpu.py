@@ -9,7 +9,7 @@ never run Python side by side gain nothing from being apart. On the 2-core machi
 2.30 ms, ``bench.thread_cpu``) and ~15 % of a lone Turn's reply time (the p50 of
 ``bench.compare``).
 
-``keep_threads_on_one_cpu`` runs first thing when the runtime starts (``groupx_site/runtime.py``).
+``keep_threads_on_one_cpu`` runs first thing when the runtime starts (``groupx_site/process_runtime.py``).
 It pins every thread of the process to the CPU the loop's thread is on at that moment; threads
 started later inherit the pin from their creator. The kernel still places every other process,
 and the CLIs above all must be free to use every CPU, so ``restore_in_child`` gives a child the

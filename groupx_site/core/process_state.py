@@ -1,7 +1,7 @@
 """Process-wide readiness: starting → ready → closing (or failed), and how the start is going.
 
 A start that met a store fault stays ``starting`` and tries again with backoff
-(``groupx_site/runtime.py``); ``start_retry`` says so in ``/api/health`` meanwhile.
+(``groupx_site/process_runtime.py``); ``start_retry`` says so in ``/api/health`` meanwhile.
 
 The REST writes in flight are counted here too: once readiness is ``closing`` no new one is
 admitted (503 ``STORE_UNAVAILABLE``), and the stop waits, bounded, for the ones already admitted

@@ -33,7 +33,7 @@ from groupx_site.core import handoff
 
 logger = logging.getLogger("groupx.layer")
 
-# The agent runtime's consumer (agents/worker.py) is served on this channel by a Channels worker
+# The agent runtime's consumer (agents/channel_consumer.py) is served on this channel by a Channels worker
 # (in the server process by default, ``manage.py runworker groupx-agents`` in split mode) and joins
 # this group, to which the web side sends its wake-ups (new work, cancel, restart, native reset).
 AGENTS_CHANNEL = "groupx-agents"

@@ -13,8 +13,7 @@ from asgiref.sync import async_to_sync
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from agents import lease
-from agents import runtime as agent_runtime
+from agents import agent_runtime, lease
 from agents.models import RuntimeWorker
 from groupx_site.store import db
 from setup_wizard.config import GroupXConfig

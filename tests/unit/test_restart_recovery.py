@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 
-from agents import runtime
+from agents import agent_runtime
 from groupx_site.store import db
 from tests.unit.room import claim, event_types, queued_turn, running, status
 from turns import lifecycle
@@ -14,7 +14,7 @@ from turns.models import Turn, TurnAttempt
 
 def recover() -> dict[str, int]:
     # What the runtime runs on start, through the writer executor (inline in this tier).
-    return async_to_sync(db.write(runtime._recover_turns))()
+    return async_to_sync(db.write(agent_runtime._recover_turns))()
 
 
 def test_a_queued_turn_stays_queued_and_nothing_is_written():

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.utils import autoreload
 
-from groupx_site import runtime
+from groupx_site import process_runtime
 from groupx_site.management import reloader
 from groupx_site.starter_config import ensure_config
 
@@ -56,7 +56,7 @@ class Command(DaphneRunserver):
         if message is not None:
             raise CommandError(message)
         ensure_config(self.stdout)
-        runtime.migrate_before_start()
+        process_runtime.migrate_before_start()
         if options["use_reloader"] and os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true":
             return reloader.serve(self.inner_run, **options)  # the serving child: D79's reloader
         return super().run(**options)  # the reloader's parent (it restarts the child), or --noreload

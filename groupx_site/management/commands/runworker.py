@@ -1,5 +1,5 @@
 """``manage.py runworker groupx-agents [--agents a,b]``: the agents' worker of split mode
-(``groupx_site/worker.py``, docs/DECISIONS.md D45, D58). Channels' command with our worker class,
+(``groupx_site/split_worker.py``, docs/DECISIONS.md D45, D58). Channels' command with our worker class,
 which starts the consumer at once and runs the agents under their leases; a worker that lost its
 lease ends with an error. ``--agents`` names the agents this worker runs (agent ids or actor ids);
 without it, every agent."""
@@ -12,7 +12,7 @@ from channels.management.commands.runworker import Command as ChannelsRunworker
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from groupx_site.worker import AgentsWorker, LeaseLostError
+from groupx_site.split_worker import AgentsWorker, LeaseLostError
 from setup_wizard import roster
 
 NEEDS_SHARED_STORE = (

@@ -7,12 +7,12 @@ bindings, and a second ``groupx start`` that loses the port race must not. Daphn
 Startup order (FEATURES §7, docs/DECISIONS.md D42), after the bind: the integrity check and the
 migrations; then requests are admitted (reads answer, writes get 503 ``SESSION_NOT_AVAILABLE``
 until readiness); then stale-state recovery, the agents' sessions, Broker (Turn) recovery, the
-lanes and dated-memory recovery (``agents/runtime.py``); then readiness.
+lanes and dated-memory recovery (``agents/agent_runtime.py``); then readiness.
 
 Three roles (docs/DECISIONS.md D45): the embedded default runs the agents here and records itself as
 the lease's owner (the port bind is the lease); a web process of split mode (groupx.json names a
 Redis channel layer) never starts an agent session, and its readiness is its store's; a worker
-(``manage.py runworker groupx-agents``, ``groupx_site/worker.py``) holds the lease row and runs the
+(``manage.py runworker groupx-agents``, ``groupx_site/split_worker.py``) holds the lease row and runs the
 agents.
 Nothing here may hold a database transaction across an ``await``: ORM work runs in
 ``sync_to_async`` functions.
@@ -76,13 +76,13 @@ async def stop_agents_after_lease_lost() -> None:
     """Another process owns the agents now: ours stop at once and this process is not ready. It
     says so: health and the refused writes name the process that took over, and the room gets one
     ``system.error`` (D89, D90)."""
-    from agents import runtime as agent_runtime
-    from assistant import runtime as assistant_runtime
+    from agents import agent_runtime
+    from assistant import brain_runtime
 
     owner = await _room_owner_now()
     process_state.supersede(owner)
     process_state.set_readiness("failed")
-    await assistant_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
+    await brain_runtime.stop()  # the brain goes with the agents (the new owner starts its own)
     await agent_runtime.stop()
     await _say_lease_lost(owner)
 
@@ -118,15 +118,15 @@ async def _say_lease_lost(owner: dict | None) -> None:
 
 async def _start_agents() -> None:
     global _keeper
-    from agents import runtime as agent_runtime
-    from assistant import runtime as assistant_runtime
+    from agents import agent_runtime
+    from assistant import brain_runtime
 
     if not runs_agents():
         logger.info("split mode: this web process starts no agent session; a worker runs them")
-        await assistant_runtime.start_remote()  # the side chat asks the worker's brain (D55)
+        await brain_runtime.start_remote()  # the side chat asks the worker's brain (D55)
         return
     if _keeper is None:  # the embedded default: the bound port is the lease, recorded as its owner
-        from agents import worker as agents_worker
+        from agents import channel_consumer
 
         keeper = LeaseKeeper(
             "embedded", on_lost=stop_agents_after_lease_lost, wanted=[agent.actor_id for agent in roster.live_agents()]
@@ -134,12 +134,12 @@ async def _start_agents() -> None:
         await keeper.claim()  # a store fault here is retried with the whole start (D24)
         keeper.keep()
         _keeper = keeper
-        await agents_worker.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
+        await channel_consumer.start_in_process()  # the wake-ups reach the runtime through it (D43); idempotent
     elif _keeper.me.mode == "worker":
         await _run_holdings(_keeper.holdings)
         return
     await agent_runtime.start()
-    await assistant_runtime.start()  # the brain starts in the background (FEATURES §13)
+    await brain_runtime.start()  # the brain starts in the background (FEATURES §13)
 
 
 async def apply_holdings(holdings) -> None:
@@ -151,8 +151,8 @@ async def apply_holdings(holdings) -> None:
 
 async def _run_holdings(holdings) -> None:
     global _room_jobs_started
-    from agents import runtime as agent_runtime
-    from assistant import runtime as assistant_runtime
+    from agents import agent_runtime
+    from assistant import brain_runtime
 
     async with _holdings_lock:
         running = agent_runtime.running_agents()
@@ -170,7 +170,7 @@ async def _run_holdings(holdings) -> None:
             await agent_runtime.start(taken, room_jobs=holdings.room)
         if room_taken:
             _room_jobs_started = True
-            await assistant_runtime.start()  # the brain runs where the room-wide jobs run (D55, D58)
+            await brain_runtime.start()  # the brain runs where the room-wide jobs run (D55, D58)
 
 
 def migrate_before_start() -> None:
@@ -217,7 +217,7 @@ async def _start() -> None:
             await db.write(_prepare_store)()
             await asyncio.to_thread(store_integrity.check_at_start)  # a fresh store, just created
             if runs_agents():
-                from agents import runtime as agent_runtime
+                from agents import agent_runtime
 
                 agent_runtime.announce_starting(_held_agents())
             _admitted.set()  # the tables exist: reads answer while the agents start, writes get 503
@@ -290,9 +290,8 @@ def schedule_start() -> None:
 
 
 async def _stop() -> None:
-    from agents import runtime as agent_runtime
-    from agents import worker as agents_worker
-    from assistant import runtime as assistant_runtime
+    from agents import agent_runtime, channel_consumer
+    from assistant import brain_runtime
 
     process_state.set_readiness("closing")  # no new write is admitted from here (groupx_site/middleware.py)
     # PROTOCOL §10.8: the REST writes already admitted finish first (bounded), so none reaches
@@ -309,8 +308,8 @@ async def _stop() -> None:
         # imported by the first /mcp request only (groupx_site/asgi.py): nothing to stop before
         if (loaded := sys.modules.get(mcp_server)) is not None:
             await loaded.stop()
-    await assistant_runtime.stop()
-    await agents_worker.stop_in_process()
+    await brain_runtime.stop()
+    await channel_consumer.stop_in_process()
     await agent_runtime.stop()
     if _keeper is not None:
         await _keeper.release()

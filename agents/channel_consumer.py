@@ -3,7 +3,7 @@
 The web side never calls the runtime: after a commit it sends a message to the group
 ``groupx.agents`` (``groupx_site/store/layer.py``): ``agents.wake`` {actorIds} (new work),
 ``agents.cancel`` {turnId}, ``agents.restart`` {actorId}, ``agents.native_reset``. ``AgentsConsumer``
-receives them and calls the runtime (``agents/runtime.py``) on the runtime's own loop.
+receives them and calls the runtime (``agents/agent_runtime.py``) on the runtime's own loop.
 
 It is served by a Channels worker for the channel ``groupx-agents`` through ``channel_router`` (the
 ``channel`` entry of the ASGI router): in the embedded default a ``channels.worker.Worker`` on the
@@ -26,7 +26,7 @@ from channels.consumer import AsyncConsumer, get_handler_name
 from channels.routing import ChannelNameRouter
 from channels.worker import Worker
 
-from agents import runtime
+from agents import agent_runtime
 from groupx_site.store import layer
 
 logger = logging.getLogger("groupx.runtime")
@@ -54,16 +54,16 @@ class AgentsConsumer(AsyncConsumer):
             joined.set()
 
     async def agents_wake(self, message: dict[str, Any]) -> None:
-        runtime.wake([str(actor_id) for actor_id in message.get("actorIds") or ()])
+        agent_runtime.wake([str(actor_id) for actor_id in message.get("actorIds") or ()])
 
     async def agents_cancel(self, message: dict[str, Any]) -> None:
-        runtime.cancel(str(message["turnId"]))
+        agent_runtime.cancel(str(message["turnId"]))
 
     async def agents_restart(self, message: dict[str, Any]) -> None:
-        runtime.request_restart(str(message["actorId"]))
+        agent_runtime.request_restart(str(message["actorId"]))
 
     async def agents_native_reset(self, message: dict[str, Any]) -> None:
-        runtime.native_reset()
+        agent_runtime.native_reset()
 
 
 channel_router = ChannelNameRouter({layer.AGENTS_CHANNEL: AgentsConsumer.as_asgi()})

@@ -1,5 +1,5 @@
 """The agent runtime: restart recovery, one session and one FIFO lane per live agent, and what the
-wake-ups from the web side do (they arrive over the channel layer: agents/worker.py)
+wake-ups from the web side do (they arrive over the channel layer: agents/channel_consumer.py)
 (docs/ARCHITECTURE.md "The dispatch path"; docs/RELIABILITY.md).
 
 ``start`` keeps FEATURES §7's order (docs/DECISIONS.md D42): close the stale launches of the last
@@ -85,7 +85,7 @@ def session_start_wait_seconds() -> float:
     return settings.GROUPX_CONFIG.timeouts.handshakeMs / 1000
 
 
-# ---- the wake-ups, called on the runtime's loop by its consumer on the channel layer (agents/worker.py)
+# ---- the wake-ups, called on the runtime's loop by its consumer on the channel layer (agents/channel_consumer.py)
 
 
 def wake(actor_ids: list[str]) -> None:
@@ -109,7 +109,7 @@ def native_reset() -> None:
 
 async def deliver_pending_cancels() -> None:
     """Pass on every cancel the store says was asked for. A worker in split mode calls it now and
-    then (``groupx_site/worker.py``): a cancel whose wake-up the channel layer lost (Redis
+    then (``groupx_site/split_worker.py``): a cancel whose wake-up the channel layer lost (Redis
     restarted) still reaches its lane, late; the lanes re-read their queues themselves (D43, D45).
     Idempotent: a lane takes a cancel once."""
     if not _lanes:

@@ -4,10 +4,10 @@
 Channels' worker would create the ``groupx-agents`` consumer on its first message; ours creates it
 at once (it joins its groups before any web process wakes it), then stands by for the lease and,
 once it holds it, runs the agents: sessions, lanes, schedulers and restart recovery
-(``groupx_site/runtime.py`` in its worker role). With ``--agents`` it runs only the agents named
+(``groupx_site/process_runtime.py`` in its worker role). With ``--agents`` it runs only the agents named
 whose leases it holds, and the room-wide jobs when it holds the room's lease (D58); every worker
 hears every wake-up on the group ``groupx.agents`` and each acts for the lanes it has. While it runs it reads the cancels asked for now
-and then (``agents.runtime.deliver_pending_cancels``; the lanes re-read their queues), so a
+and then (``agents.agent_runtime.deliver_pending_cancels``; the lanes re-read their queues), so a
 wake-up the channel layer lost delays a cancel, never strands it. It stops its agents at once when
 it loses the lease, and on SIGTERM/SIGINT it closes them, releases the lease and ends.
 """
@@ -22,10 +22,9 @@ import signal
 
 from channels.worker import Worker
 
-from agents import runtime as agent_runtime
-from agents import worker as agents_worker
+from agents import agent_runtime, channel_consumer
 from agents.lease_keeper import LeaseKeeper
-from groupx_site import runtime
+from groupx_site import process_runtime
 from groupx_site.store import layer
 from groupx_site.store.store_faults import Backoff, StoreUnavailable
 from setup_wizard import roster
@@ -53,13 +52,13 @@ class AgentsWorker(Worker):
     keeper: LeaseKeeper | None = None
 
     def __init__(self, application, channels, channel_layer, max_applications=1000, agents: list[str] | None = None):
-        super().__init__(agents_worker.channel_router, channels, channel_layer, max_applications)
+        super().__init__(channel_consumer.channel_router, channels, channel_layer, max_applications)
         self.agents = agents  # the actor ids of ``--agents``; None: every live agent
 
     def _ensure_consumers(self) -> None:
         """Every consumer exists (one that a layer fault ended is made again) and the agents' one
         is in the wake-ups' group: the join goes straight into our own consumer, not through the
-        named channel, where another worker of the room could take it (agents/worker.py). Joining
+        named channel, where another worker of the room could take it (agents/channel_consumer.py). Joining
         again is harmless and needed: a restarted Redis has forgotten every group."""
         for channel in self.channels:
             details = self.application_instances.get(channel)
@@ -107,7 +106,7 @@ class AgentsWorker(Worker):
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         if not self.lost_lease:
-            await runtime.shutdown()  # closes the CLIs and releases the lease
+            await process_runtime.shutdown()  # closes the CLIs and releases the lease
         if self.keeper is not None:
             await self.keeper.release()  # a standby leaves the rows too (doctor and health list it no more)
         logger.info("the worker stopped: its agents are closed and its lease released")
@@ -119,20 +118,22 @@ class AgentsWorker(Worker):
 
         async def on_lost() -> None:
             self.lost_lease = True
-            await runtime.stop_agents_after_lease_lost()
+            await process_runtime.stop_agents_after_lease_lost()
             lost.set()
 
-        if not runtime.split_mode():
+        if not process_runtime.split_mode():
             logger.warning(
                 "groupx.json names no channelLayer.redisUrl: no web process can wake this worker "
                 "(the embedded default, `groupx start`, runs the agents itself)"
             )
         wanted = self.agents if self.agents is not None else [agent.actor_id for agent in roster.live_agents()]
-        keeper = self.keeper = LeaseKeeper("worker", on_lost=on_lost, wanted=wanted, on_change=runtime.apply_holdings)
+        keeper = self.keeper = LeaseKeeper(
+            "worker", on_lost=on_lost, wanted=wanted, on_change=process_runtime.apply_holdings
+        )
         await keeper.acquire()  # a standby waits here
-        runtime.run_as_worker(keeper)
+        process_runtime.run_as_worker(keeper)
         keeper.keep()
-        await runtime.ensure_started()
+        await process_runtime.ensure_started()
         while not lost.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(lost.wait(), timeout=cancel_recheck_seconds())
