@@ -11,7 +11,7 @@ import json
 import uuid
 from pathlib import Path
 
-from groupx_site.cli import fail, load_target, say
+from groupx_site.console import fail, load_target, say
 from groupx_site.port_probe import Target, running_target
 
 REQUEST_TIMEOUT = 15.0

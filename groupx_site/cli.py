@@ -29,8 +29,9 @@ import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 
+from groupx_site.console import fail, load_target, say
 from groupx_site.port_probe import POLL_SECONDS, REPROBES, Target, conflict_message, running_target
-from setup_wizard.config import ConfigError, GroupXConfig, config_path_from_env, load_config
+from setup_wizard.config import GroupXConfig, config_path_from_env
 
 UNREACHABLE_IN_A_ROW = 3
 
@@ -134,15 +135,6 @@ def parse_port(value: str) -> int:
     return int(value)
 
 
-def say(message: str) -> None:
-    print(message, flush=True)
-
-
-def fail(message: str) -> int:
-    print(f"groupx: {message}", file=sys.stderr, flush=True)
-    return 1
-
-
 def version() -> str:
     from groupx_site.runtime_identity import product_version
 
@@ -164,14 +156,6 @@ def open_url(url: str) -> bool:
 
 
 # --- commands -----------------------------------------------------------------------------------
-
-
-def load_target(path: Path) -> Target | None:
-    try:
-        return Target(path, load_config(path))
-    except ConfigError as error:
-        fail(str(error))
-        return None
 
 
 def start_race(target: Target, *, open_browser: bool, page: str = "/") -> int:

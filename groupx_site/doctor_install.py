@@ -10,6 +10,7 @@ import sqlite3
 from importlib import metadata
 from pathlib import Path
 
+from groupx_site.runtime_identity import product_version
 from setup_wizard.config import ConfigError, load_config, storage_path
 
 TOP_LEVEL = ("groupx_site", "agents", "memory", "rooms", "turns", "assistant", "setup_wizard")
@@ -17,9 +18,7 @@ TOP_LEVEL = ("groupx_site", "agents", "memory", "rooms", "turns", "assistant", "
 
 def install_lines(config_path: Path) -> tuple[list[str], list[str]]:
     """(lines, problems): what doctor prints, and what makes it exit non-zero."""
-    from groupx_site.cli import version
-
-    lines = [f"groupx: {version()}"]
+    lines = [f"groupx: {product_version()}"]
     clashes = module_clashes()
     for module, owners in clashes.items():
         lines.append(

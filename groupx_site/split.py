@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from groupx_site.cli import fail, say
+from groupx_site.console import fail, say
 from groupx_site.port_probe import Target, conflict_message
 from groupx_site.store.layer import AGENTS_CHANNEL
 from setup_wizard.doctor import probe_redis, shown_url
