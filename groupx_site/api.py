@@ -17,7 +17,7 @@ from groupx_site.core.bodies import parse_json_body
 from groupx_site.core.contract import route
 from groupx_site.core.errors import GroupXError
 from groupx_site.core.http import error_response
-from groupx_site.health import health_report
+from groupx_site.health_report import health_report
 from groupx_site.shutdown import router as shutdown_router
 from groupx_site.store import db, store_faults
 from memory.api import router as memory_router

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from groupx_site.core.contract import route
 from groupx_site.core.json_response import json_response
-from groupx_site.health import current_agent_states
+from groupx_site.health_report import current_agent_states
 from groupx_site.runtime_identity import product_version
 from groupx_site.store import db
 from groupx_site.store.dbsnapshot import read_snapshot
