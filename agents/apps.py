@@ -7,6 +7,6 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # Memory asks a summariser for room summaries and dated memory (D33); every process that
         # loads this app (the server, the management commands, the tests) gets the CLI one.
-        from agents import summariser
+        from agents import cli_summariser
 
-        summariser.register()
+        cli_summariser.register()

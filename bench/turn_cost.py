@@ -61,9 +61,9 @@ def _configure(workdir: Path) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0, interactive=False)
-    from agents import roster
+    from agents import actor_rows
 
-    roster.sync_actors()
+    actor_rows.sync_actors()
 
 
 class Turns:

@@ -183,7 +183,7 @@ def migrate_before_start() -> None:
 def _prepare_store() -> None:
     from django.db import connection
 
-    from agents.roster import sync_actors
+    from agents.actor_rows import sync_actors
 
     db.leave_checkpoints_to_their_thread()  # a worker's writer connection is open already (its lease, D67)
     with connection.cursor() as cursor:

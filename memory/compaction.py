@@ -50,7 +50,7 @@ _lock: asyncio.Lock | None = None
 
 # What a failed compaction carries, and so what ``POST /api/context/compact`` answers 503 with: the
 # codes a summariser's CLI session fails with (it starts fresh, never resumes, and has no MCP:
-# ``agents/summariser.py``), a wrong answer, and a checkpoint that moved under it.
+# ``agents/cli_summariser.py``), a wrong answer, and a checkpoint that moved under it.
 FAILURE_CODES = (
     "ADAPTER_NOT_FOUND",
     "ADAPTER_START_FAILED",

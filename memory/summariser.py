@@ -3,7 +3,7 @@
 
 Memory states the request (which agent writes, the prompt, the answer's limit, the timeouts); it
 does not know how the answer is produced. The agents layer implements ``Summariser`` with a
-short-lived, MCP-free CLI session (``agents/summariser.py``) and registers it when Django loads the
+short-lived, MCP-free CLI session (``agents/cli_summariser.py``) and registers it when Django loads the
 agents app, so the server, the management commands and the test tiers all find it. The in-process
 tier may register a test double (``set_summariser``).
 """

@@ -41,7 +41,7 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def unit_room(settings):
     """Three live agents (alpha, beta, gamma) with their Actor rows, and the executors inline."""
-    from agents.roster import sync_actors
+    from agents.actor_rows import sync_actors
     from setup_wizard import roster
 
     settings.GROUPX_DB_INLINE = True

@@ -1,6 +1,6 @@
 """Memory asks a summariser (memory/summariser.py, docs/DECISIONS.md D33): compaction through a
 registered test double of the interface, and the clear error when none is registered. The CLI
-implementation (agents/summariser.py) is covered by the server-process tests of compaction and
+implementation (agents/cli_summariser.py) is covered by the server-process tests of compaction and
 dated memory (tests/test_context.py, tests/test_memory.py)."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_with_no_summariser_registered_compaction_raises_a_clear_error_and_chang
 
 
 def test_the_agents_app_registers_its_cli_summariser():
-    from agents.summariser import CliSummariser
+    from agents.cli_summariser import CliSummariser
 
     assert isinstance(summariser(), CliSummariser)
 
