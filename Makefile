@@ -131,7 +131,7 @@ test-real: install
 bench: install
 	$(PY) -m bench.run
 
-# Side by side with the reference implementation (the public TypeScript GroupX; issue 22,
+# Side by side with the reference implementation (the public TypeScript GroupX;
 # docs/PERFORMANCE.md): builds it in a cache outside the repository (ANCHOR_GIT = a local git copy,
 # else a clone; GROUPX_REFERENCE_CACHE, default ~/.cache/groupx-reference), runs the same harness
 # against it, `groupx start` and `manage.py runserver`, three rounds interleaved (~3 minutes), and
@@ -145,8 +145,8 @@ bench-compare: install
 bench-profile: install
 	$(PY) -m bench.profile_turn
 
-# The measured floor of a Turn on daphne + Django + SQLite + pipes, beside the reference's (issue 22,
-# docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
+# The measured floor of a Turn on daphne + Django + SQLite + pipes, beside the reference's
+# (docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
 bench-floor: install
 	$(PY) -m bench.floor
 

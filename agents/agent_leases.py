@@ -1,5 +1,5 @@
-"""Which worker runs each agent: the per-agent lease rows (``agents.models.AgentLease``; issue 21
-item 3, docs/DECISIONS.md D58).
+"""Which worker runs each agent: the per-agent lease rows (``agents.models.AgentLease``;
+docs/DECISIONS.md D58).
 
 An agent's lease has no clock of its own. It names its holder's ``RuntimeWorker`` row, and is held
 while that row is live: renewed by its heartbeat (``agents/lease.py``), not stopped, not expired,

@@ -5,7 +5,7 @@ Lanes run in parallel; within a lane one Turn runs at a time, in ``enqueue_seq``
 reasoning and tool progress go out as transient SSE events while the native turn streams; nothing
 per-token is stored except a partial-text checkpoint every 4,096 characters.
 
-What one Turn may produce is capped (issue 14, docs/DECISIONS.md D23): a reply or its reasoning
+What one Turn may produce is capped (docs/DECISIONS.md D23): a reply or its reasoning
 past 1 Mi characters, or tool progress past 1,000 records, fails the Turn with
 ``MESSAGE_TOO_LARGE``, keeping the text up to the cap, and the session that flooded us is rebuilt.
 """

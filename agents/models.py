@@ -103,7 +103,7 @@ class RuntimeWorker(models.Model):
 
 
 class AgentLease(models.Model):
-    """Which worker runs one agent (issue 21 item 3, ``agents/agent_leases.py``, docs/DECISIONS.md
+    """Which worker runs one agent (``agents/agent_leases.py``, docs/DECISIONS.md
     D58). The lease has no clock of its own: it is held while its holder's ``RuntimeWorker`` row is
     live (renewed by that row's heartbeat, not stopped, not expired, its pid alive on this host).
     ``worker_id`` is empty when nobody ever held it or its holder let it go."""

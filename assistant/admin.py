@@ -1,4 +1,4 @@
-"""The side chat with the room assistant, for operators: read-only (issue 20 item 5)."""
+"""The side chat with the room assistant, for operators: read-only (D47)."""
 
 from django.contrib import admin
 

@@ -1,4 +1,4 @@
-"""twisted's access-log line, formatted and written per request for nobody (issue 22, D70).
+"""twisted's access-log line, formatted and written per request for nobody (D70).
 
 twisted's ``HTTPFactory.log`` formats a Combined Log Format line for every finished request
 (``combinedLogFormatter``: the client's address, the date, the escaped request line, referrer and

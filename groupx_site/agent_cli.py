@@ -1,5 +1,5 @@
 """``groupx restart-agent NAME``: restart one agent's CLI in the running GroupX of this config
-(issue 18; docs/DECISIONS.md D41). It is the room page's Restart button from a terminal: the same
+(docs/DECISIONS.md D41). It is the room page's Restart button from a terminal: the same
 ``POST /api/agents/{actorId}/restart``, sent only to the runtime of this very config path, as the
 ``stop`` command checks. What happens next (the new instance, an interrupted Turn) is in the room.
 """

@@ -41,11 +41,11 @@ api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="
 api.add_router("/", rooms_router)
 api.add_router("/", bootstrap_router)  # /api/bootstrap: the snapshot of every layer
 api.add_router("/", turns_router)
-api.add_router("/", setup_router)  # /api/setup (issue 8)
-api.add_router("/", shutdown_router)  # /api/runtime/shutdown (issue 8)
-api.add_router("/", memory_router)  # /api/memory, /api/identity, /api/context (issue 7)
-api.add_router("/", agents_router)  # /api/agents/{actorId}/restart (issue 18)
-api.add_router("/", assistant_router)  # /api/assistant: the side chat (issue 20)
+api.add_router("/", setup_router)  # /api/setup
+api.add_router("/", shutdown_router)  # /api/runtime/shutdown
+api.add_router("/", memory_router)  # /api/memory, /api/identity, /api/context
+api.add_router("/", agents_router)  # /api/agents/{actorId}/restart
+api.add_router("/", assistant_router)  # /api/assistant: the side chat
 
 
 @api.exception_handler(GroupXError)

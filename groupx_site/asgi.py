@@ -88,8 +88,8 @@ def imported_on_first_request(module_name: str):
 
     The MCP SDK behind ``/mcp`` and ``/mcp/operator`` is ~20 MiB of resident memory and ~0.3 s of
     import, and most servers never receive an MCP call (a session is marked MCP-verified without
-    one): imported at start it was the largest part of the peak RSS above the 0.5x target (issue 22,
-    docs/DECISIONS.md D56). The import runs on a thread so the loop keeps serving meanwhile;
+    one): imported at start it was the largest part of the peak RSS above the 0.5x target
+    (docs/DECISIONS.md D56). The import runs on a thread so the loop keeps serving meanwhile;
     Python's import lock makes concurrent first requests wait for the one import."""
     loaded = None
 

@@ -1,4 +1,4 @@
-"""The 2 MiB body ceiling, enforced while the request arrives (issue 14; FEATURES §5).
+"""The 2 MiB body ceiling, enforced while the request arrives (D25; FEATURES §5).
 
 Twisted reads a request's whole body (into memory or a temporary file) before daphne hands the
 request to the application, so a check in Django's middleware came after the upload: a 200 MB

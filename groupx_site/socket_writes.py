@@ -1,4 +1,4 @@
-"""twisted's socket writes without two ``epoll_ctl`` calls each (issue 22, D73).
+"""twisted's socket writes without two ``epoll_ctl`` calls each (D73).
 
 twisted buffers every ``transport.write`` and asks the reactor to watch the socket for
 writability (``startWriting``: the asyncio reactor's ``addWriter``, ``loop.add_writer``, an

@@ -35,7 +35,7 @@ admin.site.login = throttled(admin.site.login)
 
 urlpatterns = [
     path("", room_page, name="room"),
-    path("setup", setup_page, name="setup"),  # Agent Settings (issue 8)
+    path("setup", setup_page, name="setup"),  # Agent Settings
     path("api/", api.urls),
     path("admin/", admin.site.urls),
 ]

@@ -1,5 +1,5 @@
 """The room (or a time range of it) as Markdown: the one renderer behind ``GET /api/export.md``
-and ``manage.py export_room`` (issue 16).
+and ``manage.py export_room`` (D27).
 
 Only ``message.created`` events are written, in seq order, each as its author's display name,
 its time (UTC) and its content verbatim (agents already write Markdown). A reply or a forward says

@@ -1,4 +1,4 @@
-"""The room's whole history, read back: older pages by seq and message search (issue 16).
+"""The room's whole history, read back: older pages by seq and message search (D27).
 
 ``/api/bootstrap`` carries only the newest 100 events; everything older is read here, from the
 same durable log and as the same envelopes, so the page renders an old page exactly as it

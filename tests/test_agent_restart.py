@@ -1,4 +1,4 @@
-"""Restarting one agent's CLI (issue 18 item 3; FEATURES §3; docs/DECISIONS.md D41).
+"""Restarting one agent's CLI (FEATURES §3; docs/DECISIONS.md D41).
 
 A real server runs fake CLIs over their real wires; what the server did is read from the durable
 events (SSE), the fakes' wire logs and, read-only, the database.

@@ -1,4 +1,4 @@
-"""Agents answer: lanes, the Turn lifecycle and the ACP drivers, end to end (issue 3).
+"""Agents answer: lanes, the Turn lifecycle and the ACP drivers, end to end.
 
 A real daphne server runs the fake ACP CLIs (kimi, hermes, grok) over their real wire protocol;
 everything is observed through HTTP, SSE, the fakes' wire logs and (read-only) the SQLite file.

@@ -1,4 +1,4 @@
-"""Codex (App Server) and Claude Code (stream-json) agents, end to end through a real server (issue 4).
+"""Codex (App Server) and Claude Code (stream-json) agents, end to end through a real server.
 
 The fake CLIs speak each real wire protocol; GroupX is observed over HTTP, SSE and the fakes' logs.
 """

@@ -1,4 +1,4 @@
-"""The Room Context Engine (issue 7): usage, automatic and manual compaction, reset.
+"""The Room Context Engine: usage, automatic and manual compaction, reset.
 
 The summariser is a fake CLI started by GroupX in its own short-lived, MCP-free process; what it
 answers comes from the agent's ``.groupx-fake.json`` ``default_turn`` (GroupX's summariser prompt

@@ -1,4 +1,4 @@
-"""First run (issue 16, docs/DECISIONS.md D26): one command from a fresh checkout to a working room.
+"""First run (docs/DECISIONS.md D26): one command from a fresh checkout to a working room.
 
 Every command runs as a real process in a fresh work directory with no ``groupx.json`` and, on its
 ``PATH``, no agent CLI: the starter config then names the bundled demo agents by absolute path.
@@ -80,7 +80,7 @@ def test_a_first_start_writes_the_demo_roster_and_serves_a_room_the_demo_agents_
             return {e["body"]["turnId"] for e in stream.durable if e["type"] == "turn.completed"} >= turn_ids
 
         wait_until(all_completed, timeout=60, interval=0.1, message="turn.completed from every demo agent")
-    # The demo assistant (issue 20) asks every agent for a status through the operator tools.
+    # The demo assistant (D47) asks every agent for a status through the operator tools.
     assistant = f"http://127.0.0.1:{port}/api/assistant"
     wait_until(
         lambda: httpx.get(assistant, timeout=10).json()["status"] == "ready",

@@ -1,4 +1,4 @@
-"""The whole history over HTTP (issue 16): older pages by seq, message search, Markdown export and
+"""The whole history over HTTP (D27): older pages by seq, message search, Markdown export and
 ``manage.py export_room``, against a real server whose log was seeded straight into SQLite."""
 
 from __future__ import annotations

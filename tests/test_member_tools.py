@@ -1,4 +1,4 @@
-"""Agents talk to each other through the GroupX MCP member tools (issue 5).
+"""Agents talk to each other through the GroupX MCP member tools.
 
 The fake CLIs make real MCP calls over HTTP with the binding header GroupX injected at launch;
 what each tool returned is read from the fakes' wire logs, what it did from the room's events.

@@ -1,4 +1,4 @@
-"""Memory and identity (issue 7): REST, the member MCP tools, the admin and the dated rollup.
+"""Memory and identity: REST, the member MCP tools, the admin and the dated rollup.
 
 Everything runs against a real server: REST over HTTP, the agents' tools through the fake CLIs'
 real MCP calls (read back from their wire logs), the admin through its HTML forms.

@@ -1,4 +1,4 @@
-"""A context reset that also resets the CLIs' own sessions (issue 18 item 4; FEATURES §14;
+"""A context reset that also resets the CLIs' own sessions (FEATURES §14;
 docs/DECISIONS.md D41).
 
 Proven from what each fake CLI received: after ``resetNativeSessions: true`` every agent opens a

@@ -1,4 +1,4 @@
-"""Bindings stay secret from other local processes and out of everything GroupX shows (issue 17, D39).
+"""Bindings stay secret from other local processes and out of everything GroupX shows (D39).
 
 A real server runs one fake CLI of each driver family (Codex App Server, ACP, Claude stream-json).
 Every child process it starts is found by walking ``/proc/*/stat`` from the server's pid, and its

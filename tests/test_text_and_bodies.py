@@ -1,4 +1,4 @@
-"""The text and body rules of issue 14, in-process: what counts as encodable, how a lone
+"""The text and body rules (D25), in-process: what counts as encodable, how a lone
 surrogate is repaired and named, and how deep a body may nest."""
 
 from __future__ import annotations

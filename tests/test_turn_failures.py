@@ -1,4 +1,4 @@
-"""How a Turn fails is the same on every driver (issue 17, docs/DECISIONS.md D38), end to end
+"""How a Turn fails is the same on every driver (docs/DECISIONS.md D38), end to end
 through a real server whose fake CLIs speak the real wires: one native event, one error code,
 whichever CLI produced it.
 """

@@ -6,7 +6,7 @@
 # executable rather than loaded from a shared libpython. Debian's /usr/bin/python3 is such a build
 # (with profile-guided and link-time optimisation); pyenv's default build is not (--enable-shared,
 # no PGO). GroupX's server spends about two thirds of a Turn's CPU inside the interpreter, and the
-# first kind serves a Turn with ~15 % less CPU (docs/PERFORMANCE.md, session 10).
+# first kind serves a Turn with ~15 % less CPU (docs/DECISIONS.md D77).
 # When no interpreter on PATH qualifies, it prints plain `python3`, as before.
 # `make PYTHON=/path/to/python3 …` still chooses by hand.
 

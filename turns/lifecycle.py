@@ -75,7 +75,7 @@ class TurnOutcome:
     message: str = ""  # what went wrong, in words, for a failed or interrupted Turn
     reasoning: str = ""
     tool_records: list[dict[str, Any]] = field(default_factory=list)
-    # Facts about the Turn added to its terminal event's body, e.g. ``textRepaired`` (issue 14).
+    # Facts about the Turn added to its terminal event's body, e.g. ``textRepaired`` (D25).
     terminal_facts: dict[str, Any] = field(default_factory=dict)
 
 

@@ -309,7 +309,7 @@ class ClaudeSession(ChildSession[ClaudeTurn]):
         request_id = response.get("request_id")
         future = self._pending.pop(str(request_id), None)
         if future is None and not self._was_sent(request_id):
-            # An answer to nothing we asked (issue 14): the CLI is out of step with us.
+            # An answer to nothing we asked (D23): the CLI is out of step with us.
             raise ProtocolViolation(f"control_response to request id {request_id!r:.80}, which was never sent")
         if future is None or future.done():
             return  # e.g. the interrupt acknowledgement, which is never awaited

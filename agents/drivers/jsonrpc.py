@@ -10,7 +10,7 @@ EOF, process exit, a stdin the child closed) every pending request fails with th
 ``ConnectionLost`` and later calls raise it at once.
 
 A response to an id we sent and stopped waiting for (timed out, forgotten) is only logged; a
-response to an id we never sent is a protocol violation (issue 14): the CLI answered something
+response to an id we never sent is a protocol violation (D23): the CLI answered something
 it was never asked, so whatever it owes us (a prompt's terminal) is not coming.
 """
 
@@ -104,7 +104,7 @@ class FrameReader:
 
     ``pace`` is called before each frame is read, and what it returns, unless None, awaited:
     while the active turn's queue is full that does not return, the pipe fills and the child
-    blocks on its own write (issue 14). It never waits for a response, so a request in flight
+    blocks on its own write (D23). It never waits for a response, so a request in flight
     cannot deadlock on it."""
 
     def __init__(

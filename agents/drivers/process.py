@@ -9,7 +9,7 @@ Framing is strict on purpose: invalid UTF-8, malformed JSON, a non-object, an ov
 EOF inside a line raise ``FrameError``, and the caller treats the connection as dead. Skipping a
 bad line (as the ACP Python SDK does) leaves a pending request hanging forever.
 
-One thing is repaired instead of refused (issue 14): a ``\\udXXX`` escape spelling a lone UTF-16
+One thing is repaired instead of refused (D23): a ``\\udXXX`` escape spelling a lone UTF-16
 surrogate is valid JSON but cannot be written as UTF-8, so it would poison every log reader and
 prompt that quoted it. It becomes U+FFFD here, where every native text enters, and the process
 counts the repairs so the Turn that carried them can say so.
@@ -247,7 +247,7 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
         # Set when our write end of the child's stdin closes: the child closed its read end (or
-        # exited), or we closed it. Seen at once, even with nothing to write (issue 14).
+        # exited), or we closed it. Seen at once, even with nothing to write (D23).
         self.stdin_lost: asyncio.Future[None] = loop.create_future()
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:

@@ -4,7 +4,7 @@ the event queue with a once-only terminal that every driver's turn builds on.
 
 ``QueuedTurn`` keeps the contract of ``base.NativeTurn``: ``events()`` ends after exactly one
 terminal, whatever mix of native terminals, interaction failures, timers and connection losses
-races to decide it. Its queue is bounded where it matters (issue 14): events always go in, so a
+races to decide it. Its queue is bounded where it matters (D23): events always go in, so a
 terminal is never refused, but while the backlog is over ``BACKLOG_EVENTS`` or
 ``BACKLOG_CHARACTERS`` the session's reader stops reading stdout (``ChildSession.pace_reader``),
 and the OS pipe makes a CLI that outruns the room wait.

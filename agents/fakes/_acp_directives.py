@@ -447,7 +447,7 @@ class AcpTurn:
     def d_dup_terminal(self, _d: core.Directive) -> None:
         self._dup_terminal = True
 
-    # ------------------------------------------------------------- hostile CLI (issue 14)
+    # ------------------------------------------------------------- hostile CLI (D23)
 
     def d_surrogate(self, d: core.Directive) -> None:
         """A content chunk whose JSON text carries the lone surrogate escape ``\\ud800``."""

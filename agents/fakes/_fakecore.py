@@ -173,7 +173,7 @@ class FrameWriter:
 
     def frame(self, msg: Any) -> None:
         data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        data = hostile.with_lone_surrogates(data)  # the `surrogate` directive's marker (issue 14)
+        data = hostile.with_lone_surrogates(data)  # the `surrogate` directive's marker (D23)
         with self._lock:
             # Logged inside the lock so the log order is the wire order.
             if len(data) > 65536:

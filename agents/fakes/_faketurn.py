@@ -146,7 +146,7 @@ class TurnBase(abc.ABC):
     def d_dup_terminal(self, _d: core.Directive) -> None:
         self.dup_terminal = True
 
-    # ------------------------------------------------------------- hostile CLI (issue 14)
+    # ------------------------------------------------------------- hostile CLI (D23)
 
     def d_surrogate(self, d: core.Directive) -> None:
         """A text delta whose JSON text carries the lone surrogate escape ``\\ud800``."""
@@ -200,7 +200,7 @@ class TurnBase(abc.ABC):
         """``mcp-ask to=agent:x text=...``: the demo's one-line agent-to-agent question."""
         return {**TurnBase.send_args(d), "content": d.get_str("text", "what do you think?")}
 
-    # ---- the demo room assistant (operator tools; issue 20) ----------------------------------------
+    # ---- the demo room assistant (operator tools; D48) -----------------------------------------
     STATUS_QUESTION = "The room assistant asks: what is your status, in one line?"
 
     @staticmethod

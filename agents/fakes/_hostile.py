@@ -1,4 +1,4 @@
-"""What a hostile CLI does to its broker (issue 14), shared by every fake.
+"""What a hostile CLI does to its broker (D23), shared by every fake.
 
 - ``LONE_SURROGATE``: a marker a directive puts in any text; ``FrameWriter.frame`` writes it as
   the 6-character JSON escape ``\\ud800`` — valid JSON that no UTF-8 encoder can write back.

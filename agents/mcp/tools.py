@@ -244,7 +244,7 @@ def steer(binding_id, payload):
     return steer_tool.member_steer(binding_id, payload)
 
 
-# ---- memory and identity (issue 7, FEATURES §11) ---------------------------------------------------
+# ---- memory and identity (FEATURES §11) ----------------------------------------------------------
 # Author, and for the self tools scope and subject too, are fixed by the binding; none is an input.
 @member_tool(
     "memory_search",

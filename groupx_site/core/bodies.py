@@ -1,4 +1,4 @@
-"""Parsing a JSON request body with bounds (issue 14): size, nesting depth and text.
+"""Parsing a JSON request body with bounds (D25): size, nesting depth and text.
 
 One parser for every JSON body GroupX accepts over HTTP (the REST API, /api/setup included). Each
 refusal is the protocol's code, raised before any work is done:

@@ -1,4 +1,4 @@
-"""Text that can always be written as UTF-8 (issue 14).
+"""Text that can always be written as UTF-8 (D25).
 
 JSON's ``\\uXXXX`` escapes can spell a lone UTF-16 surrogate (``"\\ud800"``): valid JSON, a legal
 Python ``str``, and not encodable as UTF-8. One such character stored in the log made every later

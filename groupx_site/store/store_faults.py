@@ -1,4 +1,4 @@
-"""Store faults as codes, not crashes (issue 14, docs/DECISIONS.md D24).
+"""Store faults as codes, not crashes (docs/DECISIONS.md D24).
 
 A full disk, a read-only database, a write lock held by another process past the busy timeout,
 an I/O error or a database file that cannot be opened are *faults of the store*, not bugs: the

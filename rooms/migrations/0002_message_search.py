@@ -1,4 +1,4 @@
-"""Full-text search over the room's messages (issue 16, docs/DECISIONS.md D27).
+"""Full-text search over the room's messages (docs/DECISIONS.md D27).
 
 An external-content FTS5 table over a view of ``message.created`` content, keyed by seq: the text
 stays stored once, in the log, and the index holds only trigrams (the same tokenizer as memory,

@@ -1,4 +1,4 @@
-"""The agent memory drawer: core memory (add, replace, retract) and dated memory by day (issue 7, FEATURES §15.2-3)."""
+"""The agent memory drawer: core memory (add, replace, retract) and dated memory by day (FEATURES §15.2-3)."""
 
 from __future__ import annotations
 

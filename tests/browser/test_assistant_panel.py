@@ -1,4 +1,4 @@
-"""The room assistant in the browser (FEATURES §13, issue 20 item 4; docs/DECISIONS.md D49): its
+"""The room assistant in the browser (FEATURES §13; docs/DECISIONS.md D49): its
 side chat beside the timeline (a bottom sheet on a phone), its operator dispatches in the timeline,
 and the wizard's assistant card. The brain is the fake Claude CLI over its real wire, connected to
 the real /mcp/operator; nothing of GroupX is mocked.

@@ -1,4 +1,4 @@
-"""The context usage meter and manual compaction from the composer (issues 6/7, FEATURES §14, §17)."""
+"""The context usage meter and manual compaction from the composer (FEATURES §14, §17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The room page in a real browser: sending, streaming, refreshing, tools, cancel (issue 6).
+"""The room page in a real browser: sending, streaming, refreshing, tools, cancel.
 
 Each test runs its own server with the fake Kimi, Hermes and Grok CLIs and drives the page as a
 person would; every wait is on a page condition (Playwright's expect), never a sleep.

@@ -1,4 +1,4 @@
-"""The whole history in the room page (issue 16): scrolling back page by page to the beginning,
+"""The whole history in the room page (D27): scrolling back page by page to the beginning,
 search that jumps to an old message, the Markdown download and the jump back to the latest.
 
 The log is seeded straight into SQLite (tests/history_seed.py): these tests are about reading

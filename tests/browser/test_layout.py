@@ -1,4 +1,4 @@
-"""Phone and desktop layouts, the theme toggle and keyboard use of the room page (issue 6)."""
+"""Phone and desktop layouts, the theme toggle and keyboard use of the room page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Messages are Markdown, rendered safely (issue 16, D28).
+"""Messages are Markdown, rendered safely (D28).
 
 Everything goes through the real composer and the fake agents' real replies (an echo streams the
 message back as deltas, then as the final reply), so both the live and the final rendering are

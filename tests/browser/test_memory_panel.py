@@ -1,4 +1,4 @@
-"""The sidebar's public memory panel and agents waiting for a restart (issues 6/7, FEATURES §15.1, §17)."""
+"""The sidebar's public memory panel and agents waiting for a restart (FEATURES §15.1, §17)."""
 
 from __future__ import annotations
 

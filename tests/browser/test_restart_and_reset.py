@@ -1,4 +1,4 @@
-"""The agent card's Restart button and the "Reset context" control (issue 18; FEATURES §3, §14, §17)."""
+"""The agent card's Restart button and the "Reset context" control (D41; FEATURES §3, §14, §17)."""
 
 from __future__ import annotations
 

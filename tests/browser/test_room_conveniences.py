@@ -1,4 +1,4 @@
-"""Small things people expect of a chat page (issue 16): avatars that tell agents apart, an @
+"""Small things people expect of a chat page: avatars that tell agents apart, an @
 picker in the composer, a title that counts replies while the tab is hidden, an opt-in
 notification when a Turn ends, and links to the admin and the API docs."""
 

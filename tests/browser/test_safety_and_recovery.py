@@ -1,4 +1,4 @@
-"""The room page never runs what a message says, and survives the server going away (issue 6)."""
+"""The room page never runs what a message says, and survives the server going away."""
 
 from __future__ import annotations
 

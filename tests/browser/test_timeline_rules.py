@@ -1,5 +1,5 @@
 """Timeline rules that hold whatever the agents say: unknown and reserved event types, the 500-item
-cap, following the newest message, and starting over when the server's store was reset (issue 6)."""
+cap, following the newest message, and starting over when the server's store was reset."""
 
 from __future__ import annotations
 

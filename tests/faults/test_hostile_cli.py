@@ -1,4 +1,4 @@
-"""A hostile CLI cannot break the room (issue 14), end to end through a real server.
+"""A hostile CLI cannot break the room (D23), end to end through a real server.
 
 The fake CLIs are scripted to do what an attacker's CLI did: a lone UTF-16 surrogate in a text
 delta, a flood of content without end, a closed stdin, an answer under a request id never sent.

@@ -1,5 +1,5 @@
 """Hostile bytes from the browser side: text that cannot be encoded, bodies nested without end,
-bodies larger than the protocol allows, and a log that already holds a bad character (issue 14).
+bodies larger than the protocol allows, and a log that already holds a bad character (D25).
 
 Every request goes over real HTTP to a real daphne server; uploads that must be refused before
 they are read are written on a raw socket, so the test controls exactly which bytes were sent.

@@ -1,4 +1,4 @@
-"""SIGKILL at every dispatch phase, under load (issue 17 item 4; docs/DECISIONS.md D36).
+"""SIGKILL at every dispatch phase, under load (docs/DECISIONS.md D36).
 
 A real server with three fake agents on three wires (ACP, Codex, Claude) takes messages from
 concurrent posters. The test-only hook (``agents/fault_points.py``) stops the dispatch path at one

@@ -1,4 +1,4 @@
-"""Store faults are codes, not crashes (issue 14, docs/DECISIONS.md D24).
+"""Store faults are codes, not crashes (docs/DECISIONS.md D24).
 
 A real server over a real SQLite file meets a full disk (a 16 MiB tmpfs), a write lock another
 process holds for 10 s, and a read-only database folder (a tmpfs remounted read-only: as root,

@@ -1,5 +1,5 @@
-"""Several agents' workers on PostgreSQL and Redis, each running some agents (issue 21 item 3,
-docs/DECISIONS.md D58): ``manage.py runworker groupx-agents --agents kimi,claude`` and ``--agents
+"""Several agents' workers on PostgreSQL and Redis, each running some agents
+(docs/DECISIONS.md D58): ``manage.py runworker groupx-agents --agents kimi,claude`` and ``--agents
 hermes`` share a room of two web processes. ``@all`` is answered by both; health and doctor say
 who runs what; SIGKILL of one worker mid-Turn interrupts only its agent's running Turn, once a
 standby for its agents takes them over, and the other worker's Turn runs on untouched; posts to

@@ -1,4 +1,4 @@
-"""The real-CLI conformance tier (issue 9, docs/CONFORMANCE.md).
+"""The real-CLI conformance tier (docs/CONFORMANCE.md).
 
 Opt-in: without ``GROUPX_REAL_CLI=1`` every test here is skipped, so ``make test`` never runs
 them. With it (``make test-real``), a required CLI that is not installed FAILS the tests instead

@@ -1,4 +1,4 @@
-"""Install the pinned real agent CLIs into a cache OUTSIDE the repository (issue 9).
+"""Install the pinned real agent CLIs into a cache OUTSIDE the repository (docs/CONFORMANCE.md).
 
     python tests/realcli/install.py            # install what is missing, print where things are
     python tests/realcli/install.py --check    # install nothing; exit 1 if a required CLI is missing

@@ -1,4 +1,4 @@
-"""GroupX's scripted mock model server for the real-CLI conformance tier (issue 9). Stdlib only.
+"""GroupX's scripted mock model server for the real-CLI conformance tier (docs/CONFORMANCE.md). Stdlib only.
 
 One process serves the three wire APIs the real CLIs speak, on 127.0.0.1 and a port chosen by
 the OS:

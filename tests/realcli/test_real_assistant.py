@@ -1,4 +1,4 @@
-"""A real Claude Code brain runs the room assistant and calls an operator tool (issue 20).
+"""A real Claude Code brain runs the room assistant and calls an operator tool (D47, D48).
 
 The assistant's brain is the real CLI behind the project's mock model; the room's agent is the
 fake kimi (this test is about the brain, not the worker). The model makes the brain call

@@ -1,4 +1,4 @@
-"""GroupX restarts and the next Turn resumes the SAME native session of each real CLI (issue 9).
+"""GroupX restarts and the next Turn resumes the SAME native session of each real CLI (docs/CONFORMANCE.md).
 
 Codex resumes with ``thread/resume``, Claude Code with ``--resume <session id>`` and Hermes with
 ACP ``session/load``. The proof: GroupX reports ``session.resumed``; the new binding holds the old

@@ -1,4 +1,4 @@
-"""A real CLI calls GroupX's MCP member tools and another real CLI answers (issue 9).
+"""A real CLI calls GroupX's MCP member tools and another real CLI answers (docs/CONFORMANCE.md).
 
 The model behind agent A makes A call ``publish`` and then ``ask`` on agent B (a different real
 CLI); B's model answers; the ask's result goes back to A's model through A's own MCP client, and

@@ -1,4 +1,4 @@
-"""Agents on "another machine" through ssh (issue 21 item 1, docs/DECISIONS.md D51): the same room
+"""Agents on "another machine" through ssh (docs/DECISIONS.md D51): the same room
 as a local agent, with the CLI's MCP calls carried back over an ``ssh -R`` forward, nothing bound
 beyond loopback, and a dropped connection failing only the Turn it was running."""
 

@@ -1,4 +1,4 @@
-"""One room, two modes (issue 19 item 6, docs/DECISIONS.md D46): the embedded default (one daphne
+"""One room, two modes (docs/DECISIONS.md D46): the embedded default (one daphne
 process runs web and agents) and split mode (two daphne web processes and an agents' worker,
 ``manage.py runworker groupx-agents``, over Redis on loopback, one config and one SQLite file).
 

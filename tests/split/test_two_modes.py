@@ -1,4 +1,4 @@
-"""The end-to-end promises of issue 19 item 6, in both modes from one fixture (``conftest.py``):
+"""The end-to-end promises of split mode (D43, D45, D46), in both modes from one fixture (``conftest.py``):
 the embedded default and split mode (web processes and an agents' worker over Redis)."""
 
 from __future__ import annotations

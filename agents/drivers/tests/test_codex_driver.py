@@ -337,7 +337,7 @@ async def test_a_crash_mid_turn_fails_the_turn_as_invalid_message_and_needs_a_re
         "wrong_jsonrpc",
         "response_without_id",
         "bad_request_id",
-        # An answer to an id never sent (issue 14; D23 on the spec's "only logged").
+        # An answer to an id never sent (D23 on the spec's "only logged").
         "orphan_response",
     ],
 )

@@ -1,4 +1,4 @@
-"""What a hostile CLI sends, at the driver layer (issue 14): lone surrogates are repaired and
+"""What a hostile CLI sends, at the driver layer (D23): lone surrogates are repaired and
 counted where frames are decoded, a closed stdin is noticed while idle, and a CLI that writes
 faster than its turn is consumed is paced by the pipe instead of buffered without end."""
 

@@ -126,7 +126,7 @@ async def test_a_request_times_out_and_its_late_response_is_only_logged(peer_fac
 
 @pytest.mark.parametrize("never_sent", ["kimi:7", 99, "codex:1", "kimi:01", "kimi:1-never-sent"])
 async def test_a_response_to_an_id_never_sent_is_fatal_for_every_pending_request(peer_factory, never_sent):
-    # issue 14: the CLI answered something it was never asked; what it owes us is not coming.
+    # D23: the CLI answered something it was never asked; what it owes us is not coming.
     peer = peer_factory([{"read": 1}, {"send": {**H, "id": never_sent, "result": "stolen"}}])
     client = await peer.connect()
     pending = await client.send_request("session/prompt")
