@@ -1,7 +1,7 @@
 """The SSE tail's pacing (rooms/tail.py ``Tail``): a broadcast that woke many streams holds the next
 one for a while (fan-out takes a bounded share of the loop's CPU); one that woke a single stream
 does not, so a lone stream's next commit or delta goes out at once (D75). Whether the next
-broadcast waited is read from the inboxes' signals, not from a clock."""
+broadcast waited is read from the inboxes' signals, under a loop clock that stands still."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def _spend_cpu(seconds: float) -> None:
 def _after_one_broadcast_is_the_next_held(streams: int) -> bool:
     async def run() -> bool:
         loop = asyncio.get_running_loop()
+        # The loop's clock stands still: the pace is ``PACE`` times a few milliseconds of CPU, which a
+        # loaded machine can let pass between the two broadcasts, and the question is not how long it is.
+        now = loop.time()
+        loop.time = lambda: now  # type: ignore[method-assign]
         tail = Tail(loop, head=0)
         inboxes = [Inbox(loop, max_frames=64, max_bytes=1 << 20) for _ in range(streams)]
         for inbox in inboxes:
