@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.http import HttpResponse
 from django.urls import path
+from django.utils.translation import gettext
+from django.views.i18n import JavaScriptCatalog
 from django_ratelimit.decorators import ratelimit
 
 from groupx_site.api import api
@@ -21,7 +23,7 @@ def throttled(login):
     def view(request, *args, **kwargs):
         if getattr(request, "limited", False):
             return HttpResponse(
-                "Too many log-in attempts: wait a minute, then try again.\n",
+                gettext("Too many log-in attempts: wait a minute, then try again.") + "\n",
                 status=429,
                 content_type="text/plain; charset=utf-8",
                 headers={"Retry-After": "60"},
@@ -38,4 +40,7 @@ urlpatterns = [
     path("setup", setup_page, name="setup"),  # Agent Settings (issue 8)
     path("api/", api.urls),
     path("admin/", admin.site.urls),
+    # The pages' JavaScript strings in the reader's language (a classic script defining gettext(),
+    # ngettext() and interpolate(), loaded before the ES modules; static/rooms/i18n.js reads them).
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["groupx_site"]), name="javascript-catalog"),
 ]

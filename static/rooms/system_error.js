@@ -7,6 +7,7 @@
 // agent card it concerns (actorId) keeps the active ones on show until they heal (sidebar.js).
 
 import { clockTime, h } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 
 export const SYSTEM_ERROR = "system.error";
 
@@ -14,13 +15,14 @@ export const SYSTEM_ERROR = "system.error";
 export function renderSystemError(timeline, env) {
   const body = env.body || {};
   const healed = body.status === "resolved";
-  const subject = body.actorId ? timeline.ctx.agentActor(body.actorId).displayName : "The room";
+  const subject = body.actorId ? timeline.ctx.agentActor(body.actorId).displayName : gettext("The room");
   const el = h("div", {
     class: "sys sys--system-error", role: "note", // not "alert": a reload replays them all
     dataset: { eventId: env.eventId, type: env.type, tone: healed ? "ok" : "err", condition: body.condition || "" },
   },
   h("span", { class: "sys-dot", "aria-hidden": "true" }),
-  h("strong", { text: healed ? `${subject}: healed` : `${subject}: problem` }),
+  h("strong", { text: format(healed ? gettext("%(subject)s: healed") : gettext("%(subject)s: problem"), { subject }) }),
+
   h("span", { class: "sys-text", text: ` ${body.message || body.condition || ""} ` }),
   body.code ? h("code", { class: "sys-code", text: body.code }) : null,
   h("time", { class: "sys-time", datetime: env.occurredAt, text: clockTime(env.occurredAt) }));
