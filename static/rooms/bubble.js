@@ -33,7 +33,7 @@ const TOOL_WORDS = { ...STATUS_WORDS, running: gettext("running") };
 function shell(actor, kind, occurredAt) {
   const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true",
     text: avatarInitials(actor.actorId, actor.displayName) }), actor.actorId);
-  const author = tintFor(h("span", { class: "msg-author", text: actor.displayName || actor.actorId }), actor.actorId);
+  const author = tintFor(h("span", { class: "msg-author", text: shownName(actor) }), actor.actorId);
   const time = h("time", { class: "msg-time", datetime: occurredAt || null, text: occurredAt ? clockTime(occurredAt) : "" });
   const badge = h("span", { class: "msg-badge", hidden: true });
   const actions = h("div", { class: "msg-actions" });
@@ -59,18 +59,23 @@ export function referenceBlock(kind, reference) {
     return h("div", { class: `ref ref--${kind}` }, label,
       h("span", { class: "ref-text", text: gettext("an earlier message") }));
   }
-  const author = tintFor(h("span", { class: "ref-author", text: reference.actor.displayName }), reference.actor.actorId);
+  const author = tintFor(h("span", { class: "ref-author", text: shownName(reference.actor) }), reference.actor.actorId);
   return h("div", { class: `ref ref--${kind}`, dataset: { refEventId: reference.eventId } },
     label, author, h("span", { class: "ref-text", text: excerpt(reference.body && reference.body.content) }));
 }
 
+/** The person at this page is "You" in the reader's language; everyone else by their name. */
+function shownName(actor) {
+  return actor.actorId === "user:web" ? gettext("You") : actor.displayName || actor.actorId;
+}
+
 /** "Kimi at 14:05", a message's name for assistive technology. */
 function atTime(envelope) {
-  return format(gettext("%(name)s at %(time)s"), { name: envelope.actor.displayName, time: clockTime(envelope.occurredAt) });
+  return format(gettext("%(name)s at %(time)s"), { name: shownName(envelope.actor), time: clockTime(envelope.occurredAt) });
 }
 
 function actionButtons(envelope, ctx) {
-  const who = envelope.actor.displayName;
+  const who = shownName(envelope.actor);
   return [
     h("button", { type: "button", class: "link-btn", "aria-label": format(gettext("Reply to %(name)s"), { name: who }),
       text: gettext("Reply"), onclick: () => ctx.onReply(envelope) }),
