@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.http import HttpResponse
 from django.urls import path
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.views.i18n import JavaScriptCatalog
 from django_ratelimit.decorators import ratelimit
 
@@ -9,7 +9,7 @@ from groupx_site.api import api
 from groupx_site.pages import room_page
 from setup_wizard.views import setup_page
 
-admin.site.site_header = "GroupX administration"
+admin.site.site_header = gettext_lazy("GroupX administration")
 admin.site.site_title = "GroupX"
 # Log-in attempts to the admin, throttled by django-ratelimit on Django's cache (docs/DECISIONS.md
 # D103): a few a minute for one user name, a few more from one address (on loopback, every client).
