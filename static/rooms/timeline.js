@@ -112,7 +112,7 @@ export class Timeline {
     this.lastOwn = null; // the user's newest message envelope (Up-arrow in the composer recalls it)
     this.durable.replaceChildren();
     this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
-      "aria-label": "Turns of earlier messages" });
+      "aria-label": gettext("Turns of earlier messages") });
     this.live.replaceChildren(this.orphans);
     this.jump.hidden = true;
     this.live.hidden = false;
