@@ -2,11 +2,10 @@ from django.contrib import admin
 from django.http import HttpResponse
 from django.urls import path
 from django.utils.translation import gettext, gettext_lazy
-from django.views.i18n import JavaScriptCatalog
 from django_ratelimit.decorators import ratelimit
 
 from groupx_site.api import api
-from groupx_site.pages import room_page
+from groupx_site.pages import javascript_catalog, room_page
 from setup_wizard.views import setup_page
 
 admin.site.site_header = gettext_lazy("GroupX administration")
@@ -42,5 +41,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The pages' JavaScript strings in the reader's language (a classic script defining gettext(),
     # ngettext() and interpolate(), loaded before the ES modules; static/rooms/i18n.js reads them).
-    path("jsi18n/", JavaScriptCatalog.as_view(packages=["groupx_site"]), name="javascript-catalog"),
+    path("jsi18n/", javascript_catalog, name="javascript-catalog"),
 ]
