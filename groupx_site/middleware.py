@@ -132,7 +132,6 @@ def check_readiness() -> GroupXError | None:
             "agents' sessions); nothing was written, try again shortly"
         ),
     )
-
     error.headers = {"Retry-After": str(STARTING_RETRY_AFTER_SECONDS)}
     return error
 

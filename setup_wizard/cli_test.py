@@ -119,7 +119,6 @@ async def handshake(driver: str, command: tuple[str, ...], cwd: str, timeouts: T
     except TimeoutError:
         message = gettext("no start within %(seconds)s s") % {"seconds": f"{bound:g}"}
         return {"ok": False, "code": PROTOCOL_HANDSHAKE_TIMEOUT, "message": message}
-
     except DriverError as error:
         return {"ok": False, "code": error.code, "message": error.message}
     await session.close()

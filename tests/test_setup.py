@@ -216,5 +216,4 @@ def test_the_setup_page_loads_its_script_and_styles_from_fingerprinted_files(run
     assert re.search(r'<link rel="stylesheet" href="/static/setup_wizard/setup\.[0-9a-f]{12}\.css">', html)
     assert not re.search(r"<script>|<style>|\sstyle=|\son[a-z]+=", html)  # nothing inline: the CSP would block it
     assert server.get(script.group(1)).status_code == 200
-
     assert 'id="assistant"' in html

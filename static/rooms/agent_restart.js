@@ -33,6 +33,5 @@ export async function restartAgent(sidebar, actorId, name, button) {
   } else {
     failedIds.set(actorId, id);
     sidebar.update(actorId, { lastError: { code: reply.error.code, message: format(gettext("Restart refused: %(reason)s"), { reason: reply.error.message || "" }) } });
-
   }
 }

@@ -61,6 +61,5 @@ export async function postJson(url, body) {
   const error = data && data.error && typeof data.error.code === "string"
     ? data.error
     : { code: `HTTP_${response.status}`, message: response.statusText || gettext("the request failed") };
-
   return { ok: false, status: response.status, error };
 }

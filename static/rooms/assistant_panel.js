@@ -203,7 +203,6 @@ export class AssistantPanel {
     const thinking = h("li", { class: "assistant-msg assistant-msg--assistant assistant-thinking", role: "status" },
       h("span", { class: "assistant-dots", "aria-hidden": "true" }),
       format(gettext("%(name)s is thinking…"), { name: this.title.textContent }));
-
     this.log.append(thinking);
     this.scrollToEnd();
     // The brain is busy with it now; the status poll confirms (and the answer brings the next one).

@@ -93,7 +93,6 @@ export class Attention {
 
   paintToggle() {
     const label = this.enabled ? gettext("Stop notifications when a Turn ends") : gettext("Notify me when a Turn ends");
-
     this.toggle.setAttribute("aria-pressed", String(this.enabled));
     this.toggle.setAttribute("aria-label", label);
     this.toggle.title = this.note || label;

@@ -226,7 +226,6 @@ export class TurnBubble {
     r.text.textContent = text.length > REASONING_LIMIT ? text.slice(0, REASONING_LIMIT) + "\n…" : text;
     r.chars = Math.min(text.length, REASONING_LIMIT);
     r.label.textContent = gettext("Reasoning");
-
   }
 
   /** tool.progress / tool.progress.recorded, merged by turnId + toolCallId into one line. */
@@ -325,7 +324,6 @@ export class TurnBubble {
       if (line.status !== "running") continue;
       line.status = fallback === "done" ? "done" : "stopped";
       line.statusEl.textContent = TOOL_WORDS[line.status];
-
       line.el.dataset.status = line.status;
     }
     this.text.removeAttribute("aria-busy");

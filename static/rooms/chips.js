@@ -50,6 +50,5 @@ function chipLabel(timeline, turn) {
     case "cancelled": return gettext("cancelled");
     case "interrupted": return gettext("interrupted");
     default: return turn.status;
-
   }
 }

@@ -46,7 +46,6 @@ function copyButton(code) {
   button.addEventListener("blur", () => {
     delete button.dataset.state;
     button.textContent = gettext("Copy");
-
   });
   return button;
 }

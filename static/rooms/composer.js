@@ -235,7 +235,6 @@ export class Composer {
     { names, recipients: this.recipientNames() });
     const adds = agents.map((a) => h("button", { type: "button", class: "mention-add",
       text: format(gettext("Add %(name)s"), { name: a.displayName }),
-
       onclick: () => {
         this.choose(a.actorId, true);
         this.input.focus();

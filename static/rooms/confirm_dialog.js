@@ -21,7 +21,6 @@ export function confirmAction({ title, paragraphs, confirmLabel, option = null }
       option ? h("label", { class: "confirm-option" }, checkbox, h("span", { text: option.label })) : null,
       h("div", { class: "confirm-actions" },
         h("button", { type: "submit", value: "cancel", class: "btn-ghost", text: gettext("Cancel") }),
-
         h("button", { type: "submit", value: "confirm", class: "confirm-go", text: confirmLabel }))));
   document.body.append(dialog);
   open = dialog;

@@ -117,7 +117,6 @@ export class ContextMeter {
         this.say(body.messageCount ? format(gettext("Compacted %(count)s messages into the summary."), { count })
           : gettext("Compacted into the summary."), "ok");
       }
-
       this.schedule();
     }
   }

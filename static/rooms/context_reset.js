@@ -47,6 +47,5 @@ export class ContextReset {
     else if (reply.data.resetNativeSessions) {
       this.meter.say(gettext("Context reset: agents start from here, each on a fresh CLI session."), "ok");
     } else this.meter.say(gettext("Context reset: agents start from here."), "ok");
-
   }
 }

@@ -35,7 +35,6 @@ export class ExportMenu {
     const backwards = start && end && start >= end;
     this.hint.textContent = backwards ? gettext("“From” must be before “To”.")
       : start || end ? gettext("Messages in this range.") : gettext("The whole room.");
-
     this.link.toggleAttribute("aria-disabled", Boolean(backwards));
     this.link.href = backwards ? "#" : `/api/export.md${params.size ? `?${params}` : ""}`;
   }

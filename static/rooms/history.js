@@ -65,7 +65,6 @@ export class History {
     if (this.timeline.detached && fromBottom < LOAD_MARGIN_PX) this.loadNewer();
     if (fromBottom > FAR_SCREENS * s.clientHeight && this.jump.hidden) {
       this.jump.textContent = `↓ ${gettext("Jump to latest")}`;
-
       this.jump.hidden = false;
     }
     this.render();

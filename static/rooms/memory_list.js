@@ -218,7 +218,6 @@ export class MemoryList {
     const error = h("p", { class: "mem-error", role: "alert", hidden: true });
     text.addEventListener("input", () => { add.disabled = !text.value.trim(); });
     const form = h("form", { class: "mem-add", "aria-label": gettext("Add a memory") },
-
       text, h("div", { class: "mem-form-row" }, kind, add), error);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();

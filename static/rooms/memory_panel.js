@@ -35,7 +35,6 @@ export class MemoryPanel {
       label: gettext("Public memory"),
       emptyText: gettext("Nothing remembered yet. Add what every agent should keep in mind."),
       addLabel: gettext("New public memory"),
-
       onCount: (n) => { this.count.textContent = String(n); },
     });
     // Open unless the user closed it last time: the panel is how memory is discovered at all.

@@ -59,7 +59,6 @@ export class MentionPicker {
   matching(query) {
     const options = [];
     if ("all".startsWith(query)) options.push({ actorId: "@all", label: "@all", hint: gettext("everyone") });
-
     for (const agent of this.ctx.agents()) {
       const name = agent.displayName || agent.actorId;
       const words = [name, ...name.split(/\s+/), agent.actorId.replace(/^agent:/, "")].map((w) => w.toLowerCase());

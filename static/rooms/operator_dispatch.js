@@ -39,7 +39,6 @@ export function renderOperatorDispatch(timeline, env) {
     h("strong", { class: "dispatch-author", text: actor.displayName }),
     h("span", { class: "dispatch-verb", text: verb }),
     h("span", { class: "dispatch-targets", role: "list", "aria-label": gettext("Targets") }, names),
-
     h("time", { class: "dispatch-time", datetime: env.occurredAt, text: clockTime(env.occurredAt) })),
   h("p", { class: "dispatch-content", title: content.length > 600 ? content : null, text: excerpt(content, 600) }),
   chips);

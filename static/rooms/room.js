@@ -332,7 +332,6 @@ function paintThemeButton() {
   const label = next === "dark" ? gettext("Switch to the dark theme") : gettext("Switch to the light theme");
   button.setAttribute("aria-label", label);
   button.title = label;
-
   button.querySelector(".theme-icon").textContent = next === "dark" ? "☾" : "☀";
 }
 

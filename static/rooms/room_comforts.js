@@ -119,7 +119,6 @@ export class StopAll {
       this.button.textContent = n > 1 ? format(gettext("Stop all (%(count)s)"), { count: n }) : gettext("Stop all");
       this.button.setAttribute("aria-label", format(ngettext("Stop all %(count)s running or queued Turn",
         "Stop all %(count)s running or queued Turns", n), { count: n }));
-
     });
   }
 }

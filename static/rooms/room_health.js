@@ -65,7 +65,6 @@ export class RoomHealth {
     } else if (health.status === "degraded") {
       state = "degraded";
       title = gettext("Degraded");
-
       detail = reasons(health);
     }
     this.el.dataset.state = state;

@@ -110,7 +110,6 @@ export class SearchBox {
     this.close();
     const shown = await this.onPick(hit);
     if (!shown) this.show(h("p", { class: "search-status", text: gettext("That message is no longer in the room") }));
-
   }
 
   show(...children) {

@@ -227,6 +227,5 @@ export class Sidebar {
     // Pending agents count toward the room (they are configured) but are never "ready" yet.
     this.count.textContent = format(gettext("%(ready)s/%(all)s ready"), { ready, all: all.length + this.pending.length });
     this.count.title = busy ? format(gettext("%(count)s working now"), { count: busy }) : gettext("nobody is working now");
-
   }
 }

@@ -98,7 +98,6 @@ export class PairGroups {
       h("summary", { text: gettext("Watch brief") }), h("p", { text: excerpt(body.content, 600) }));
     const flow = h("div", { class: "pair-flow" });
     const el = h("section", { class: "pair", role: "group", "aria-label": gettext("Supervised task"),
-
       dataset: { pairId: body.pairId, eventId: brief.eventId, type: "supervision.pair" } },
     head, h("div", { class: "pair-watch" }, details, chips), flow);
     const pair = { id: body.pairId, el, flow, head, workers: [], observers: [], steers: 0 };

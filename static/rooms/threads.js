@@ -66,7 +66,6 @@ export class Threads {
     toggle.setAttribute("aria-expanded", String(!list.hidden));
     toggle.textContent = format(list.hidden ? ngettext("Show %(count)s reply", "Show %(count)s replies", n)
       : ngettext("Hide %(count)s reply", "Hide %(count)s replies", n), { count: n });
-
   }
 }
 

@@ -60,7 +60,6 @@ function lowerFirst(text) {
 }
 
 export function isHidden(type) {
-
   return hiddenPrefixes.some((prefix) => type.startsWith(prefix));
 }
 
@@ -270,7 +269,6 @@ export class Timeline {
       : gettext("a public");
     const text = format(gettext("%(verb)s %(scope)s %(kind)s: %(content)s"),
       { verb: verb[env.type] || env.type.slice(7), scope, kind: kindName(record.kind), content: excerpt(record.content, 120) });
-
     const el = this.line(env, env.actor, text, "muted");
     el.classList.add("sys--memory");
     this.add(el);
@@ -510,7 +508,6 @@ export class Timeline {
         this.jump.hidden = true;
       } else if (!this.atBottom()) {
         this.jump.textContent = `↓ ${gettext("New messages")}`;
-
         this.jump.hidden = false;
       }
     });

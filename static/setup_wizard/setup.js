@@ -203,7 +203,6 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
     const draft = data.config;
     savedAgentIds = new Set(draft.agents.map((agent) => agent.id));
     savedPort = draft.serverPort;
-
     $("server-port").value = draft.serverPort;
     $("storage-path").value = draft.storagePath;
     renderAgents(draft.agents);
@@ -361,7 +360,6 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
       }
       if (moved && wentDown) return; // it moved: the banner says where
       throw new Error(gettext("GroupX did not come back within two minutes; look at the terminal that started it"));
-
     } catch (error) {
       showBanner(format(gettext("Restart failed: %(reason)s"), { reason: error.message }), "error");
     } finally {
@@ -380,7 +378,6 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
     const draft = collect();
     try {
       const response = await fetch("/api/setup", {
-
         method: "POST",
         headers: { "Content-Type": "application/json" },
         // The revision read with the draft: a file changed since then is a 409, never overwritten.
@@ -391,14 +388,12 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
         snapshot.revision = body.revision;  // the next save is made from the file just written
         savedAgentIds = new Set(draft.agents.map((agent) => agent.id));
         savedPort = draft.serverPort;
-
         const saved = format(ngettext("Saved %(count)s agent (%(enabled)s enabled).",
           "Saved %(count)s agents (%(enabled)s enabled).", body.agentCount),
         { count: body.agentCount, enabled: body.enabledAgentCount });
         const next = gettext(
           "Run `groupx restart` (or press Restart GroupX now, below) to start new or changed agents; until then new ones show as pending restart.");
         showBanner(`${saved} ${next}`, "ok");
-
         $("restart-now").hidden = false;
       } else if (body.error && body.error.code === "CLIENT_COMMAND_CONFLICT") {
         showBanner(format(gettext("%(reason)s. Nothing was saved."), { reason: body.error.message }), "error");
@@ -428,7 +423,6 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
       render(/** @type {SetupSnapshot} */ (await response.json()));  // #/components/schemas/SetupSnapshot
     } catch (error) {
       $("intro").textContent = format(gettext("Could not load the setup: %(reason)s"), { reason: error.message });
-
     }
   }
 

@@ -123,12 +123,10 @@ def test_session_rows_say_in_words_why_an_agent_failed_or_stopped_with_the_code_
         expect(code).to_be_hidden()  # a code is never the sentence
         failed.get_by_text("details").click()
         expect(code).to_have_text(re.compile(r"^[A-Z_]+$"))
-
         # A later row replaces an agent's entry (it shows its latest state), so the stop is the last event.
         append_raw_events(server, [("session.stopped", {"actorId": "agent:kimi", "reason": "restart"})])
         stopped = page.locator('#durable .sys-item[data-type="session.stopped"]')
         expect(stopped).to_contain_text("session stopped: its CLI was restarted")
         expect(stopped).not_to_contain_text("(restart)")
-
     finally:
         server.stop()

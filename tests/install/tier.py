@@ -166,7 +166,6 @@ def main(dist: Path) -> int:
             step(f"groupx start wrote {room / 'groupx.json'} with the demo room: {', '.join(agents)}")
             check_room(origin)
             check_chinese(origin, bin_dir / "python", root, env)
-
             all_answer(origin, agents)
             run([bin_dir / "groupx", "stop"], cwd=room, env=env, timeout=120)
             server.wait(timeout=60)
