@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps
+.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps messages
 
 # Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
 # [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
@@ -149,6 +149,15 @@ bench-profile: install
 # (docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
 bench-floor: install
 	$(PY) -m bench.floor
+
+# The pages' and the server's strings (groupx_site/locale, D123): extract them into the .po files,
+# translate what is new, then compile; the .mo files are committed, so running GroupX needs no gettext.
+# tests/test_translations.py fails while an entry is untranslated or fuzzy or a .mo is stale.
+MESSAGE_DIRS := -i .venv -i 'static/vendor' -i tests -i bench -i docs -i build -i dist -i groupx.egg-info -i tools
+messages: install
+	$(PY) manage.py makemessages -l zh_Hans -d django $(MESSAGE_DIRS) --no-location --no-obsolete --no-wrap
+	$(PY) manage.py makemessages -l zh_Hans -d djangojs $(MESSAGE_DIRS) -i 'agents' --no-location --no-obsolete --no-wrap
+	$(PY) manage.py compilemessages -l zh_Hans -i .venv
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -16,6 +16,8 @@ setup(
     packages=PACKAGES + list(MAPPED.values()),
     package_dir={package: folder for folder, package in MAPPED.items()},
     package_data={
+        # The compiled catalogs (and their sources): a wheel speaks Chinese with no gettext installed.
+        "groupx_site": ["locale/*/LC_MESSAGES/*.mo", "locale/*/LC_MESSAGES/*.po"],
         "groupx_site.templates": ["**/*"],
         "groupx_site.static": ["**/*"],
         "memory": ["templates/**/*"],

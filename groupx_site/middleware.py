@@ -12,6 +12,9 @@
 - Django's own 404/405 pages under ``/api/`` are reshaped into the protocol's error body.
 - While the runtime drains for a stop, new requests get 503 and open SSE streams end; the REST
   writes admitted before it are counted, and the stop waits for them (``process_state.write_in_flight``).
+- Every request speaks the reader's language (``LanguageMiddleware``): the page's switch (Django's
+  language cookie), else the browser's ``Accept-Language``, else English; the pages say which
+  (``Content-Language``) and vary on what chose it (docs/DECISIONS.md D123).
 - Django's page middleware (sessions, auth, messages, CSRF, …) serves the admin and the HTML pages
   and is skipped under ``/api/``, which uses none of it (``pages_only``).
 """
@@ -27,7 +30,10 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware as DjangoXFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware as DjangoCsrfViewMiddleware
+from django.utils import translation
+from django.utils.cache import patch_vary_headers
 from django.utils.decorators import sync_and_async_middleware
+from django.utils.translation import gettext
 
 from groupx_site.core import process_state
 from groupx_site.core.bodies import MAX_BODY_BYTES
@@ -85,7 +91,7 @@ def _write_guard(request: HttpRequest) -> HttpResponse | None:
             if refusal is not None:
                 return error_response(refusal)
     if process_state.readiness() == "closing" and request.path not in DRAIN_EXEMPT_PATHS:
-        return error_response(GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down"))
+        return error_response(GroupXError("STORE_UNAVAILABLE", gettext("GroupX is shutting down")))
     if host is not None and request.method in WRITE_METHODS:
         error = check_api_write(request, host)
         if error is None and request.path not in DRAIN_EXEMPT_PATHS:  # shutdown works in any state
@@ -112,18 +118,20 @@ def check_readiness() -> GroupXError | None:
     if state == "ready":
         return None
     if state == "closing":
-        return GroupXError("STORE_UNAVAILABLE", "GroupX is shutting down")
+        return GroupXError("STORE_UNAVAILABLE", gettext("GroupX is shutting down"))
     fault = store_faults.current()
     if fault is not None:  # the start waits for the store: say which fault, not just "starting"
         return store_faults.StoreUnavailable(fault.kind)
     if state == "failed":
         if (superseded := process_state.superseded()) is not None:  # it started, and another took over (D90)
             return GroupXError("SESSION_NOT_AVAILABLE", f"GroupX {superseded['message']}")
-        return GroupXError("SESSION_NOT_AVAILABLE", "GroupX failed to start; /api/health says why")
+        return GroupXError("SESSION_NOT_AVAILABLE", gettext("GroupX failed to start; /api/health says why"))
     error = GroupXError(
         "SESSION_NOT_AVAILABLE",
-        "GroupX is starting (recovering the room and starting the "
-        "agents' sessions); nothing was written, try again shortly",
+        gettext(
+            "GroupX is starting (recovering the room and starting the "
+            "agents' sessions); nothing was written, try again shortly"
+        ),
     )
     error.headers = {"Retry-After": str(STARTING_RETRY_AFTER_SECONDS)}
     return error
@@ -146,6 +154,21 @@ def _security_headers(request: HttpRequest, response: HttpResponse) -> HttpRespo
     response.setdefault("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
     response.setdefault("X-Content-Type-Options", "nosniff")
     response.setdefault("Referrer-Policy", "same-origin" if is_admin(request) else "no-referrer")
+    return response
+
+
+def _activate_language(request: HttpRequest) -> None:
+    """What Django's ``LocaleMiddleware`` does without its URL-prefix machinery, and cheap enough for
+    the API too (its sentences, e.g. why a write waits, are the reader's language)."""
+    language = translation.get_language_from_request(request)
+    translation.activate(language)
+    request.LANGUAGE_CODE = translation.get_language()
+
+
+def _language_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    if not is_api(request):
+        patch_vary_headers(response, ("Accept-Language", "Cookie"))
+        response.setdefault("Content-Language", translation.get_language())
     return response
 
 
@@ -246,3 +269,4 @@ def ApiWriteGuardMiddleware(get_response):  # noqa: N802 - named like the middle
 
 ApiErrorShapeMiddleware = _hybrid(after=_reshape_error)
 SecurityHeadersMiddleware = _hybrid(after=_security_headers)
+LanguageMiddleware = _hybrid(before=_activate_language, after=_language_headers)

@@ -9,6 +9,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import etag
+from django.views.i18n import JavaScriptCatalog
 
 from groupx_site.runtime_identity import product_version
 from setup_wizard.roster import configured_agents
@@ -45,3 +48,17 @@ def room_page(request: HttpRequest) -> HttpResponse:
             "version": product_version(),
         },
     )
+
+
+# The compiled catalogs change only with a release: the pages' scripts revalidate their strings on
+# every load (no-cache) and get a 304 while the catalogs are the same. The tag names the language,
+# so a 304 is never the other language's catalog (the answer also varies on the language cookie and
+# Accept-Language, groupx_site/middleware.py).
+CATALOGS_VERSION = int(
+    max((path.stat().st_mtime for path in (Path(__file__).parent / "locale").glob("*/LC_MESSAGES/*.mo")), default=0)
+)
+javascript_catalog = cache_control(no_cache=True)(
+    etag(lambda request: f"{request.LANGUAGE_CODE}-{CATALOGS_VERSION}")(
+        JavaScriptCatalog.as_view(packages=["groupx_site"])
+    )
+)

@@ -72,6 +72,9 @@ MIDDLEWARE = [
     "groupx_site.middleware.CommonMiddleware",
     "groupx_site.middleware.ApiWriteGuardMiddleware",
     "groupx_site.middleware.SessionMiddleware",
+    # The language of the pages and of the server's sentences: the page's switch (a cookie), else
+    # the browser's Accept-Language (docs/DECISIONS.md D123).
+    "groupx_site.middleware.LanguageMiddleware",
     "groupx_site.middleware.CsrfViewMiddleware",
     "groupx_site.middleware.AuthenticationMiddleware",
     "groupx_site.middleware.MessageMiddleware",
@@ -155,9 +158,17 @@ if GROUPX_CONFIG.storage.url:  # PostgreSQL (docs/DECISIONS.md D53): same models
 GROUPX_DB_INLINE = False
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# English and Simplified Chinese, the language of the protocol (PROTOCOL.md); a browser asking for
+# zh-CN, zh-SG or zh falls back to zh-hans (Django's LANG_INFO). Agent and user text is never translated.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# groupx_site/locale: the catalogs of the pages, their JavaScript (djangojs) and the server's
+# sentences, compiled (.mo) and committed, so a wheel or a clone needs no gettext (`make messages`).
+LOCALE_PATHS = [Path(__file__).resolve().parent / "locale"]
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"

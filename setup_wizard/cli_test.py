@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.utils.translation import gettext
 
 from agents.drivers.base import PROTOCOL_HANDSHAKE_TIMEOUT, DriverError, LaunchProfile, Timeouts
 from agents.drivers.registry import get_driver
@@ -66,7 +67,7 @@ async def probe_cli(config_path: Path, target: dict[str, str], timeouts: Timeout
                 "handshake": {
                     "ok": False,
                     "code": "ADAPTER_START_FAILED",
-                    "message": f"runs on {agent.ssh}: `groupx doctor` checks it there",
+                    "message": gettext("runs on %(host)s: `groupx doctor` checks it there") % {"host": agent.ssh},
                 },
             }
         driver, cwd, command = agent.driver, agent.cwd, resolve_executable(agent.command)
@@ -82,7 +83,11 @@ async def probe_cli(config_path: Path, target: dict[str, str], timeouts: Timeout
             "found": False,
             "version": None,
             "installHint": DRIVERS[driver].install_hint if driver in DRIVERS else "",
-            "handshake": {"ok": False, "code": "ADAPTER_NOT_FOUND", "message": "the command was not found on PATH"},
+            "handshake": {
+                "ok": False,
+                "code": "ADAPTER_NOT_FOUND",
+                "message": gettext("the command was not found on PATH"),
+            },
         }
     version = await sync_to_async(cli_version, thread_sensitive=False)(command[0])
     return {
@@ -112,7 +117,8 @@ async def handshake(driver: str, command: tuple[str, ...], cwd: str, timeouts: T
     try:
         session = await asyncio.wait_for(get_driver(driver).start(profile), bound)
     except TimeoutError:
-        return {"ok": False, "code": PROTOCOL_HANDSHAKE_TIMEOUT, "message": f"no start within {bound:g} s"}
+        message = gettext("no start within %(seconds)s s") % {"seconds": f"{bound:g}"}
+        return {"ok": False, "code": PROTOCOL_HANDSHAKE_TIMEOUT, "message": message}
     except DriverError as error:
         return {"ok": False, "code": error.code, "message": error.message}
     await session.close()

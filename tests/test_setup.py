@@ -202,7 +202,7 @@ def test_a_cross_origin_save_is_refused(running):
     assert response.status_code == 403
 
 
-def test_the_setup_page_loads_its_script_and_styles_from_files(running):
+def test_the_setup_page_loads_its_script_and_styles_from_fingerprinted_files(running):
     server = running
 
     page = server.get("/setup")
@@ -210,7 +210,10 @@ def test_the_setup_page_loads_its_script_and_styles_from_files(running):
     assert page.status_code == 200
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]
     html = page.text
-    assert '<script src="/static/setup_wizard/setup.js" defer></script>' in html
+    # Through {% static %}, like the room: the fingerprinted, long-cached names (D120).
+    script = re.search(r'<script type="module" src="(/static/setup_wizard/setup\.[0-9a-f]{12}\.js)"></script>', html)
+    assert script, html
+    assert re.search(r'<link rel="stylesheet" href="/static/setup_wizard/setup\.[0-9a-f]{12}\.css">', html)
     assert not re.search(r"<script>|<style>|\sstyle=|\son[a-z]+=", html)  # nothing inline: the CSP would block it
-    assert server.get("/static/setup_wizard/setup.js").status_code == 200
+    assert server.get(script.group(1)).status_code == 200
     assert 'id="assistant"' in html

@@ -5,6 +5,7 @@
 // daily rollup of its finished Turns; nobody else may write it, so here it is read-only, grouped
 // by the local date it was written, and can only be retracted.
 
+import { format, gettext } from "./i18n.js";
 import { localDay, MemoryList } from "./memory_list.js";
 
 const REFRESH_DEBOUNCE_MS = 150;
@@ -34,23 +35,23 @@ export class AgentMemory {
     const scope = { type: "agent", id: actorId };
     const name = this.actorName(actorId);
     this.drawer.dataset.actorId = actorId;
-    this.title.textContent = `${name}'s memory`;
+    this.title.textContent = format(gettext("%(name)s's memory"), { name });
     this.coreList = new MemoryList(this.core, {
       query: { scopeType: "agent", scopeId: actorId, agentMemoryType: "core" },
       scope,
       canReplace: true,
       actorName: this.actorName,
-      label: `${name}'s core memory`,
-      emptyText: `No core memory yet. What should ${name} always keep in mind?`,
-      addLabel: `New core memory for ${name}`,
-      addPlaceholder: `Something only ${name} should always know…`,
+      label: format(gettext("%(name)s's core memory"), { name }),
+      emptyText: format(gettext("No core memory yet. What should %(name)s always keep in mind?"), { name }),
+      addLabel: format(gettext("New core memory for %(name)s"), { name }),
+      addPlaceholder: format(gettext("Something only %(name)s should always know…"), { name }),
     });
     this.datedList = new MemoryList(this.dated, {
       query: { scopeType: "agent", scopeId: actorId, agentMemoryType: "dated" },
       canReplace: false,
       actorName: this.actorName,
-      label: `${name}'s dated memory`,
-      emptyText: `${name} has not written a daily note yet. Notes appear after finished Turns.`,
+      label: format(gettext("%(name)s's dated memory"), { name }),
+      emptyText: format(gettext("%(name)s has not written a daily note yet. Notes appear after finished Turns."), { name }),
       groupBy: (record) => localDay(record.createdAt),
     });
     this.drawer.hidden = false;

@@ -7,18 +7,18 @@
 import { postJson } from "./api.js";
 import { confirmAction } from "./confirm_dialog.js";
 import { newCommandId } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 
 const failedIds = new Map(); // actorId → the clientCommandId of a restart that did not go through
 
 export async function restartAgent(sidebar, actorId, name, button) {
   const answer = await confirmAction({
-    title: `Restart ${name}?`,
+    title: format(gettext("Restart %(name)s?"), { name }),
     paragraphs: [
-      `GroupX closes ${name}'s CLI and starts a new one at once, on the same session of its own.`,
-      "A Turn it is running now is interrupted; what it wrote so far is kept. "
-        + "Queued Turns wait and run on the new CLI.",
+      format(gettext("GroupX closes %(name)s's CLI and starts a new one at once, on the same session of its own."), { name }),
+      gettext("A Turn it is running now is interrupted; what it wrote so far is kept. Queued Turns wait and run on the new CLI."),
     ],
-    confirmLabel: "Restart",
+    confirmLabel: gettext("Restart"),
   });
   if (!answer) return;
   const id = failedIds.get(actorId) || newCommandId();
@@ -32,6 +32,6 @@ export async function restartAgent(sidebar, actorId, name, button) {
     sidebar.update(actorId, { status: "restarting", retry: null, lastError: null });
   } else {
     failedIds.set(actorId, id);
-    sidebar.update(actorId, { lastError: { code: reply.error.code, message: `Restart refused: ${reply.error.message || ""}` } });
+    sidebar.update(actorId, { lastError: { code: reply.error.code, message: format(gettext("Restart refused: %(reason)s"), { reason: reply.error.message || "" }) } });
   }
 }

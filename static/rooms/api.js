@@ -7,6 +7,8 @@
 // `#/components/schemas/<Name>` of that document (docs/DECISIONS.md D34), and the call sites cast
 // to these names; tests/test_api_schemas.py resolves every name and validates real answers by it.
 
+import { format, gettext } from "./i18n.js";
+
 /**
  * @typedef {object} ErrorBody             #/components/schemas/ErrorBody
  * @typedef {object} PostMessageBody       #/components/schemas/PostMessageBody
@@ -33,7 +35,7 @@
 
 export async function getJson(url) {
   const response = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
-  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+  if (!response.ok) throw new Error(format(gettext("%(url)s answered %(status)s"), { url, status: response.status }));
   return response.json();
 }
 
@@ -47,7 +49,7 @@ export async function postJson(url, body) {
       body: JSON.stringify(body),
     });
   } catch {
-    return { ok: false, status: 0, error: { code: "NETWORK_ERROR", message: "GroupX could not be reached" } };
+    return { ok: false, status: 0, error: { code: "NETWORK_ERROR", message: gettext("GroupX could not be reached") } };
   }
   let data = null;
   try {
@@ -58,6 +60,6 @@ export async function postJson(url, body) {
   if (response.ok) return { ok: true, status: response.status, data };
   const error = data && data.error && typeof data.error.code === "string"
     ? data.error
-    : { code: `HTTP_${response.status}`, message: response.statusText || "the request failed" };
+    : { code: `HTTP_${response.status}`, message: response.statusText || gettext("the request failed") };
   return { ok: false, status: response.status, error };
 }

@@ -21,13 +21,14 @@
 import { postJson } from "./api.js";
 import { MAX_CHARACTERS, sendOnEnter } from "./composer.js";
 import { clockTime, codePoints, h, newCommandId, replaceChildren } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 import { renderRichText } from "./richtext.js";
 import { loadSetting, saveSetting } from "./storage.js";
 
 const OPEN_KEY = "groupx.assistant.open";
 const POLL_MS = { starting: 1_000, busy: 3_000 }; // status while it may change soon; else on open and reconnect
-const STATUS_TEXT = { disabled: "off", starting: "starting", ready: "ready", busy: "busy", failed: "failed",
-  restart_required: "restart required" };
+const STATUS_TEXT = { disabled: gettext("off"), starting: gettext("starting"), ready: gettext("ready"),
+  busy: gettext("busy"), failed: gettext("failed"), restart_required: gettext("restart required") };
 const PHONE = matchMedia("(max-width: 760px)");
 const ROOMY = matchMedia("(min-width: 1100px)"); // room for the timeline beside the agents and the panel
 
@@ -103,7 +104,8 @@ export class AssistantPanel {
     const reply = await read("/api/assistant");
     if (reply.ok) this.showStatus(/** @type {AssistantState} */ (reply.data));
     else if (this.state) {
-      const detail = reply.status ? `GET /api/assistant answered HTTP ${reply.status}` : "GroupX could not be reached";
+      const detail = reply.status ? format(gettext("GET /api/assistant answered HTTP %(status)s"), { status: reply.status })
+        : gettext("GroupX could not be reached");
       this.showStatus({ ...this.state, status: "failed", detail });
     }
   }
@@ -111,14 +113,16 @@ export class AssistantPanel {
   showStatus(state) {
     this.state = state;
     const status = state.status;
-    this.title.textContent = state.name || "Assistant";
+    this.title.textContent = state.name || gettext("Assistant");
     this.toggle.dataset.status = status;
     this.status.dataset.status = status;
     this.status.querySelector(".assistant-status-text").textContent = STATUS_TEXT[status] || status;
     this.toggle.title = `${this.title.textContent}: ${STATUS_TEXT[status] || status}`;
     if (status === "disabled" && !state.detail) {
-      replaceChildren(this.detail, "The assistant is off. Turn it on in ",
-        h("a", { href: "/setup", text: "Agent settings" }), ", then restart GroupX.");
+      // The link sits where the translated sentence puts it.
+      const [before, after] = gettext("The assistant is off. Turn it on in %(settings)s, then restart GroupX.")
+        .split("%(settings)s");
+      replaceChildren(this.detail, before, h("a", { href: "/setup", text: gettext("Agent settings") }), after);
     } else {
       this.detail.textContent = state.detail || "";
     }
@@ -168,7 +172,7 @@ export class AssistantPanel {
   }
 
   row(role, content) {
-    const who = role === "user" ? "You" : (this.state && this.state.name) || "Assistant";
+    const who = role === "user" ? gettext("You") : (this.state && this.state.name) || gettext("Assistant");
     return h("li", { class: `assistant-msg assistant-msg--${role}`, dataset: { role } },
       h("div", { class: "assistant-msg-head" }, h("strong", { text: who }), h("time", { class: "assistant-msg-time" })),
       h("div", { class: "assistant-msg-body msg-body" }, renderRichText(content)));
@@ -197,7 +201,8 @@ export class AssistantPanel {
     this.error.hidden = true;
     pending.row.dataset.state = "sending";
     const thinking = h("li", { class: "assistant-msg assistant-msg--assistant assistant-thinking", role: "status" },
-      h("span", { class: "assistant-dots", "aria-hidden": "true" }), `${this.title.textContent} is thinking…`);
+      h("span", { class: "assistant-dots", "aria-hidden": "true" }),
+      format(gettext("%(name)s is thinking…"), { name: this.title.textContent }));
     this.log.append(thinking);
     this.scrollToEnd();
     // The brain is busy with it now; the status poll confirms (and the answer brings the next one).
@@ -222,7 +227,7 @@ export class AssistantPanel {
     if (!reply.ok) {
       this.failed = pending;
       pending.row.dataset.state = "failed";
-      this.showError("Not sent:", reply.error);
+      this.showError(gettext("Not sent:"), reply.error);
       this.refreshStatus(); // SESSION_NOT_AVAILABLE and friends: say why in the header too
     }
     this.scrollToEnd();
@@ -233,10 +238,10 @@ export class AssistantPanel {
     const pending = this.inFlight;
     if (!pending) return;
     this.stopButton.disabled = true;
-    this.stopButton.textContent = "Stopping…";
+    this.stopButton.textContent = gettext("Stopping…");
     const reply = await postJson("/api/assistant/cancel",
       /** @type {SideCancelBody} */ ({ clientCommandId: pending.clientCommandId }));
-    if (!reply.ok && this.inFlight === pending) this.showError("Not stopped:", reply.error);
+    if (!reply.ok && this.inFlight === pending) this.showError(gettext("Not stopped:"), reply.error);
     // Either way the send's own answer ends the wait (with the stored failure if it was stopped).
     this.refreshControls();
   }
@@ -260,7 +265,7 @@ export class AssistantPanel {
     this.sendButton.hidden = Boolean(this.inFlight); // Stop takes its place while a run is in flight
     if (!this.inFlight) {
       this.stopButton.disabled = false;
-      this.stopButton.textContent = "Stop";
+      this.stopButton.textContent = gettext("Stop");
     }
     this.error.querySelector(".retry").hidden = !this.failed || Boolean(this.inFlight);
     this.log.setAttribute("aria-busy", String(Boolean(this.inFlight)));

@@ -5,6 +5,8 @@
 // or fails, only if the person turned it on with the header's bell: the Notification API (even
 // its permission) is not touched before that, so the page never asks unprompted.
 
+import { format, gettext } from "./i18n.js";
+
 const STORAGE_KEY = "groupx.notify";
 const ENDINGS = { "turn.completed": "finished", "turn.failed": "failed" };
 
@@ -63,7 +65,7 @@ export class Attention {
     const body = env.body || {};
     const who = this.ctx.turnAgent(env);
     const failed = env.type === "turn.failed";
-    const note = new Notification(failed ? `${who}'s Turn failed` : `${who} finished`, {
+    const note = new Notification(format(failed ? gettext("%(name)s's Turn failed") : gettext("%(name)s finished"), { name: who }), {
       body: failed && body.errorCode ? body.errorCode : this.title,
       tag: body.turnId, // one notification per Turn, even if the event is read twice
     });
@@ -78,19 +80,19 @@ export class Attention {
       this.enabled = false;
       store(false);
     } else if (!("Notification" in window)) {
-      this.note = "This browser cannot show notifications";
+      this.note = gettext("This browser cannot show notifications");
     } else {
       const permission = Notification.permission === "default"
         ? await Notification.requestPermission() : Notification.permission;
       this.enabled = permission === "granted";
       store(this.enabled);
-      this.note = permission === "denied" ? "Notifications are blocked for this page in the browser's settings" : "";
+      this.note = permission === "denied" ? gettext("Notifications are blocked for this page in the browser's settings") : "";
     }
     this.paintToggle();
   }
 
   paintToggle() {
-    const label = this.enabled ? "Stop notifications when a Turn ends" : "Notify me when a Turn ends";
+    const label = this.enabled ? gettext("Stop notifications when a Turn ends") : gettext("Notify me when a Turn ends");
     this.toggle.setAttribute("aria-pressed", String(this.enabled));
     this.toggle.setAttribute("aria-label", label);
     this.toggle.title = this.note || label;

@@ -7,6 +7,7 @@
 
 import { avatarInitials } from "./avatars.js";
 import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 import { LiveMarkdown } from "./live_markdown.js";
 import { renderRichText } from "./richtext.js";
 
@@ -16,23 +17,30 @@ const TOOL_DETAILS_LIMIT = 1_500;
 const TERMINAL_TOOL = new Set(["done", "failed", "cancelled"]);
 
 const END_NOTES = {
-  failed: "Failed",
-  cancelled: "Cancelled",
-  interrupted: "Interrupted",
+  failed: gettext("Failed"),
+  cancelled: gettext("Cancelled"),
+  interrupted: gettext("Interrupted"),
 };
+// A Turn's and a tool call's state on its badge, in words (the data-status keeps the code).
+const STATUS_WORDS = {
+  dispatching: gettext("starting"), running: gettext("working"), cancelling: gettext("cancelling…"),
+  queued: gettext("queued"), failed: gettext("failed"), cancelled: gettext("cancelled"),
+  interrupted: gettext("interrupted"), done: gettext("done"), stopped: gettext("stopped"),
+};
+const TOOL_WORDS = { ...STATUS_WORDS, running: gettext("running") };
 
 /** The skeleton shared by every message: avatar, header, reference, body, chips, actions. */
 function shell(actor, kind, occurredAt) {
   const avatar = tintFor(h("span", { class: "avatar", "aria-hidden": "true",
     text: avatarInitials(actor.actorId, actor.displayName) }), actor.actorId);
-  const author = tintFor(h("span", { class: "msg-author", text: actor.displayName || actor.actorId }), actor.actorId);
+  const author = tintFor(h("span", { class: "msg-author", text: shownName(actor) }), actor.actorId);
   const time = h("time", { class: "msg-time", datetime: occurredAt || null, text: occurredAt ? clockTime(occurredAt) : "" });
   const badge = h("span", { class: "msg-badge", hidden: true });
   const actions = h("div", { class: "msg-actions" });
   const head = h("header", { class: "msg-head" }, author, time, badge, actions);
   const ref = h("div", { class: "msg-refs" });
   const body = h("div", { class: "msg-body" });
-  const chips = h("div", { class: "turn-chips", role: "list", "aria-label": "Recipients and their Turns" });
+  const chips = h("div", { class: "turn-chips", role: "list", "aria-label": gettext("Recipients and their Turns") });
   const main = h("div", { class: "msg-main" }, head, ref, body, chips);
   const el = h("article", { class: `msg msg--${kind}`, dataset: { actorId: actor.actorId } }, avatar, main);
   tintFor(el, actor.actorId);
@@ -44,22 +52,35 @@ export function referenceBlock(kind, reference) {
   const forward = kind === "forward";
   // A reply is marked by an arrow (read out as "In reply to"); a forward says so in words.
   const label = forward
-    ? h("span", { class: "ref-label", text: "Forwarded from" })
-    : h("span", { class: "ref-label ref-label--icon", "aria-label": "In reply to", title: "In reply to", text: "↩" });
+    ? h("span", { class: "ref-label", text: gettext("Forwarded from") })
+    : h("span", { class: "ref-label ref-label--icon", "aria-label": gettext("In reply to"), title: gettext("In reply to"),
+      text: "↩" });
   if (!reference) {
-    return h("div", { class: `ref ref--${kind}` }, label, h("span", { class: "ref-text", text: "an earlier message" }));
+    return h("div", { class: `ref ref--${kind}` }, label,
+      h("span", { class: "ref-text", text: gettext("an earlier message") }));
   }
-  const author = tintFor(h("span", { class: "ref-author", text: reference.actor.displayName }), reference.actor.actorId);
+  const author = tintFor(h("span", { class: "ref-author", text: shownName(reference.actor) }), reference.actor.actorId);
   return h("div", { class: `ref ref--${kind}`, dataset: { refEventId: reference.eventId } },
     label, author, h("span", { class: "ref-text", text: excerpt(reference.body && reference.body.content) }));
 }
 
+/** The person at this page is "You" in the reader's language; everyone else by their name. */
+function shownName(actor) {
+  return actor.actorId === "user:web" ? gettext("You") : actor.displayName || actor.actorId;
+}
+
+/** "Kimi at 14:05", a message's name for assistive technology. */
+function atTime(envelope) {
+  return format(gettext("%(name)s at %(time)s"), { name: shownName(envelope.actor), time: clockTime(envelope.occurredAt) });
+}
+
 function actionButtons(envelope, ctx) {
-  const who = envelope.actor.displayName;
+  const who = shownName(envelope.actor);
   return [
-    h("button", { type: "button", class: "link-btn", "aria-label": `Reply to ${who}`, text: "Reply",
-      onclick: () => ctx.onReply(envelope) }),
-    h("button", { type: "button", class: "link-btn", "aria-label": `Forward ${who}'s message`, text: "Forward",
+    h("button", { type: "button", class: "link-btn", "aria-label": format(gettext("Reply to %(name)s"), { name: who }),
+      text: gettext("Reply"), onclick: () => ctx.onReply(envelope) }),
+    h("button", { type: "button", class: "link-btn", text: gettext("Forward"),
+      "aria-label": format(gettext("Forward %(name)s's message"), { name: who }),
       onclick: () => ctx.onForward(envelope) }),
   ];
 }
@@ -75,7 +96,7 @@ export function messageElement(envelope, ctx) {
   const kind = envelope.actor.kind === "user" ? "user" : "agent";
   const parts = shell(envelope.actor, kind, envelope.occurredAt);
   Object.assign(parts.el.dataset, { eventId: envelope.eventId, seq: String(envelope.seq) });
-  parts.el.setAttribute("aria-label", `${envelope.actor.displayName} at ${clockTime(envelope.occurredAt)}`);
+  parts.el.setAttribute("aria-label", atTime(envelope));
   fillReferences(parts, envelope, ctx);
   parts.body.append(renderRichText(envelope.body && typeof envelope.body.content === "string" ? envelope.body.content : ""));
   parts.actions.append(...actionButtons(envelope, ctx));
@@ -103,7 +124,7 @@ function toolDetails(details) {
   let budget = TOOL_DETAILS_LIMIT;
   for (const [key, raw] of Object.entries(details || {})) {
     if (budget <= 0) {
-      list.append(h("dt", { text: "…" }), h("dd", { text: "details shortened" }));
+      list.append(h("dt", { text: "…" }), h("dd", { text: gettext("details shortened") }));
       break;
     }
     let value = typeof raw === "string" ? raw : JSON.stringify(raw);
@@ -130,20 +151,20 @@ export class TurnBubble {
     const { el, ref, body, badge } = this.parts;
     el.classList.add("msg--turn", "is-live");
     el.dataset.turnId = turnId;
-    el.setAttribute("aria-label", `${actor.displayName}, working`);
+    el.setAttribute("aria-label", format(gettext("%(name)s, working"), { name: actor.displayName }));
     if (sourceEventId) ref.append(referenceBlock("reply", ctx.refFor(sourceEventId)));
     this.reasoning = null;
-    this.toolList = h("ul", { class: "tools", "aria-label": "Tool calls", hidden: true });
+    this.toolList = h("ul", { class: "tools", "aria-label": gettext("Tool calls"), hidden: true });
     this.text = h("div", { class: "stream-text", "aria-busy": "true" });
     this.liveText = new LiveMarkdown(this.text, () => ctx.onGrow && ctx.onGrow());
-    this.typing = h("span", { class: "typing", "aria-label": "working" }, h("i"), h("i"), h("i"));
+    this.typing = h("span", { class: "typing", "aria-label": gettext("working") }, h("i"), h("i"), h("i"));
     this.note = h("p", { class: "msg-note", hidden: true });
     body.before(this.toolList);
     body.append(this.text, this.typing);
     body.after(this.note);
     badge.hidden = false;
-    this.stop = h("button", { type: "button", class: "stop-btn", "aria-label": `Stop ${actor.displayName}'s Turn`,
-      text: "Stop", onclick: () => ctx.onCancel(turnId) });
+    this.stop = h("button", { type: "button", class: "stop-btn", text: gettext("Stop"), onclick: () => ctx.onCancel(turnId),
+      "aria-label": format(gettext("Stop %(name)s's Turn"), { name: actor.displayName }) });
     this.parts.actions.before(this.stop);
     this.setStatus("running");
   }
@@ -155,8 +176,7 @@ export class TurnBubble {
   /** running | dispatching | cancelling, while live. */
   setStatus(status) {
     if (this.state !== "live") return;
-    const labels = { dispatching: "starting", running: "working", cancelling: "cancelling…", queued: "queued" };
-    this.parts.badge.textContent = labels[status] || status;
+    this.parts.badge.textContent = STATUS_WORDS[status] || status;
     this.parts.badge.dataset.status = status;
     this.stop.hidden = status === "cancelling";
   }
@@ -166,7 +186,8 @@ export class TurnBubble {
     if (!this.streamed && firstChunkIndex > 0 && !this.joinedLate) {
       // Deltas are transient: what streamed before this page connected is not replayed.
       this.joinedLate = true;
-      this.text.before(h("p", { class: "joined-late", text: "… earlier output streamed before this page connected; the full reply appears when the Turn completes." }));
+      this.text.before(h("p", { class: "joined-late",
+        text: gettext("… earlier output streamed before this page connected; the full reply appears when the Turn completes.") }));
     }
     this.streamed += text;
     this.liveText.set(this.streamed);
@@ -177,7 +198,7 @@ export class TurnBubble {
   ensureReasoning() {
     if (!this.reasoning) {
       const text = h("div", { class: "reasoning-text" });
-      const label = h("span", { class: "reasoning-label", text: "Thinking…" });
+      const label = h("span", { class: "reasoning-label", text: gettext("Thinking…") });
       const el = h("details", { class: "reasoning" }, h("summary", {}, label), text);
       this.parts.ref.after(el);
       this.reasoning = { el, text, label, chars: 0 };
@@ -187,7 +208,7 @@ export class TurnBubble {
 
   /** Once the agent writes or runs a tool, its reasoning so far is no longer "in progress". */
   doneThinking() {
-    if (this.reasoning) this.reasoning.label.textContent = "Reasoning";
+    if (this.reasoning) this.reasoning.label.textContent = gettext("Reasoning");
   }
 
   appendReasoning(text) {
@@ -204,7 +225,7 @@ export class TurnBubble {
     const text = String(content || "");
     r.text.textContent = text.length > REASONING_LIMIT ? text.slice(0, REASONING_LIMIT) + "\n…" : text;
     r.chars = Math.min(text.length, REASONING_LIMIT);
-    r.label.textContent = "Reasoning";
+    r.label.textContent = gettext("Reasoning");
   }
 
   /** tool.progress / tool.progress.recorded, merged by turnId + toolCallId into one line. */
@@ -234,7 +255,7 @@ export class TurnBubble {
     if (!(TERMINAL_TOOL.has(line.status) && next === "running")) line.status = next;
     line.name = toolName(body.details);
     line.nameEl.textContent = line.name;
-    line.statusEl.textContent = line.status;
+    line.statusEl.textContent = TOOL_WORDS[line.status] || line.status;
     line.el.dataset.status = line.status;
     replaceChildren(line.detailsEl, toolDetails(body.details));
   }
@@ -247,10 +268,10 @@ export class TurnBubble {
   activity() {
     if (this.state !== "live") return null;
     const running = [...this.tools.values()].reverse().find((t) => t.status === "running");
-    if (running) return `Running ${running.name}`;
-    if (this.streamed) return "Writing a reply";
-    if (this.reasoning) return "Thinking";
-    return "Working";
+    if (running) return format(gettext("Running %(tool)s"), { tool: running.name });
+    if (this.streamed) return gettext("Writing a reply");
+    if (this.reasoning) return gettext("Thinking");
+    return gettext("Working");
   }
 
   /** message.created with this turnId: the streamed text becomes the final reply. */
@@ -261,7 +282,7 @@ export class TurnBubble {
     this.finishTools("done");
     el.classList.remove("is-live");
     Object.assign(el.dataset, { eventId: envelope.eventId, seq: String(envelope.seq) });
-    el.setAttribute("aria-label", `${envelope.actor.displayName} at ${clockTime(envelope.occurredAt)}`);
+    el.setAttribute("aria-label", atTime(envelope));
     time.dateTime = envelope.occurredAt;
     time.textContent = clockTime(envelope.occurredAt);
     // Under its prompt (threads.js) the "↩ prompt" quote would repeat what is right above.
@@ -288,20 +309,21 @@ export class TurnBubble {
     this.typing.hidden = true;
     this.text.removeAttribute("aria-busy");
     this.stop.remove();
-    badge.textContent = errorCode ? `${status} · ${errorCode}` : status;
+    badge.textContent = errorCode ? `${STATUS_WORDS[status] || status} · ${errorCode}` : STATUS_WORDS[status] || status;
     badge.dataset.status = status;
     this.doneThinking();
     this.note.hidden = false;
+    const ended = END_NOTES[status] || status;
     this.note.textContent = this.streamed
-      ? `${END_NOTES[status] || status} — this is the partial reply that streamed before the Turn ended.`
-      : `${END_NOTES[status] || status} before a reply was written.`;
+      ? format(gettext("%(ended)s — this is the partial reply that streamed before the Turn ended."), { ended })
+      : format(gettext("%(ended)s before a reply was written."), { ended });
   }
 
   finishTools(fallback) {
     for (const line of this.tools.values()) {
       if (line.status !== "running") continue;
       line.status = fallback === "done" ? "done" : "stopped";
-      line.statusEl.textContent = line.status;
+      line.statusEl.textContent = TOOL_WORDS[line.status];
       line.el.dataset.status = line.status;
     }
     this.text.removeAttribute("aria-busy");

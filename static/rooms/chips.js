@@ -1,6 +1,7 @@
 // chips.js — one chip per Turn under the message that asked for it: who, and how far it got.
 
 import { h, tintFor } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 import { CANCELLABLE, TERMINAL } from "./turns.js";
 
 /** Draw (or redraw) ``turn``'s chip in its message's chip row, or in the orphan row below. */
@@ -24,8 +25,10 @@ export function renderChip(timeline, turn) {
       h("span", { class: "chip-dot", "aria-hidden": "true" }),
       h("span", { class: "chip-name", text: agent.displayName }),
       h("span", { class: "chip-status" }),
-      h("button", { type: "button", class: "chip-cancel", "aria-label": `Cancel ${agent.displayName}'s Turn`,
-        title: "Cancel this Turn", text: "Cancel", onclick: () => timeline.ctx.onCancel(turn.turnId) })), turn.target);
+      h("button", { type: "button", class: "chip-cancel",
+        "aria-label": format(gettext("Cancel %(name)s's Turn"), { name: agent.displayName }),
+        title: gettext("Cancel this Turn"), text: gettext("Cancel"), onclick: () => timeline.ctx.onCancel(turn.turnId) })),
+    turn.target);
     timeline.chips.set(turn.turnId, chip);
   }
   if (chip.parentElement !== row) row.append(chip);
@@ -33,17 +36,19 @@ export function renderChip(timeline, turn) {
   chip.dataset.status = turn.status;
   chip.querySelector(".chip-status").textContent = chipLabel(timeline, turn);
   chip.querySelector(".chip-cancel").hidden = !CANCELLABLE.has(turn.status);
-  if (turn.cancelError) chip.title = `Cancel failed: ${turn.cancelError}`;
+  if (turn.cancelError) chip.title = format(gettext("Cancel failed: %(reason)s"), { reason: turn.cancelError });
 }
 
 function chipLabel(timeline, turn) {
   switch (turn.status) {
-    case "queued": return `queued · #${timeline.ctx.turns.queuePosition(turn)}`;
-    case "dispatching": return "starting";
-    case "running": return "working";
-    case "cancelling": return "cancelling…";
-    case "completed": return "replied";
-    case "failed": return turn.errorCode ? `failed · ${turn.errorCode}` : "failed";
+    case "queued": return format(gettext("queued · #%(position)s"), { position: timeline.ctx.turns.queuePosition(turn) });
+    case "dispatching": return gettext("starting");
+    case "running": return gettext("working");
+    case "cancelling": return gettext("cancelling…");
+    case "completed": return gettext("replied");
+    case "failed": return turn.errorCode ? `${gettext("failed")} · ${turn.errorCode}` : gettext("failed");
+    case "cancelled": return gettext("cancelled");
+    case "interrupted": return gettext("interrupted");
     default: return turn.status;
   }
 }

@@ -7,6 +7,7 @@
 
 import hljs from "../vendor/highlight/highlight.min.js";
 import { h } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 const HIGHLIGHT_LIMIT = 50_000; // characters; a longer block stays plain, so the page stays quick
 const LANGUAGE = /^[\w+#.-]+$/;
@@ -30,21 +31,21 @@ async function copy(code, button) {
   try {
     await navigator.clipboard.writeText(code.textContent);
     button.dataset.state = "copied";
-    button.textContent = "Copied";
+    button.textContent = gettext("Copied");
   } catch {
     getSelection().selectAllChildren(code);
     button.dataset.state = "failed";
-    button.textContent = "Press Ctrl+C";
+    button.textContent = gettext("Press Ctrl+C");
   }
 }
 
 function copyButton(code) {
-  const button = h("button", { type: "button", class: "copy-code", "aria-label": "Copy the code", text: "Copy" });
+  const button = h("button", { type: "button", class: "copy-code", "aria-label": gettext("Copy the code"), text: gettext("Copy") });
   button.addEventListener("click", () => copy(code, button));
   // The "Copied" state lasts until the reader moves on (no timer: it reads the same for everyone).
   button.addEventListener("blur", () => {
     delete button.dataset.state;
-    button.textContent = "Copy";
+    button.textContent = gettext("Copy");
   });
   return button;
 }

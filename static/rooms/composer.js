@@ -12,6 +12,7 @@
 
 import { postJson } from "./api.js";
 import { codePoints, excerpt, h, newCommandId, tintFor } from "./dom.js";
+import { format, gettext, ngettext } from "./i18n.js";
 import { loadSetting as load, saveSetting as save } from "./storage.js";
 
 export const MAX_CHARACTERS = 131_072;
@@ -168,7 +169,7 @@ export class Composer {
 
   setReference(kind, envelope) {
     this.reference = { kind, envelope };
-    const label = kind === "forward" ? "Forwarding" : "Replying to";
+    const label = kind === "forward" ? gettext("Forwarding") : gettext("Replying to");
     const author = tintFor(h("strong", { text: envelope.actor.displayName }), envelope.actor.actorId);
     this.context.querySelector(".context-text").replaceChildren(`${label} `, author, ": ",
       h("span", { class: "context-excerpt", text: excerpt(envelope.body && envelope.body.content, 160) }));
@@ -191,10 +192,14 @@ export class Composer {
 
   /** "Kimi", "Kimi and Grok", "all 5", or null when nobody is addressed. */
   recipientNames() {
-    if (this.all) return this.agents.length === 1 ? this.agents[0].displayName : `all ${this.agents.length}`;
+    if (this.all) {
+      return this.agents.length === 1 ? this.agents[0].displayName
+        : format(gettext("all %(count)s"), { count: this.agents.length });
+    }
     const names = this.agents.filter((a) => this.picked.has(a.actorId)).map((a) => a.displayName);
     if (!names.length) return null;
-    return names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+    return names.length === 1 ? names[0] : format(gettext("%(names)s and %(last)s"),
+      { names: names.slice(0, -1).join(gettext(", ")), last: names[names.length - 1] });
   }
 
   refresh() {
@@ -202,14 +207,16 @@ export class Composer {
     this.counter.textContent = `${length.toLocaleString("en-US")} / ${MAX_CHARACTERS.toLocaleString("en-US")}`;
     this.counter.classList.toggle("is-over", length > MAX_CHARACTERS);
     const to = this.recipients();
-    let hint = "Enter to send · Shift+Enter for a new line";
-    if (!to.length) hint = "Pick at least one recipient";
-    else if (length > MAX_CHARACTERS) hint = "The message is too long";
+    let hint = gettext("Enter to send · Shift+Enter for a new line");
+    if (!to.length) hint = gettext("Pick at least one recipient");
+    else if (length > MAX_CHARACTERS) hint = gettext("The message is too long");
     this.hint.textContent = hint;
     const names = this.recipientNames();
-    this.input.placeholder = names ? `Message ${names}…` : "Pick a recipient first…";
-    this.send.textContent = names ? `Send to ${names}` : "Send";
-    if (this.toSummary) this.toSummary.textContent = names ? `To: ${names}` : "To: nobody";
+    this.input.placeholder = names ? format(gettext("Message %(names)s…"), { names }) : gettext("Pick a recipient first…");
+    this.send.textContent = names ? format(gettext("Send to %(names)s"), { names }) : gettext("Send");
+    if (this.toSummary) {
+      this.toSummary.textContent = names ? format(gettext("To: %(names)s"), { names }) : gettext("To: nobody");
+    }
     this.send.disabled = this.sending || !to.length || !this.input.value.trim() || length > MAX_CHARACTERS;
   }
 
@@ -222,9 +229,12 @@ export class Composer {
 
   warnAboutMentions(agents) {
     const names = agents.map((a) => `@${a.displayName}`).join(", ");
-    this.mentionWarning.querySelector(".mention-warning-text").textContent =
-      `${names} ${agents.length === 1 ? "is" : "are"} mentioned but not addressed: the message goes only to ${this.recipientNames()}.`;
-    const adds = agents.map((a) => h("button", { type: "button", class: "mention-add", text: `Add ${a.displayName}`,
+    this.mentionWarning.querySelector(".mention-warning-text").textContent = format(ngettext(
+      "%(names)s is mentioned but not addressed: the message goes only to %(recipients)s.",
+      "%(names)s are mentioned but not addressed: the message goes only to %(recipients)s.", agents.length),
+    { names, recipients: this.recipientNames() });
+    const adds = agents.map((a) => h("button", { type: "button", class: "mention-add",
+      text: format(gettext("Add %(name)s"), { name: a.displayName }),
       onclick: () => {
         this.choose(a.actorId, true);
         this.input.focus();

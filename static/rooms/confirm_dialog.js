@@ -3,6 +3,7 @@
 // nothing is sent until the person confirms.
 
 import { h } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 let open = null;
 
@@ -19,7 +20,7 @@ export function confirmAction({ title, paragraphs, confirmLabel, option = null }
       paragraphs.map((paragraph) => h("p", {}, paragraph)),
       option ? h("label", { class: "confirm-option" }, checkbox, h("span", { text: option.label })) : null,
       h("div", { class: "confirm-actions" },
-        h("button", { type: "submit", value: "cancel", class: "btn-ghost", text: "Cancel" }),
+        h("button", { type: "submit", value: "cancel", class: "btn-ghost", text: gettext("Cancel") }),
         h("button", { type: "submit", value: "confirm", class: "confirm-go", text: confirmLabel }))));
   document.body.append(dialog);
   open = dialog;

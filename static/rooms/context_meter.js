@@ -8,6 +8,7 @@
 
 import { getJson, postJson } from "./api.js";
 import { newCommandId } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 
 const REFRESH_DEBOUNCE_MS = 400;
 const number = (n) => Number(n || 0).toLocaleString("en-US");
@@ -46,19 +47,21 @@ export class ContextMeter {
     const percent = Math.max(0, Math.min(100, Number(usage.utilizationPercent) || 0));
     const trigger = usage.maxCharacters ? Math.round((100 * usage.compactionTriggerCharacters) / usage.maxCharacters) : 75;
     this.root.hidden = false;
-    this.text.textContent = `${number(usage.estimatedCharacters)} chars of ${number(usage.maxCharacters)} (not tokens)`;
-    this.root.title = `${number(usage.uncompactedMessageCount)} messages not yet in the summary; `
-      + `GroupX compacts on its own past ${number(usage.compactionTriggerCharacters)} chars`;
+    this.text.textContent = format(gettext("%(used)s chars of %(max)s (not tokens)"),
+      { used: number(usage.estimatedCharacters), max: number(usage.maxCharacters) });
+    this.root.title = format(gettext("%(count)s messages not yet in the summary; GroupX compacts on its own past %(trigger)s chars"),
+      { count: number(usage.uncompactedMessageCount), trigger: number(usage.compactionTriggerCharacters) });
     this.percent.textContent = `${percent}%`;
     this.bar.setAttribute("aria-valuenow", String(percent));
-    this.bar.setAttribute("aria-valuetext", `${percent}% of the room context used`);
+    this.bar.setAttribute("aria-valuetext", format(gettext("%(percent)s of the room context used"), { percent: `${percent}%` })
+);
     // CSSOM, not a style attribute: the page's CSP allows no inline styles.
     this.fill.style.setProperty("--fill", `${percent}%`);
     this.root.dataset.level = percent >= trigger ? "high" : percent >= trigger * 0.66 ? "mid" : "low";
     this.compact.disabled = this.compacting || !usage.compactable;
     this.compact.title = usage.compactable
-      ? "Summarise all but the last 12 messages (the transcript is kept)"
-      : "Nothing to compact: 12 or fewer messages since the last summary";
+      ? gettext("Summarise all but the last 12 messages (the transcript is kept)")
+      : gettext("Nothing to compact: 12 or fewer messages since the last summary");
   }
 
   say(text, tone = "info") {
@@ -74,7 +77,7 @@ export class ContextMeter {
     this.compact.setAttribute("aria-busy", "true");
     const before = this.usage ? this.usage.estimatedCharacters : null;
     const id = this.failedId || newCommandId();
-    this.say("Compacting the conversation…");
+    this.say(gettext("Compacting the conversation…"));
     // CompactBody → CompactResult (api.js)
     const reply = await postJson("/api/context/compact", /** @type {CompactBody} */ ({ clientCommandId: id }));
     this.compacting = false;
@@ -83,13 +86,15 @@ export class ContextMeter {
       this.failedId = null;
       const usage = reply.data.usage;
       if (usage) this.render(usage);
-      if (!reply.data.compacted) this.say("Nothing to compact: the last 12 messages are always kept as they are.");
-      else if (usage && before !== null) this.say(`Compacted: ${number(before)} → ${number(usage.estimatedCharacters)} chars.`, "ok");
-      else this.say("Compacted.", "ok");
+      if (!reply.data.compacted) this.say(gettext("Nothing to compact: the last 12 messages are always kept as they are."));
+      else if (usage && before !== null) {
+        this.say(format(gettext("Compacted: %(before)s → %(after)s chars."),
+          { before: number(before), after: number(usage.estimatedCharacters) }), "ok");
+      } else this.say(gettext("Compacted."), "ok");
     } else {
       // Keep the id: the same click again is a retry of this command, not a new one.
       this.failedId = id;
-      this.say(`Compaction failed: ${reply.error.code}${reply.error.message ? ` — ${reply.error.message}` : ""}`, "err");
+      this.say(`${gettext("Compaction failed:")} ${reply.error.code}${reply.error.message ? ` — ${reply.error.message}` : ""}`, "err");
       this.refresh();
     }
   }
@@ -97,16 +102,21 @@ export class ContextMeter {
   /** Transient context.compaction.started|retrying|completed|failed. */
   progress(env) {
     const body = env.body || {};
-    const what = body.operation === "manual" ? "Compacting" : "Compacting automatically";
-    const messages = body.messageCount ? ` ${number(body.messageCount)} messages` : "";
-    if (env.type === "context.compaction.started") this.say(`${what}${messages}…`);
-    else if (env.type === "context.compaction.retrying") {
-      this.say(`${what}: retrying (attempt ${body.attempt} of ${body.maxAttempts}, ${body.errorCode || "error"})…`, "warn");
+    const what = body.operation === "manual" ? gettext("Compacting") : gettext("Compacting automatically");
+    const count = number(body.messageCount || 0);
+    if (env.type === "context.compaction.started") {
+      this.say(body.messageCount ? format(gettext("%(what)s %(count)s messages…"), { what, count }) : `${what}…`);
+    } else if (env.type === "context.compaction.retrying") {
+      this.say(format(gettext("%(what)s: retrying (attempt %(attempt)s of %(max)s, %(code)s)…"),
+        { what, attempt: body.attempt, max: body.maxAttempts, code: body.errorCode || "error" }), "warn");
     } else if (env.type === "context.compaction.failed") {
-      if (!this.compacting) this.say(`Compaction failed: ${body.errorCode || "error"}`, "err");
+      if (!this.compacting) this.say(`${gettext("Compaction failed:")} ${body.errorCode || "error"}`, "err");
       this.schedule();
     } else if (env.type === "context.compaction.completed") {
-      if (!this.compacting) this.say(`Compacted${messages} into the summary.`, "ok");
+      if (!this.compacting) {
+        this.say(body.messageCount ? format(gettext("Compacted %(count)s messages into the summary."), { count })
+          : gettext("Compacted into the summary."), "ok");
+      }
       this.schedule();
     }
   }

@@ -8,6 +8,7 @@
 import { postJson } from "./api.js";
 import { confirmAction } from "./confirm_dialog.js";
 import { h, newCommandId } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 export class ContextReset {
   /** @param button the "Reset context" button; @param meter the ContextMeter (render, say) */
@@ -20,16 +21,13 @@ export class ContextReset {
 
   async run() {
     const answer = await confirmAction({
-      title: "Reset the room's context?",
+      title: gettext("Reset the room's context?"),
       paragraphs: [
-        [h("strong", { text: "Kept: " }), "the whole log (scrolling, search and export still show every "
-          + "message) and all memory (public memory, each agent's core and dated memory)."],
-        [h("strong", { text: "Forgotten: " }), "the conversation so far, in what agents are sent from now on: "
-          + "their next Turn starts from here, without the earlier messages or their summary."],
+        [h("strong", { text: gettext("Kept: ") }), gettext("the whole log (scrolling, search and export still show every message) and all memory (public memory, each agent's core and dated memory).")],
+        [h("strong", { text: gettext("Forgotten: ") }), gettext("the conversation so far, in what agents are sent from now on: their next Turn starts from here, without the earlier messages or their summary.")],
       ],
-      option: { label: "Also start every agent's CLI on a fresh session, so it forgets its own history too "
-        + "(a Turn running now finishes first).", checked: true },
-      confirmLabel: "Reset context",
+      option: { label: gettext("Also start every agent's CLI on a fresh session, so it forgets its own history too (a Turn running now finishes first)."), checked: true },
+      confirmLabel: gettext("Reset context"),
     });
     if (!answer) return;
     const id = this.failedId || newCommandId();
@@ -40,13 +38,14 @@ export class ContextReset {
     this.button.removeAttribute("aria-busy");
     if (!reply.ok) {
       this.failedId = id;
-      this.meter.say(`Reset failed: ${reply.error.code}${reply.error.message ? ` — ${reply.error.message}` : ""}`, "err");
+      this.meter.say(`${gettext("Reset failed:")} ${reply.error.code}${reply.error.message ? ` — ${reply.error.message}` : ""}`, "err");
       return;
     }
     this.failedId = null;
     if (reply.data.usage) this.meter.render(reply.data.usage);
-    if (!reply.data.reset) this.meter.say("Nothing to reset: no new message since the last reset.");
-    else if (reply.data.resetNativeSessions) this.meter.say("Context reset: agents start from here, each on a fresh CLI session.", "ok");
-    else this.meter.say("Context reset: agents start from here.", "ok");
+    if (!reply.data.reset) this.meter.say(gettext("Nothing to reset: no new message since the last reset."));
+    else if (reply.data.resetNativeSessions) {
+      this.meter.say(gettext("Context reset: agents start from here, each on a fresh CLI session."), "ok");
+    } else this.meter.say(gettext("Context reset: agents start from here."), "ok");
   }
 }

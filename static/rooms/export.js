@@ -1,8 +1,10 @@
-// export.js — the header's Export menu: the room, or a time range of it, as a Markdown download
+// export.js — the header's menu that downloads the room, or a time range of it, as Markdown
 // (GET /api/export.md; the server streams it with Content-Disposition: attachment).
 //
 // The range inputs are the reader's local time; the link carries them as UTC ISO instants, so the
 // file holds exactly what the reader chose whatever the server's zone.
+
+import { gettext } from "./i18n.js";
 
 function instant(value) {
   if (!value) return null;
@@ -31,7 +33,8 @@ export class ExportMenu {
     if (start) params.set("from", start);
     if (end) params.set("to", end);
     const backwards = start && end && start >= end;
-    this.hint.textContent = backwards ? "“From” must be before “To”." : start || end ? "Messages in this range." : "The whole room.";
+    this.hint.textContent = backwards ? gettext("“From” must be before “To”.")
+      : start || end ? gettext("Messages in this range.") : gettext("The whole room.");
     this.link.toggleAttribute("aria-disabled", Boolean(backwards));
     this.link.href = backwards ? "#" : `/api/export.md${params.size ? `?${params}` : ""}`;
   }

@@ -8,6 +8,7 @@
 // exactly as it did live. The timeline keeps the cursor (floorSeq) because trimming moves it.
 
 import { getJson } from "./api.js";
+import { gettext } from "./i18n.js";
 import { isTurnLifecycle, TERMINAL } from "./turns.js";
 
 const PAGE = 100; // as bootstrap: a page costs what the first screen cost
@@ -20,10 +21,10 @@ const FAR_EVENTS = 1_500; // further back than this, a hit is shown in a window 
 const WINDOW_AFTER = 250; // of a window's 500 events, those after the hit
 
 const NOTE_TEXT = {
-  older: "Scroll up for older messages",
-  loading: "Loading older messages…",
-  failed: "Older messages could not be loaded — scroll up to try again",
-  start: "Beginning of the room",
+  older: gettext("Scroll up for older messages"),
+  loading: gettext("Loading older messages…"),
+  failed: gettext("Older messages could not be loaded — scroll up to try again"),
+  start: gettext("Beginning of the room"),
 };
 
 /**
@@ -63,7 +64,7 @@ export class History {
     const fromBottom = s.scrollHeight - s.scrollTop - s.clientHeight;
     if (this.timeline.detached && fromBottom < LOAD_MARGIN_PX) this.loadNewer();
     if (fromBottom > FAR_SCREENS * s.clientHeight && this.jump.hidden) {
-      this.jump.textContent = "↓ Jump to latest";
+      this.jump.textContent = `↓ ${gettext("Jump to latest")}`;
       this.jump.hidden = false;
     }
     this.render();

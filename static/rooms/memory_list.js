@@ -7,6 +7,8 @@
 
 import { getJson, postJson } from "./api.js";
 import { clockTime, h, newCommandId } from "./dom.js";
+import { kindName } from "./event_sentences.js";
+import { format, gettext } from "./i18n.js";
 
 export const KINDS = ["fact", "decision", "preference", "instruction", "constraint", "note"];
 const LIST_LIMIT = 500; // the API's maximum page; more active records than this is not a UI case
@@ -46,7 +48,7 @@ export function retractMemory(memoryId) {
 
 export function kindSelect(label, value = "fact") {
   const select = h("select", { class: "mem-kind-select", "aria-label": label },
-    ...KINDS.map((kind) => h("option", { value: kind, text: kind })));
+    ...KINDS.map((kind) => h("option", { value: kind, text: kindName(kind) })));
   select.value = value;
   return select;
 }
@@ -58,7 +60,7 @@ function errorText(error) {
 /** "Thu, 12 Jun 2025" in the browser's own time zone: dated memory is grouped by local day. */
 export function localDay(iso) {
   const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return "Unknown date";
+  if (Number.isNaN(date.getTime())) return gettext("Unknown date");
   return date.toLocaleDateString([], { weekday: "short", year: "numeric", month: "short", day: "numeric" });
 }
 
@@ -91,7 +93,7 @@ export class MemoryList {
       items = /** @type {MemoryPage} */ (await getJson(`/api/memory?${query}`)).items || [];
     } catch (error) {
       if (generation !== this.generation) return;
-      this.loadError.textContent = `Could not load memory: ${error.message}`;
+      this.loadError.textContent = format(gettext("Could not load memory: %(reason)s"), { reason: error.message });
       this.loadError.hidden = false;
       return;
     }
@@ -126,12 +128,12 @@ export class MemoryList {
 
   itemElement(record) {
     const { actorName, canReplace } = this.options;
-    const author = record.authorActorId === "user:web" ? "You" : actorName(record.authorActorId);
+    const author = record.authorActorId === "user:web" ? gettext("You") : actorName(record.authorActorId);
     const error = h("p", { class: "mem-error", role: "alert", hidden: true });
     const actions = h("div", { class: "mem-actions" });
     const el = h("li", { class: "mem-item", dataset: { memoryId: record.memoryId, kind: record.kind } },
       h("div", { class: "mem-head" },
-        h("span", { class: "mem-kind", text: record.kind }),
+        h("span", { class: "mem-kind", text: kindName(record.kind) }),
         h("span", { class: "mem-author", text: author }),
         h("time", { class: "mem-time", datetime: record.createdAt || "", title: record.createdAt || "",
           text: clockTime(record.createdAt) })),
@@ -140,10 +142,12 @@ export class MemoryList {
       actions, error);
     const showActions = () => {
       actions.replaceChildren(
-        canReplace ? h("button", { type: "button", class: "link-btn", text: "Replace",
-          "aria-label": `Replace this ${record.kind}`, onclick: () => this.openEditor(record, el, actions, error) }) : null,
-        h("button", { type: "button", class: "link-btn link-btn--danger", text: "Retract",
-          "aria-label": `Retract this ${record.kind}`, onclick: () => this.confirmRetract(record, actions, error, showActions) }));
+        canReplace ? h("button", { type: "button", class: "link-btn", text: gettext("Replace"),
+          "aria-label": format(gettext("Replace this %(kind)s"), { kind: kindName(record.kind) }),
+          onclick: () => this.openEditor(record, el, actions, error) }) : null,
+        h("button", { type: "button", class: "link-btn link-btn--danger", text: gettext("Retract"),
+          "aria-label": format(gettext("Retract this %(kind)s"), { kind: kindName(record.kind) }),
+          onclick: () => this.confirmRetract(record, actions, error, showActions) }));
     };
     showActions();
     el.showActions = showActions;
@@ -152,8 +156,8 @@ export class MemoryList {
 
   /** Retract is a tombstone, but it takes the record out of every later Context Packet: ask first. */
   confirmRetract(record, actions, error, showActions) {
-    const yes = h("button", { type: "button", class: "mem-btn mem-btn--danger", text: "Yes, retract" });
-    const no = h("button", { type: "button", class: "mem-btn", text: "Keep", onclick: showActions });
+    const yes = h("button", { type: "button", class: "mem-btn mem-btn--danger", text: gettext("Yes, retract") });
+    const no = h("button", { type: "button", class: "mem-btn", text: gettext("Keep"), onclick: showActions });
     yes.addEventListener("click", async () => {
       yes.disabled = no.disabled = true;
       const reply = await retractMemory(record.memoryId);
@@ -166,17 +170,17 @@ export class MemoryList {
         yes.disabled = no.disabled = false;
       }
     });
-    actions.replaceChildren(h("span", { class: "mem-confirm-text", text: "Retract it? Agents stop seeing it." }), yes, no);
+    actions.replaceChildren(h("span", { class: "mem-confirm-text", text: gettext("Retract it? Agents stop seeing it.") }), yes, no);
     no.focus();
   }
 
   openEditor(record, el, actions, error) {
-    const kind = kindSelect("Kind of the new version", record.kind);
-    const text = h("textarea", { class: "mem-input", rows: "3", "aria-label": "New content" });
+    const kind = kindSelect(gettext("Kind of the new version"), record.kind);
+    const text = h("textarea", { class: "mem-input", rows: "3", "aria-label": gettext("New content") });
     text.value = record.content;
-    const save = h("button", { type: "submit", class: "mem-btn mem-btn--primary", text: "Save" });
-    const cancel = h("button", { type: "button", class: "mem-btn", text: "Cancel" });
-    const form = h("form", { class: "mem-edit", "aria-label": "Replace the memory" },
+    const save = h("button", { type: "submit", class: "mem-btn mem-btn--primary", text: gettext("Save") });
+    const cancel = h("button", { type: "button", class: "mem-btn", text: gettext("Cancel") });
+    const form = h("form", { class: "mem-edit", "aria-label": gettext("Replace the memory") },
       text, h("div", { class: "mem-form-row" }, kind, save, cancel));
     const close = () => {
       form.remove();
@@ -207,13 +211,13 @@ export class MemoryList {
   // ---- adding --------------------------------------------------------------------------------
 
   addForm() {
-    const kind = kindSelect("Kind");
-    const text = h("textarea", { class: "mem-input", rows: "2", "aria-label": this.options.addLabel || "New memory",
-      placeholder: this.options.addPlaceholder || "Something every agent should know…" });
-    const add = h("button", { type: "submit", class: "mem-btn mem-btn--primary", text: "Remember", disabled: true });
+    const kind = kindSelect(gettext("Kind"));
+    const text = h("textarea", { class: "mem-input", rows: "2", "aria-label": this.options.addLabel || gettext("New memory"),
+      placeholder: this.options.addPlaceholder || gettext("Something every agent should know…") });
+    const add = h("button", { type: "submit", class: "mem-btn mem-btn--primary", text: gettext("Remember"), disabled: true });
     const error = h("p", { class: "mem-error", role: "alert", hidden: true });
     text.addEventListener("input", () => { add.disabled = !text.value.trim(); });
-    const form = h("form", { class: "mem-add", "aria-label": "Add a memory" },
+    const form = h("form", { class: "mem-add", "aria-label": gettext("Add a memory") },
       text, h("div", { class: "mem-form-row" }, kind, add), error);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();

@@ -5,6 +5,7 @@
 // GET /api/memory and read again whenever a memory.* event for the room scope arrives, so writes
 // from agents (memory_remember) and from other tabs show up without a reload.
 
+import { gettext } from "./i18n.js";
 import { MemoryList } from "./memory_list.js";
 
 const OPEN_KEY = "groupx.memoryPanel";
@@ -31,9 +32,9 @@ export class MemoryPanel {
       scope: ROOM_SCOPE,
       canReplace: true,
       actorName,
-      label: "Public memory",
-      emptyText: "Nothing remembered yet. Add what every agent should keep in mind.",
-      addLabel: "New public memory",
+      label: gettext("Public memory"),
+      emptyText: gettext("Nothing remembered yet. Add what every agent should keep in mind."),
+      addLabel: gettext("New public memory"),
       onCount: (n) => { this.count.textContent = String(n); },
     });
     // Open unless the user closed it last time: the panel is how memory is discovered at all.

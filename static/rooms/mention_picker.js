@@ -7,6 +7,7 @@
 
 import { avatarInitials } from "./avatars.js";
 import { h, tintFor } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 const TRIGGER = /(?:^|\s)@([\p{L}\p{N}_.-]*)$/u; // an "@word" that ends at the caret
 
@@ -22,7 +23,7 @@ export class MentionPicker {
     this.active = 0;
     this.start = -1; // where the "@" being completed sits in the text
     this.dismissed = -1; // an "@" closed with Escape stays closed until another one is typed
-    this.list = h("ul", { id: "mention-list", class: "mention-list", role: "listbox", "aria-label": "Address someone",
+    this.list = h("ul", { id: "mention-list", class: "mention-list", role: "listbox", "aria-label": gettext("Address someone"),
       hidden: true });
     input.parentElement.append(this.list);
     input.setAttribute("aria-autocomplete", "list");
@@ -57,7 +58,7 @@ export class MentionPicker {
 
   matching(query) {
     const options = [];
-    if ("all".startsWith(query)) options.push({ actorId: "@all", label: "@all", hint: "everyone" });
+    if ("all".startsWith(query)) options.push({ actorId: "@all", label: "@all", hint: gettext("everyone") });
     for (const agent of this.ctx.agents()) {
       const name = agent.displayName || agent.actorId;
       const words = [name, ...name.split(/\s+/), agent.actorId.replace(/^agent:/, "")].map((w) => w.toLowerCase());

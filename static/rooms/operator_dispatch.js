@@ -7,9 +7,12 @@
 // the renderers room.js registers for a type (its ctx.renderers) instead of its generic line.
 
 import { clockTime, excerpt, h, tintFor } from "./dom.js";
+import { format, gettext, ngettext } from "./i18n.js";
 
 export const OPERATOR_DISPATCH = "operator.dispatch";
-const VERBS = { worker_ask: "asked", worker_dispatch: "dispatched to", dispatch_event: "routed a message to" };
+const VERBS = {
+  worker_ask: gettext("asked"), worker_dispatch: gettext("dispatched to"), dispatch_event: gettext("routed a message to"),
+};
 
 /** A target is an actorId, or an object naming one (actorId or target) with its turnId. */
 function targetId(target) {
@@ -19,22 +22,23 @@ function targetId(target) {
 /** Render one operator.dispatch envelope into the timeline (its add, chipRows, chip and ctx). */
 export function renderOperatorDispatch(timeline, env) {
   const body = env.body || {};
-  const actor = env.actor || { actorId: "user:assistant", displayName: "Assistant" };
+  const actor = env.actor || { actorId: "user:assistant", displayName: gettext("Assistant") };
   const targets = (Array.isArray(body.targets) ? body.targets : []).map(targetId).filter(Boolean);
   const names = targets.map((actorId) => tintFor(h("span", { class: "dispatch-target", role: "listitem",
     dataset: { actorId }, text: `@${timeline.ctx.agentActor(actorId).displayName}` }), actorId));
-  const verb = VERBS[body.operation] || "dispatched to";
-  const chips = h("div", { class: "turn-chips", role: "list", "aria-label": "The dispatched Turns" });
+  const verb = VERBS[body.operation] || VERBS.worker_dispatch;
+  const chips = h("div", { class: "turn-chips", role: "list", "aria-label": gettext("The dispatched Turns") });
   const content = typeof body.content === "string" ? body.content : "";
   const el = h("section", {
-    class: "dispatch", role: "group", "aria-label": `${actor.displayName} ${verb} ${targets.length} agent(s)`,
+    class: "dispatch", role: "group", "aria-label": format(ngettext("%(name)s %(verb)s %(count)s agent", "%(name)s %(verb)s %(count)s agents", targets.length),
+      { name: actor.displayName, verb, count: targets.length }),
     dataset: { eventId: env.eventId, type: env.type, operation: body.operation || "" },
   },
   h("header", { class: "dispatch-head" },
-    h("span", { class: "dispatch-badge", text: "Operator dispatch" }),
+    h("span", { class: "dispatch-badge", text: gettext("Operator dispatch") }),
     h("strong", { class: "dispatch-author", text: actor.displayName }),
     h("span", { class: "dispatch-verb", text: verb }),
-    h("span", { class: "dispatch-targets", role: "list", "aria-label": "Targets" }, names),
+    h("span", { class: "dispatch-targets", role: "list", "aria-label": gettext("Targets") }, names),
     h("time", { class: "dispatch-time", datetime: env.occurredAt, text: clockTime(env.occurredAt) })),
   h("p", { class: "dispatch-content", title: content.length > 600 ? content : null, text: excerpt(content, 600) }),
   chips);

@@ -6,6 +6,7 @@
 // wait while the newest end is off the page; reaching it again rebuilds the page from a fresh
 // bootstrap (history.js), so nothing streamed meanwhile is missed.
 
+import { gettext } from "./i18n.js";
 import { groupByAuthor } from "./threads.js";
 import { TERMINAL } from "./turns.js";
 
@@ -29,7 +30,7 @@ export function showWindow(timeline, envs, { hasOlder }) {
   timeline.prepend(envs, { hasOlder });
   timeline.detached = true;
   timeline.live.hidden = true;
-  timeline.jump.textContent = "↓ Back to the latest";
+  timeline.jump.textContent = `↓ ${gettext("Back to the latest")}`;
   timeline.jump.hidden = false;
 }
 
@@ -114,7 +115,7 @@ function dropNewest(timeline) {
   if (!timeline.detached) {
     timeline.detached = true;
     timeline.live.hidden = true;
-    timeline.jump.textContent = "↓ Back to the latest";
+    timeline.jump.textContent = `↓ ${gettext("Back to the latest")}`;
     timeline.jump.hidden = false;
   }
 }

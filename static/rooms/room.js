@@ -17,6 +17,7 @@ import { newCommandId } from "./dom.js";
 import { SENTENCE_RENDERERS } from "./event_sentences.js";
 import { ExportMenu } from "./export.js";
 import { History } from "./history.js";
+import { gettext } from "./i18n.js";
 import { MemoryPanel } from "./memory_panel.js";
 import { MentionPicker } from "./mention_picker.js";
 import { wireMoreMenu } from "./more_menu.js";
@@ -44,7 +45,7 @@ function agentActor(actorId) {
 }
 
 function actorName(actorId) {
-  if (actorId === "user:web") return "You";
+  if (actorId === "user:web") return gettext("You");
   if (String(actorId).startsWith("agent:")) return agentActor(actorId).displayName;
   return String(actorId || "").replace(/^(user|system):/, "");
 }
@@ -156,9 +157,9 @@ function flushActivity() {
   for (const actorId of activityDirty) {
     const { current, queued } = turns.activity(actorId);
     let text = null;
-    if (current && current.status === "dispatching") text = "Starting a Turn";
-    else if (current && current.status === "cancelling") text = "Cancelling";
-    else if (current) text = timeline.activityFor(current.turnId) || "Working";
+    if (current && current.status === "dispatching") text = gettext("Starting a Turn");
+    else if (current && current.status === "cancelling") text = gettext("Cancelling");
+    else if (current) text = timeline.activityFor(current.turnId) || gettext("Working");
     sidebar.setActivity(actorId, { busy: Boolean(current), text, queued });
   }
   activityDirty.clear();
@@ -218,7 +219,9 @@ function onTransient(env) {
 
 // ---- connection state ---------------------------------------------------------------------------
 
-const CONNECTION_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…", offline: "Offline" };
+const CONNECTION_TEXT = {
+  connecting: gettext("Connecting…"), live: gettext("Live"), reconnecting: gettext("Reconnecting…"), offline: gettext("Offline"),
+};
 function setConnection(state) {
   const pill = $("connection");
   pill.dataset.state = state;
@@ -326,8 +329,9 @@ function currentTheme() {
 function paintThemeButton() {
   const next = currentTheme() === "dark" ? "light" : "dark";
   const button = $("theme-toggle");
-  button.setAttribute("aria-label", `Switch to the ${next} theme`);
-  button.title = `Switch to the ${next} theme`;
+  const label = next === "dark" ? gettext("Switch to the dark theme") : gettext("Switch to the light theme");
+  button.setAttribute("aria-label", label);
+  button.title = label;
   button.querySelector(".theme-icon").textContent = next === "dark" ? "☾" : "☀";
 }
 

@@ -2,6 +2,7 @@
 // or a date, the "New messages" divider after an absence, "Stop all" while Turns run, a message box
 // that grows with its text and Up-arrow that brings back the last message sent.
 
+import { format, gettext, ngettext } from "./i18n.js";
 import { loadSetting, saveSetting } from "./storage.js";
 import { CANCELLABLE } from "./turns.js";
 
@@ -12,16 +13,16 @@ const GROW_MAX_SHARE = 0.4; // of the window's height: the timeline keeps the re
 export class GoToMenu {
   constructor({ menu, start, date, go, note }, history) {
     Object.assign(this, { menu, note, history });
-    start.addEventListener("click", () => this.run({ afterSeq: "0" }, "The room has no messages yet."));
+    start.addEventListener("click", () => this.run({ afterSeq: "0" }, gettext("The room has no messages yet.")));
     const byDate = () => {
       if (!date.value) {
-        this.note.textContent = "Choose a date first.";
+        this.note.textContent = gettext("Choose a date first.");
         date.focus();
         return;
       }
       // The reader's midnight of that day, sent as an instant (the server compares in UTC).
       const from = new Date(`${date.value}T00:00:00`).toISOString();
-      this.run({ from }, "Nothing was written on or after that date.");
+      this.run({ from }, gettext("Nothing was written on or after that date."));
     };
     go.addEventListener("click", byDate);
     date.addEventListener("keydown", (event) => {
@@ -32,7 +33,7 @@ export class GoToMenu {
   }
 
   async run(where, nothing) {
-    this.note.textContent = "Loading…";
+    this.note.textContent = gettext("Loading…");
     if (await this.history.goTo(where)) {
       this.note.textContent = "";
       this.menu.open = false;
@@ -115,8 +116,9 @@ export class StopAll {
       this.queued = false;
       const n = this.cancellable().length;
       this.button.hidden = n === 0;
-      this.button.textContent = n > 1 ? `Stop all (${n})` : "Stop all";
-      this.button.setAttribute("aria-label", `Stop all ${n} running or queued ${n === 1 ? "Turn" : "Turns"}`);
+      this.button.textContent = n > 1 ? format(gettext("Stop all (%(count)s)"), { count: n }) : gettext("Stop all");
+      this.button.setAttribute("aria-label", format(ngettext("Stop all %(count)s running or queued Turn",
+        "Stop all %(count)s running or queued Turns", n), { count: n }));
     });
   }
 }

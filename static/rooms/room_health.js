@@ -4,12 +4,15 @@
 // (FEATURES §16, docs/DECISIONS.md D42).
 
 import { h } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 
-const AGENT_TROUBLE = { degraded: "keeps failing to start", failed: "could not start",
-  native_policy_blocked: "is blocked by a policy" };
+const AGENT_TROUBLE = {
+  degraded: gettext("%(name)s keeps failing to start"), failed: gettext("%(name)s could not start"),
+  native_policy_blocked: gettext("%(name)s is blocked by a policy"),
+};
 
 function agentName(entry) {
-  return String(entry.displayName || entry.actorId || "an agent").replace(/^agent:/, "");
+  return String(entry.displayName || entry.actorId || gettext("an agent")).replace(/^agent:/, "");
 }
 
 /** Split mode with no live agents' worker: queued Turns wait, and the page says why (D45). */
@@ -20,17 +23,20 @@ function noOwner(health) {
 /** The reasons behind a degraded status, one short sentence each. */
 function reasons(health) {
   const found = [];
-  if (noOwner(health)) found.push(health.worker.message || "no worker owns the room");
+  if (noOwner(health)) found.push(health.worker.message || gettext("no worker owns the room"));
   const store = health.store || {};
-  if (store.available === false) found.push(store.faultMessage || "the database does not take writes");
+  if (store.available === false) found.push(store.faultMessage || gettext("the database does not take writes"));
   if (store.integrityOk === false) {
     const first = (store.integrityProblems || [])[0];
-    found.push(`the database failed its integrity check${first ? ` (${first.split("\n").pop()})` : ""}; `
-      + "export the room and keep a copy of the .groupx folder");
+    found.push(format(gettext("the database failed its integrity check%(first)s; export the room and keep a copy of the .groupx folder"),
+      { first: first ? ` (${first.split("\n").pop()})` : "" }));
   }
   for (const entry of health.agents || []) {
     const trouble = AGENT_TROUBLE[entry.status];
-    if (trouble) found.push(`${agentName(entry)} ${trouble}${entry.lastError ? `: ${entry.lastError.message || entry.lastError.code}` : ""}`);
+    if (trouble) {
+      const said = format(trouble, { name: agentName(entry) });
+      found.push(entry.lastError ? `${said}: ${entry.lastError.message || entry.lastError.code}` : said);
+    }
   }
   return found;
 }
@@ -49,16 +55,16 @@ export class RoomHealth {
     let detail = [];
     if (readiness === "starting") {
       state = "starting";
-      title = "Starting";
-      detail = [health.lastError ? `waiting for the store: ${health.lastError.message}`
-        : "recovering the room and starting the agents; sending waits until it is ready"];
+      title = gettext("Starting");
+      detail = [health.lastError ? format(gettext("waiting for the store: %(reason)s"), { reason: health.lastError.message })
+        : gettext("recovering the room and starting the agents; sending waits until it is ready")];
     } else if (readiness === "failed") {
       state = "failed";
-      title = "GroupX failed to start";
-      detail = [health.lastError ? health.lastError.message : "see the server's log"];
+      title = gettext("GroupX failed to start");
+      detail = [health.lastError ? health.lastError.message : gettext("see the server's log")];
     } else if (health.status === "degraded") {
       state = "degraded";
-      title = "Degraded";
+      title = gettext("Degraded");
       detail = reasons(health);
     }
     this.el.dataset.state = state;

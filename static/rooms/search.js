@@ -6,6 +6,7 @@
 
 import { getJson } from "./api.js";
 import { clockTime, h, replaceChildren, tintFor } from "./dom.js";
+import { format, gettext } from "./i18n.js";
 
 const DEBOUNCE_MS = 250;
 const RESULTS = 20;
@@ -76,24 +77,24 @@ export class SearchBox {
       return;
     }
     const asked = ++this.asked;
-    this.show(h("p", { class: "search-status", text: "Searching…" }));
+    this.show(h("p", { class: "search-status", text: gettext("Searching…") }));
     let answer;
     try {
       answer = /** @type {SearchPage} */ (await getJson(`/api/search?${new URLSearchParams({ q: query, limit: String(RESULTS) })}`));
     } catch {
-      if (asked === this.asked) this.show(h("p", { class: "search-status", text: "Search failed — try again" }));
+      if (asked === this.asked) this.show(h("p", { class: "search-status", text: gettext("Search failed — try again") }));
       return;
     }
     if (asked !== this.asked) return;
     const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
     const items = answer.items || [];
     if (!items.length) {
-      this.show(h("p", { class: "search-status", text: `No messages match “${query}”` }));
+      this.show(h("p", { class: "search-status", text: format(gettext("No messages match “%(query)s”"), { query }) }));
       return;
     }
-    this.show(h("ul", { class: "search-hits", "aria-label": `Messages matching ${query}` },
+    this.show(h("ul", { class: "search-hits", "aria-label": format(gettext("Messages matching %(query)s"), { query }) },
       items.map((hit) => h("li", {}, this.hitButton(hit, terms)))),
-    answer.nextPage ? h("p", { class: "search-status", text: `Showing the newest ${items.length}` }) : null);
+    answer.nextPage ? h("p", { class: "search-status", text: format(gettext("Showing the newest %(count)s"), { count: items.length }) }) : null);
   }
 
   hitButton(hit, terms) {
@@ -108,7 +109,7 @@ export class SearchBox {
   async pick(hit) {
     this.close();
     const shown = await this.onPick(hit);
-    if (!shown) this.show(h("p", { class: "search-status", text: "That message is no longer in the room" }));
+    if (!shown) this.show(h("p", { class: "search-status", text: gettext("That message is no longer in the room") }));
   }
 
   show(...children) {

@@ -9,18 +9,19 @@
 
 import { avatarInitials } from "./avatars.js";
 import { h, tintFor } from "./dom.js";
-import { detailsOf } from "./event_sentences.js";
+import { detailsOf, errorSentence, explains } from "./event_sentences.js";
+import { format, gettext } from "./i18n.js";
 
 const STATUS_LABEL = {
-  ready: "ready",
-  starting: "starting",
-  restarting: "restarting",
-  retrying: "retrying",
-  degraded: "degraded",
-  failed: "failed",
-  native_policy_blocked: "blocked by policy",
-  stopped: "stopped",
-  pending_restart: "pending restart",
+  ready: gettext("ready"),
+  starting: gettext("starting"),
+  restarting: gettext("restarting"),
+  retrying: gettext("retrying"),
+  degraded: gettext("degraded"),
+  failed: gettext("failed"),
+  native_policy_blocked: gettext("blocked by policy"),
+  stopped: gettext("stopped"),
+  pending_restart: gettext("pending restart"),
 };
 const SESSION_STATUS = {
   "session.starting": "starting",
@@ -30,25 +31,14 @@ const SESSION_STATUS = {
   "session.stopped": "stopped",
 };
 
-// A card shows one state and says what went wrong in words; the code is under "details".
-const ERROR_SENTENCES = {
-  ADAPTER_NOT_FOUND: "Its CLI was not found on this computer.",
-  ADAPTER_START_FAILED: "Its CLI could not be started.",
-  PROTOCOL_HANDSHAKE_TIMEOUT: "Its CLI did not answer when GroupX connected to it.",
-  PROTOCOL_INVALID_MESSAGE: "Its CLI sent something GroupX could not read.",
-  SESSION_NOT_AVAILABLE: "Its CLI session was not available.",
-  NATIVE_RESUME_UNSUPPORTED: "Its CLI could not continue its earlier session.",
-  NATIVE_POLICY_BLOCKED: "Its CLI's own settings blocked the work.",
-  TURN_FIRST_EVENT_TIMEOUT: "Its CLI did not start answering in time.",
-  TURN_IDLE_TIMEOUT: "Its CLI went quiet for too long.",
-  TURN_INTERRUPTED: "Its work was interrupted.",
-};
+// A card shows one state and says what went wrong in words (event_sentences.js); the code is under "details".
 const DOWN = ["failed", "degraded", "native_policy_blocked", "stopped"];
 
 /** "Its CLI could not be started." while down; "Working again after a problem." once it is back. */
-function errorSentence(status, error) {
-  const what = ERROR_SENTENCES[error.code] || "Its CLI ran into a problem.";
-  return DOWN.includes(status) ? what : `Working again; earlier: ${what.charAt(0).toLowerCase()}${what.slice(1)}`;
+function cardSentence(status, error) {
+  const what = errorSentence(error.code);
+  return DOWN.includes(status) ? what
+    : format(gettext("Working again; earlier: %(problem)s"), { problem: `${what.charAt(0).toLowerCase()}${what.slice(1)}` });
 }
 
 /** The end of a working folder is what tells agents apart; the full path is in the tooltip. */
@@ -65,7 +55,7 @@ function hostPrefix(card) {
 }
 
 function hostTitle(card) {
-  const where = card.host && card.host !== "local" ? `runs on ${card.host} (ssh): ` : "";
+  const where = card.host && card.host !== "local" ? format(gettext("runs on %(host)s (ssh): "), { host: card.host }) : "";
   return where + (card.cwd || "");
 }
 
@@ -93,12 +83,13 @@ export class Sidebar {
         queued: h("span", { class: "agent-queued", hidden: true }),
         error: h("p", { class: "agent-error", role: "status", hidden: true }),
       };
-      const mcp = card.capabilities && card.capabilities.currentTurnMcp ? "MCP on" : "MCP off";
-      const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: "Memory",
-        "aria-label": `${card.displayName}'s memory`, "aria-controls": "agent-memory" }) : null;
+      const mcp = card.capabilities && card.capabilities.currentTurnMcp ? gettext("MCP on") : gettext("MCP off");
+      const memory = this.onMemory ? h("button", { type: "button", class: "agent-memory-btn", text: gettext("Memory"),
+        "aria-label": format(gettext("%(name)s's memory"), { name: card.displayName }), "aria-controls": "agent-memory" })
+        : null;
       if (memory) memory.addEventListener("click", () => this.onMemory(card.actorId, memory));
-      const restart = this.onRestart ? h("button", { type: "button", class: "agent-restart-btn", text: "Restart",
-        "aria-label": `Restart ${card.displayName}'s CLI` }) : null;
+      const restart = this.onRestart ? h("button", { type: "button", class: "agent-restart-btn", text: gettext("Restart"),
+        "aria-label": format(gettext("Restart %(name)s's CLI"), { name: card.displayName }) }) : null;
       if (restart) restart.addEventListener("click", () => this.onRestart(card.actorId, card.displayName, restart));
       const el = tintFor(h("li", { class: "agent-card", dataset: { actorId: card.actorId } },
         h("div", { class: "agent-row" },
@@ -129,7 +120,7 @@ export class Sidebar {
         h("span", { class: "avatar", "aria-hidden": "true", text: avatarInitials(card.actorId, name) }),
         h("span", { class: "agent-name", text: name }),
         h("span", { class: "agent-status" }, h("span", { class: "dot", "aria-hidden": "true" }), STATUS_LABEL.pending_restart)),
-      h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: "Saved in settings; starts after groupx restart" })),
+      h("p", { class: "agent-now" }, h("span", { class: "agent-activity", text: gettext("Saved in settings; starts after groupx restart") })),
       h("p", { class: "agent-meta" },
         card.cwd ? h("span", { class: "agent-cwd", title: hostTitle(card), text: hostPrefix(card) + shortPath(card.cwd) }) : null,
         card.driver ? h("span", { class: "agent-driver", text: card.driver }) : null)), card.actorId);
@@ -156,7 +147,8 @@ export class Sidebar {
     const actorId = env.actor.actorId;
     const body = env.body || {};
     if (env.type === "session.retrying") {
-      this.update(actorId, { status: "retrying", retry: `attempt ${body.attempt} of ${body.maxAttempts}` });
+      this.update(actorId, { status: "retrying",
+        retry: format(gettext("attempt %(attempt)s of %(max)s"), { attempt: body.attempt, max: body.maxAttempts }) });
     } else if (env.type === "session.failed") {
       // agentStatus: "degraded" after repeated failures, else "failed" (docs/DECISIONS.md D42).
       this.update(actorId, { status: body.agentStatus || "failed", retry: null,
@@ -208,10 +200,12 @@ export class Sidebar {
     parts.status.replaceChildren(h("span", { class: "dot", "aria-hidden": "true" }),
       STATUS_LABEL[status] || status, card.retry ? ` (${card.retry})` : "");
     const down = DOWN.includes(status);
-    parts.activity.textContent = activity && activity.busy ? activity.text || "Working" : down ? "Not running" : "Idle";
+    parts.activity.textContent = activity && activity.busy ? activity.text || gettext("Working")
+      : down ? gettext("Not running") : gettext("Idle");
     parts.activity.title = parts.activity.textContent;
     parts.queued.hidden = !(activity && activity.queued);
-    parts.queued.textContent = activity && activity.queued ? `${activity.queued} queued` : "";
+    parts.queued.textContent = activity && activity.queued
+      ? format(gettext("%(count)s queued"), { count: activity.queued }) : "";
     parts.activity.classList.toggle("is-busy", Boolean(activity && activity.busy));
     // One line of what went wrong: the active system.error about this agent (D89), until it heals,
     // else its last error; a plain sentence, the code and message under "details".
@@ -221,8 +215,8 @@ export class Sidebar {
     parts.error.classList.toggle("agent-problem", Boolean(problem));
     parts.error.classList.toggle("is-past", Boolean(error) && !problem && !down);
     if (!error) return;
-    const sentence = problem && !ERROR_SENTENCES[problem.code] ? problem.message
-      : errorSentence(problem ? "failed" : status, error);
+    const sentence = problem && !explains(problem.code) ? problem.message
+      : cardSentence(problem ? "failed" : status, error);
     parts.error.replaceChildren(sentence, " ", detailsOf(error.code || "ERROR", error.message));
   }
 
@@ -231,7 +225,7 @@ export class Sidebar {
     const ready = all.filter((a) => a.card.status === "ready").length;
     const busy = all.filter((a) => a.activity && a.activity.busy).length;
     // Pending agents count toward the room (they are configured) but are never "ready" yet.
-    this.count.textContent = `${ready}/${all.length + this.pending.length} ready`;
-    this.count.title = busy ? `${busy} working now` : "nobody is working now";
+    this.count.textContent = format(gettext("%(ready)s/%(all)s ready"), { ready, all: all.length + this.pending.length });
+    this.count.title = busy ? format(gettext("%(count)s working now"), { count: busy }) : gettext("nobody is working now");
   }
 }

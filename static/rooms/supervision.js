@@ -11,12 +11,15 @@
 
 import { excerpt, h, replaceChildren, tintFor } from "./dom.js";
 import { messageElement } from "./bubble.js";
+import { format, gettext, ngettext } from "./i18n.js";
 import { TERMINAL } from "./turns.js";
 
 export const WATCH_BRIEF_KIND = "supervision.watch";
 const PREFERRED = ["running", "cancelling", "dispatching", "queued"]; // the worker the header speaks of
-const STATUS_TEXT = { queued: "queued", dispatching: "starting", running: "working", cancelling: "cancelling",
-  completed: "done", failed: "failed", cancelled: "cancelled", interrupted: "interrupted" };
+const STATUS_TEXT = {
+  queued: gettext("queued"), dispatching: gettext("starting"), running: gettext("working"), cancelling: gettext("cancelling"),
+  completed: gettext("done"), failed: gettext("failed"), cancelled: gettext("cancelled"), interrupted: gettext("interrupted"),
+};
 
 export class PairGroups {
   /** @param timeline the Timeline: its ctx (turns, agentActor), bubbleCtx, chipRows, add(), chip(), line() */
@@ -55,14 +58,16 @@ export class PairGroups {
       pair.steers += 1;
       this.adopt(pair, body.nextTurnId, "workers");
       const worker = this.name(this.timeline.ctx.turns.get(body.subjectTurnId), body.subjectTurnId);
-      const what = body.action === "interrupt"
-        ? `interrupted ${worker}: an interrupt cancels the whole Turn and queues the guidance`
-        : `nudged ${worker}: the guidance is queued after the current Turn`;
-      pair.flow.append(this.note(env, `${what} · reason: ${excerpt(body.reason, 300)}`, `steer-${body.action}`));
+      const what = format(body.action === "interrupt"
+        ? gettext("interrupted %(worker)s: an interrupt cancels the whole Turn and queues the guidance")
+        : gettext("nudged %(worker)s: the guidance is queued after the current Turn"), { worker });
+      pair.flow.append(this.note(env, format(gettext("%(what)s · reason: %(reason)s"),
+        { what, reason: excerpt(body.reason, 300) }), `steer-${body.action}`));
     } else if (env.type === "supervision.observed") {
       const worker = this.name(this.timeline.ctx.turns.get(body.subjectTurnId), body.subjectTurnId);
-      pair.flow.append(this.note(env, `watched ${worker}: ${STATUS_TEXT[body.status] || body.status}`
-        + (body.timedOut ? " (no milestone before the timeout)" : ""), "observed"));
+      const seen = format(gettext("watched %(worker)s: %(status)s"), { worker, status: STATUS_TEXT[body.status] || body.status });
+      pair.flow.append(this.note(env, body.timedOut ? `${seen} ${gettext("(no milestone before the timeout)")}` : seen,
+        "observed"));
     }
     this.refresh(pair);
   }
@@ -84,15 +89,15 @@ export class PairGroups {
   open(brief) {
     const body = brief.body;
     const head = h("header", { class: "pair-head" },
-      h("span", { class: "pair-title", text: "Supervised task" }),
+      h("span", { class: "pair-title", text: gettext("Supervised task") }),
       h("span", { class: "pair-who" }),
       h("span", { class: "pair-status", role: "status" }),
       h("span", { class: "pair-steers" }));
-    const chips = h("div", { class: "turn-chips", role: "list", "aria-label": "Watch Turns" });
+    const chips = h("div", { class: "turn-chips", role: "list", "aria-label": gettext("Watch Turns") });
     const details = h("details", { class: "pair-brief" },
-      h("summary", { text: "Watch brief" }), h("p", { text: excerpt(body.content, 600) }));
+      h("summary", { text: gettext("Watch brief") }), h("p", { text: excerpt(body.content, 600) }));
     const flow = h("div", { class: "pair-flow" });
-    const el = h("section", { class: "pair", role: "group", "aria-label": "Supervised task",
+    const el = h("section", { class: "pair", role: "group", "aria-label": gettext("Supervised task"),
       dataset: { pairId: body.pairId, eventId: brief.eventId, type: "supervision.pair" } },
     head, h("div", { class: "pair-watch" }, details, chips), flow);
     const pair = { id: body.pairId, el, flow, head, workers: [], observers: [], steers: 0 };
@@ -134,11 +139,13 @@ export class PairGroups {
     const watching = observers.some((t) => !TERMINAL.has(t.status));
     const names = (list) => [...new Set(list.map((t) => this.name(t, t.turnId)))].join(", ") || "…";
     const [, who, status, steers] = pair.head.children;
-    replaceChildren(who, h("strong", { text: names(workers) }), " watched by ", h("strong", { text: names(observers) }));
+    replaceChildren(who, h("strong", { text: names(workers) }), ` ${gettext("watched by")} `,
+      h("strong", { text: names(observers) }));
     const state = current ? current.status : "queued";
-    status.textContent = `worker ${STATUS_TEXT[state] || state} · ${watching ? "watching" : "watch ended"}`;
+    status.textContent = format(gettext("worker %(state)s · %(watch)s"),
+      { state: STATUS_TEXT[state] || state, watch: watching ? gettext("watching") : gettext("watch ended") });
     pair.el.dataset.state = !TERMINAL.has(state) ? "active" : state === "completed" ? "done" : "stopped";
-    steers.textContent = `${pair.steers} steer${pair.steers === 1 ? "" : "s"}`;
+    steers.textContent = format(ngettext("%(count)s steer", "%(count)s steers", pair.steers), { count: pair.steers });
     if (current) tintFor(pair.el, current.target);
   }
 }

@@ -8,6 +8,7 @@
 // "↩ prompt" quote; the thread can be collapsed to one line.
 
 import { h } from "./dom.js";
+import { format, gettext, ngettext } from "./i18n.js";
 
 export class Threads {
   /** @param timeline the page's Timeline: its chipRows find a prompt's element. */
@@ -31,7 +32,8 @@ export class Threads {
 
   create(prompt, sourceEventId) {
     const list = h("div", { class: "thread-list", id: `thread-${sourceEventId}`, role: "group",
-      "aria-label": `Replies to ${prompt.getAttribute("aria-label") || "this message"}` });
+      "aria-label": format(gettext("Replies to %(message)s"),
+        { message: prompt.getAttribute("aria-label") || gettext("this message") }) });
     const toggle = h("button", { type: "button", class: "thread-toggle link-btn", "aria-expanded": "true",
       "aria-controls": list.id, hidden: true });
     const thread = h("div", { class: "thread", dataset: { threadOf: sourceEventId, seq: prompt.dataset.seq || "" } },
@@ -60,10 +62,10 @@ export class Threads {
     const list = thread.querySelector(".thread-list");
     const toggle = thread.querySelector(".thread-toggle");
     const n = list.childElementCount;
-    const replies = `${n} ${n === 1 ? "reply" : "replies"}`;
     toggle.hidden = n < 2 && !list.hidden;
     toggle.setAttribute("aria-expanded", String(!list.hidden));
-    toggle.textContent = list.hidden ? `Show ${replies}` : `Hide ${replies}`;
+    toggle.textContent = format(list.hidden ? ngettext("Show %(count)s reply", "Show %(count)s replies", n)
+      : ngettext("Hide %(count)s reply", "Hide %(count)s replies", n), { count: n });
   }
 }
 

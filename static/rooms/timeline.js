@@ -7,7 +7,9 @@
 // page after a refresh shows exactly what it showed live, minus the transient deltas.
 
 import { clockTime, excerpt, h, replaceChildren, tintFor } from "./dom.js";
+import { detailsOf, errorSentence, kindName } from "./event_sentences.js";
 import { messageElement, TurnBubble } from "./bubble.js";
+import { format, gettext } from "./i18n.js";
 import { PairGroups } from "./supervision.js";
 import { renderChip } from "./chips.js";
 import { appendNewer, itemCount, MAX_ITEMS, prependOlder, showWindow, TRIM_BATCH } from "./paging.js";
@@ -21,13 +23,41 @@ const MAX_REFERENCES = 2_000; // envelopes kept for reply/forward quotes after t
 let hiddenPrefixes = [];
 
 const SESSION_TEXT = {
-  "session.starting": "starting",
-  "session.ready": "ready",
-  "session.resumed": "resumed its session",
-  "session.failed": "failed to start",
-  "session.stopped": "session stopped",
+  "session.starting": gettext("starting"),
+  "session.ready": gettext("ready"),
+  "session.resumed": gettext("resumed its session"),
+  "session.failed": gettext("failed to start"),
+  "session.stopped": gettext("session stopped"),
 };
-const TERMINAL_TEXT = { failed: "Turn failed", cancelled: "Turn cancelled", interrupted: "Turn interrupted" };
+// Why a session closed (agents/sessions.py), in words; another reason is shown as it came, under details.
+const STOP_REASONS = {
+  rebuild: gettext("closed to be started again"),
+  restart: gettext("its CLI was restarted"),
+  context_reset: gettext("a fresh session after the context reset"),
+};
+const TERMINAL_TEXT = {
+  failed: gettext("Turn failed"), cancelled: gettext("Turn cancelled"), interrupted: gettext("Turn interrupted"),
+};
+
+/** A session row in words: "failed to start: its CLI could not be started", never a bare code. */
+function sessionSentence(type, body) {
+  const said = SESSION_TEXT[type] || type.slice(8);
+  if (type === "session.failed") return format(gettext("%(state)s: %(why)s"), { state: said, why: lowerFirst(errorSentence(body.errorCode)) });
+  if (type === "session.ready" && body.resumeErrorCode) return gettext("ready on a fresh session: its earlier one could not be continued");
+  if (type === "session.stopped" && STOP_REASONS[body.reason]) return format(gettext("%(state)s: %(why)s"), { state: said, why: STOP_REASONS[body.reason] });
+  return said;
+}
+
+/** The codes and the server's own words behind a session row, folded under "details". */
+function sessionDetails(type, body) {
+  const code = body.errorCode || body.resumeErrorCode || null;
+  const unexplained = body.reason && !(type === "session.stopped" && STOP_REASONS[body.reason]) ? body.reason : null;
+  return detailsOf(code, [body.message, unexplained].filter(Boolean).join(" — ") || null);
+}
+
+function lowerFirst(text) {
+  return `${text.charAt(0).toLowerCase()}${text.slice(1)}`;
+}
 
 export function isHidden(type) {
   return hiddenPrefixes.some((prefix) => type.startsWith(prefix));
@@ -81,7 +111,7 @@ export class Timeline {
     this.lastOwn = null; // the user's newest message envelope (Up-arrow in the composer recalls it)
     this.durable.replaceChildren();
     this.orphans = h("div", { class: "turn-chips turn-chips--orphan", role: "list", hidden: true,
-      "aria-label": "Turns of earlier messages" });
+      "aria-label": gettext("Turns of earlier messages") });
     this.live.replaceChildren(this.orphans);
     this.jump.hidden = true;
     this.live.hidden = false;
@@ -211,10 +241,8 @@ export class Timeline {
     entry.dataset.type = env.type;
     entry.dataset.eventId = env.eventId;
     replaceChildren(entry, h("span", { class: "sys-dot", "aria-hidden": "true" }),
-      h("strong", { text: env.actor.displayName }), ` ${SESSION_TEXT[env.type] || env.type.slice(8)}`,
-      failed && body.errorCode ? h("code", { class: "sys-code", text: body.errorCode }) : null,
-      body.reason ? ` (${body.reason})` : null);
-    if (failed && body.message) entry.title = body.message;
+      h("strong", { text: env.actor.displayName }), ` ${sessionSentence(env.type, body)}`,
+      sessionDetails(env.type, body));
     const time = group.querySelector(".sys-time");
     time.dateTime = env.occurredAt;
     time.textContent = clockTime(env.occurredAt);
@@ -233,10 +261,14 @@ export class Timeline {
   /** "You remembered a public fact: …": the panel has the list; the log says who changed it. */
   memoryLine(env) {
     const record = env.body.record;
-    const verb = { "memory.remembered": "remembered", "memory.superseded": "replaced", "memory.retracted": "retracted" };
+    const verb = { "memory.remembered": gettext("remembered"), "memory.superseded": gettext("replaced"),
+      "memory.retracted": gettext("retracted") };
     const scope = record.scope && record.scope.type === "agent"
-      ? `${this.ctx.agentActor(record.scope.id).displayName}'s ${record.agentMemoryType || "core"}` : "a public";
-    const text = `${verb[env.type] || env.type.slice(7)} ${scope} ${record.kind}: ${excerpt(record.content, 120)}`;
+      ? format(gettext("%(name)s's %(type)s"), { name: this.ctx.agentActor(record.scope.id).displayName,
+        type: record.agentMemoryType || "core" })
+      : gettext("a public");
+    const text = format(gettext("%(verb)s %(scope)s %(kind)s: %(content)s"),
+      { verb: verb[env.type] || env.type.slice(7), scope, kind: kindName(record.kind), content: excerpt(record.content, 120) });
     const el = this.line(env, env.actor, text, "muted");
     el.classList.add("sys--memory");
     this.add(el);
@@ -409,8 +441,8 @@ export class Timeline {
     if (!el.dataset.seq && Number.isInteger(this.applyingSeq)) el.dataset.seq = String(this.applyingSeq);
     if (this.unreadAfter !== null && el.matches("article.msg") && this.applyingSeq > this.unreadAfter) {
       this.divider?.remove();
-      this.divider = h("div", { class: "unread-divider", role: "separator", "aria-label": "New messages" },
-        h("span", { text: "New messages" }));
+      this.divider = h("div", { class: "unread-divider", role: "separator", "aria-label": gettext("New messages") },
+        h("span", { text: gettext("New messages") }));
       this.durable.append(this.divider);
       this.unreadAfter = null;
     }
@@ -475,7 +507,7 @@ export class Timeline {
         this.scroller.scrollTop = this.scroller.scrollHeight;
         this.jump.hidden = true;
       } else if (!this.atBottom()) {
-        this.jump.textContent = "↓ New messages";
+        this.jump.textContent = `↓ ${gettext("New messages")}`;
         this.jump.hidden = false;
       }
     });

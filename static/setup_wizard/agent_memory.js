@@ -7,6 +7,7 @@
 // group is first opened. An agent saved here but not started yet has no memory until the restart.
 
 import { getJson } from "/static/rooms/api.js";
+import { format, gettext } from "/static/rooms/i18n.js";
 import { localDay, MemoryList } from "/static/rooms/memory_list.js";
 
 function el(tag, props = {}, ...children) {
@@ -20,12 +21,12 @@ function agentGroup(agent, actorName) {
   const core = el("div", { className: "agent-core" });
   const dated = el("div", { className: "agent-dated" });
   const group = el("details", { className: "agent-memory" },
-    el("summary", { textContent: `${name}'s memory` }),
-    el("h3", { textContent: "Core memory" }),
-    el("p", { className: "hint", textContent: `Always in ${name}'s context, seen by ${name} only.` }),
+    el("summary", { textContent: format(gettext("%(name)s's memory"), { name }) }),
+    el("h3", { textContent: gettext("Core memory") }),
+    el("p", { className: "hint", textContent: format(gettext("Always in %(name)s's context, seen by %(name)s only."), { name }) }),
     core,
-    el("h3", { textContent: "Dated memory" }),
-    el("p", { className: "hint", textContent: `${name}'s own daily notes of its finished Turns.` }),
+    el("h3", { textContent: gettext("Dated memory") }),
+    el("p", { className: "hint", textContent: format(gettext("%(name)s's own daily notes of its finished Turns."), { name }) }),
     dated);
   group.dataset.actorId = agent.actorId;
   let lists = null;
@@ -35,14 +36,14 @@ function agentGroup(agent, actorName) {
       new MemoryList(core, {
         query: { scopeType: "agent", scopeId: agent.actorId, agentMemoryType: "core" },
         scope: { type: "agent", id: agent.actorId }, canReplace: true, actorName,
-        label: `${name}'s core memory`,
-        emptyText: `No core memory yet. What should ${name} always keep in mind?`,
-        addLabel: `New core memory for ${name}`, addPlaceholder: `Something only ${name} should always know…`,
+        label: format(gettext("%(name)s's core memory"), { name }),
+        emptyText: format(gettext("No core memory yet. What should %(name)s always keep in mind?"), { name }),
+        addLabel: format(gettext("New core memory for %(name)s"), { name }), addPlaceholder: format(gettext("Something only %(name)s should always know…"), { name }),
       }),
       new MemoryList(dated, {
         query: { scopeType: "agent", scopeId: agent.actorId, agentMemoryType: "dated" },
-        canReplace: false, actorName, label: `${name}'s dated memory`,
-        emptyText: `${name} has not written a daily note yet. Notes appear after finished Turns.`,
+        canReplace: false, actorName, label: format(gettext("%(name)s's dated memory"), { name }),
+        emptyText: format(gettext("%(name)s has not written a daily note yet. Notes appear after finished Turns."), { name }),
         groupBy: (record) => localDay(record.createdAt),
       }),
     ];
@@ -62,7 +63,7 @@ async function showAgentMemory() {
     section.hidden = !(room.agents || []).length;
   } catch (error) {
     holder.replaceChildren(el("p", { className: "mem-error", role: "alert",
-      textContent: `Could not load the agents' memory: ${error.message}` }));
+      textContent: format(gettext("Could not load the agents' memory: %(reason)s"), { reason: error.message }) }));
     section.hidden = false;
   }
 }

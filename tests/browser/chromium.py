@@ -13,6 +13,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # The pages follow the browser's languages (D123): English unless a test's context asks for
+    # another (Playwright's locale=...), whatever the machine's own locale is.
+    "--lang=en-US",
 ]
 
 

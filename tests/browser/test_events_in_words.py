@@ -5,6 +5,7 @@ on the network retried under the same clientCommandId once the stream is back.""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 from playwright.sync_api import expect
@@ -108,3 +109,24 @@ def test_a_send_that_failed_on_the_network_goes_again_under_its_id_when_the_stre
     expect(box).to_have_value("")
     ids = {body["clientCommandId"] for body in sent}
     assert len(ids) == 1, sent
+
+
+def test_session_rows_say_in_words_why_an_agent_failed_or_stopped_with_the_code_under_details(tmp_path, open_page):
+    agents = fake_agents(tmp_path, "kimi", "grok", scenarios={"grok": {"exit_on_start": {"code": 3, "stderr": "no"}}})
+    server = GroupXServer(tmp_path, {"agents": agents, "timeouts": {"handshakeMs": 60000, "closeMs": 300}})
+    try:
+        server.start()
+        page = open_page(server, width=1280)
+        failed = page.locator('#durable .sys--session .sys-item[data-type="session.failed"]').first
+        expect(failed).to_contain_text("Grok failed to start: its CLI")
+        code = failed.locator("details code")
+        expect(code).to_be_hidden()  # a code is never the sentence
+        failed.get_by_text("details").click()
+        expect(code).to_have_text(re.compile(r"^[A-Z_]+$"))
+        # A later row replaces an agent's entry (it shows its latest state), so the stop is the last event.
+        append_raw_events(server, [("session.stopped", {"actorId": "agent:kimi", "reason": "restart"})])
+        stopped = page.locator('#durable .sys-item[data-type="session.stopped"]')
+        expect(stopped).to_contain_text("session stopped: its CLI was restarted")
+        expect(stopped).not_to_contain_text("(restart)")
+    finally:
+        server.stop()

@@ -72,6 +72,27 @@ def check_room(origin: str) -> None:
     step(f"200 for the room page, {len(files)} of its files, /api/docs, /admin/login/ and /setup")
 
 
+def check_chinese(origin: str, python: Path, cwd: Path, env: dict) -> None:
+    """The wheel carries the compiled Chinese catalogs, and a browser asking for Chinese gets the
+    room, /setup and the page scripts' strings in it (no gettext on the machine is needed)."""
+    catalogs = run(
+        [python, "-c", "import groupx_site, pathlib; print(pathlib.Path(groupx_site.__file__).parent / 'locale')"],
+        cwd=cwd,
+        env=env,
+    ).strip()
+    for domain in ("django", "djangojs"):
+        mo = Path(catalogs) / "zh_Hans" / "LC_MESSAGES" / f"{domain}.mo"
+        assert mo.is_file() and "site-packages" in str(mo), f"{mo} is not in the installed wheel"
+    chinese = {"Accept-Language": "zh-CN,zh;q=0.9"}
+    room = httpx.get(f"{origin}/", headers=chinese, timeout=10).text
+    assert '<html lang="zh-hans">' in room and "发给：所有人" in room, room[:400]
+    setup = httpx.get(f"{origin}/setup", headers=chinese, timeout=10).text
+    assert "<h1>GroupX · Agent 设置</h1>" in setup, setup[:400]
+    scripts = httpx.get(f"{origin}/jsi18n/", headers=chinese, timeout=10).text
+    assert '"Send to %(names)s"' in scripts and "\\u53d1\\u7ed9" in scripts  # "发给"
+    step(f"the wheel's Chinese catalogs in {catalogs}: the room, /setup and /jsi18n/ in Chinese")
+
+
 def all_answer(origin: str, agents: list[str]) -> None:
     accepted = httpx.post(
         f"{origin}/api/messages",
@@ -144,6 +165,7 @@ def main(dist: Path) -> int:
             assert (room / ".groupx" / "groupx.db").is_file()
             step(f"groupx start wrote {room / 'groupx.json'} with the demo room: {', '.join(agents)}")
             check_room(origin)
+            check_chinese(origin, bin_dir / "python", root, env)
             all_answer(origin, agents)
             run([bin_dir / "groupx", "stop"], cwd=room, env=env, timeout=120)
             server.wait(timeout=60)
