@@ -24,7 +24,7 @@
     banner.hidden = !text;
   }
 
-  // The driver names, in the server's order: the snapshot's driverChoices (agents/drivers/table.py).
+  // The driver names, in the server's order: the snapshot's driverChoices (groupx_site/core/driver_table.py).
   function driverNames() {
     return ((snapshot && snapshot.driverChoices) || []).map((d) => d.name);
   }
