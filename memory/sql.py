@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from agents.models import Actor, DeliveryCursor
 from memory.models import (
     AGENT_MEMORY_TYPES,
     ContextReset,
@@ -29,6 +28,7 @@ from memory.models import (
     Summary,
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
+from rooms.actor_models import Actor, DeliveryCursor
 from rooms.models import Event
 from rooms.sql import (
     Names,
