@@ -1,0 +1,1 @@
+"""The storage engine: executors, engines, checkpoints, faults, integrity, and the SQL toolkit."""
