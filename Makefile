@@ -58,13 +58,15 @@ browser-deps:
 	  else echo "chromium is not installed and cannot be installed here: the browser tests will be skipped"; fi; }
 
 # Tests are mostly waiting on real servers and CLI subprocesses, so four workers fit 2 cores.
-# `lint-imports` checks the layers' import contracts (pyproject.toml [tool.importlinter], docs/DECISIONS.md D31).
+# `lint-imports` checks the layers' import contracts (pyproject.toml [tool.importlinter], docs/DECISIONS.md D31);
+# tools/import_direction.py counts every import against the layers, ignored or not (at most 3, D152).
 # The fault tier (tests/faults) and the browser tier (tests/browser) are their own commands, below:
 # with Chromium's rendering in it the suite needed more than its 10 minutes of 2 cores (D57).
 test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) tools/import_direction.py
 	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser
 
 # The browser tier (tests/browser, D57): Playwright driving Debian's Chromium against real servers:
@@ -162,4 +164,5 @@ messages: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) tools/import_direction.py
 	$(VENV)/bin/ruff format --check .

@@ -16,12 +16,12 @@ import secrets
 
 from django.conf import settings
 
-from agents import turn_collector
+from agents import health, turn_collector
 from agents.drivers.base import DriverError, LaunchProfile, Timeouts
 from agents.drivers.registry import get_driver
 from agents.sessions import launch_place
 from agents.turn_collector import Collected, TurnHooks
-from memory.summariser import SummariserError, SummaryRequest, set_summariser
+from memory.summariser import SummariserError, SummaryRequest, set_readiness, set_summariser
 
 logger = logging.getLogger("groupx.agents.summariser")
 
@@ -86,5 +86,10 @@ class CliSummariser:
         raise SummariserError(ending.code, ending.message or f"the CLI's {ending.what} passed its cap")
 
 
+def session_is_up(actor_id: str) -> bool:
+    return health.snapshot(actor_id).get("status") == "ready"
+
+
 def register() -> None:
     set_summariser(CliSummariser())
+    set_readiness(session_is_up)  # automatic compaction asks only agents whose session is up

@@ -10,8 +10,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents.drivers.table import protocol_label
 from agents.models import AgentInstance, SessionBinding
+from groupx_site.core.driver_table import protocol_label
 from memory import native_reset
 
 

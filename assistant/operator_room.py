@@ -21,7 +21,7 @@ from groupx_site.core.ids import OPERATOR_BINDING_ID
 from groupx_site.core.ids import correlation_id as new_correlation_id
 from memory.transcript import WATCH_BRIEF_KIND
 from rooms import commands, event_types, events, validation
-from rooms.actions import PostMessage, check_post_message, check_references_exist, resolve_targets
+from rooms.actions import check_references_exist, resolve_targets
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
 from setup_wizard import roster as live_roster
@@ -29,6 +29,7 @@ from turns import lifecycle
 from turns import supervision as pairing
 from turns.actions import TURN_ID, check_queue_capacity, do_enqueue_turns
 from turns.member_actions import bounded_int
+from turns.messages import PostMessage, check_post_message
 from turns.models import SupervisionPair, SupervisionSteerCount, Turn
 from turns.states import TERMINAL_STATUSES
 

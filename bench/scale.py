@@ -283,8 +283,8 @@ def packet(args, root: Path) -> dict:
 
     from memory.context import build_context_packet, soft_target
     from memory.engine import packet_if_it_fits
-    from rooms.actions import post_message
     from setup_wizard import roster
+    from turns.messages import post_message
 
     hard = settings.GROUPX_CONFIG.limits.contextCharacters
 

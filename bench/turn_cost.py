@@ -87,9 +87,9 @@ class Turns:
     def run_one(self, step) -> None:
         from agents import dispatch
         from memory.context import build_context_packet
-        from rooms.actions import post_message
         from turns import lifecycle
         from turns.lifecycle import TurnOutcome
+        from turns.messages import post_message
         from turns.states import COMPLETED
 
         agent = self.agents[self.count % len(self.agents)]

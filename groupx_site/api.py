@@ -24,6 +24,7 @@ from memory.api import router as memory_router
 from rooms.api import router as rooms_router
 from rooms.schemas import Response
 from setup_wizard.api import router as setup_router
+from turns.api import messages_router
 from turns.api import router as turns_router
 
 logger = logging.getLogger("groupx.api")
@@ -38,6 +39,7 @@ class BoundedJsonParser(Parser):
 
 
 api = NinjaAPI(title="GroupX", version="0.1.0", urls_namespace="api", docs_url="/docs", parser=BoundedJsonParser())
+api.add_router("/", messages_router)  # /api/messages: first, as when it was the room router's
 api.add_router("/", rooms_router)
 api.add_router("/", bootstrap_router)  # /api/bootstrap: the snapshot of every layer
 api.add_router("/", turns_router)

@@ -20,7 +20,6 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.models import Actor
 from groupx_site.core.errors import GroupXError, invalid
 from memory.inputs import MemoryWrite, Supersede
 from memory.models import MemoryRecord
@@ -36,6 +35,7 @@ from memory.records import (
 )
 from rooms import commands, event_types
 from rooms.actions import check_references_exist
+from rooms.actor_models import Actor
 from rooms.models import ROOM_ID, Event
 
 

@@ -24,13 +24,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import health
+from groupx_site.store import db
 from groupx_site.core.ids import new_id
 from groupx_site.store import db
 from memory import dated
 from memory import sql as memory_sql
 from memory.models import Summary
-from memory.summariser import Summariser, SummariserError, SummaryRequest, summariser
+from memory.summariser import Summariser, SummariserError, SummaryRequest, is_ready, summariser
 from memory.transcript import entry, uncompacted_after
 from rooms import event_types, events, system_errors
 from rooms.models import ROOM_ID
@@ -188,7 +188,7 @@ def summarisers(require_healthy: bool) -> list[ResolvedAgent]:
     """Enabled agents in config order; in the server only those whose session is up."""
     agents = roster.live_agents()
     if require_healthy:
-        agents = [a for a in agents if health.snapshot(a.actor_id).get("status") == "ready"]
+        agents = [a for a in agents if is_ready(a.actor_id)]
     return agents
 
 

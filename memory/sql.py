@@ -18,7 +18,16 @@ from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from agents.models import Actor, DeliveryCursor
+from groupx_site.store.sql import (
+    Names,
+    adapt_datetime,
+    all_rows,
+    execute,
+    on_this_engine,
+    one_row,
+    per_engine,
+    placeholders,
+)
 from memory.models import (
     AGENT_MEMORY_TYPES,
     ContextReset,
@@ -29,17 +38,8 @@ from memory.models import (
     Summary,
 )
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND
+from rooms.actor_models import Actor, DeliveryCursor
 from rooms.models import Event
-from rooms.sql import (
-    Names,
-    adapt_datetime,
-    all_rows,
-    execute,
-    on_this_engine,
-    one_row,
-    per_engine,
-    placeholders,
-)
 
 # ---- the dated rollup (memory/dated_sources.py) ----------------------------------------------------
 

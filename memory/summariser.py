@@ -10,6 +10,7 @@ tier may register a test double (``set_summariser``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,6 +87,9 @@ class Summariser(Protocol):
 
 
 _current: Summariser | None = None
+# Whether an agent's session is up right now. The agents layer owns that fact (its health table) and
+# registers the question with the summariser, so memory asks without importing upward (D150).
+_is_ready: Callable[[str], bool] = lambda _actor_id: True  # noqa: E731 - no runtime: nothing to consult
 
 
 def set_summariser(implementation: Summariser | None) -> Summariser | None:
@@ -103,3 +107,14 @@ def summariser() -> Summariser:
             "code that runs without it must call memory.summariser.set_summariser(...) first."
         )
     return _current
+
+
+def set_readiness(is_ready: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Register how to tell that an agent's session is up (by actor id); returns the one it replaces."""
+    global _is_ready
+    previous, _is_ready = _is_ready, is_ready
+    return previous
+
+
+def is_ready(actor_id: str) -> bool:
+    return _is_ready(actor_id)

@@ -1,4 +1,4 @@
-"""Room endpoints: thin wrappers over ``rooms.actions`` and the read models.
+"""Room endpoints: thin wrappers over the read models (the post is ``turns/api.py``'s).
 
 They are ``async``: their database work is one call on the writer or a reader thread
 (``groupx_site.store.db``) instead of a fresh thread and connection per request."""
@@ -12,40 +12,17 @@ from ninja import Query, Router
 from groupx_site.core.contract import route
 from groupx_site.core.json_response import json_response
 from groupx_site.store import db
-from rooms import actions, export, history, sse
+from rooms import export, history, sse
 from rooms.schemas import (
     EventsPage,
     EventsPageQuery,
     EventsQuery,
     ExportQuery,
-    PostMessageAccepted,
-    PostMessageBody,
     SearchPage,
     SearchQuery,
 )
 
 router = Router(tags=["room"])
-
-
-@router.post(
-    "/messages",
-    summary="Post a user message and queue one Turn per target",
-    **route(
-        {202: PostMessageAccepted},
-        write=True,
-        body=True,
-        errors={
-            400: ("SUPERVISION_PAIR_INVALID",),
-            404: ("UNKNOWN_TARGET",),
-            409: ("CLIENT_COMMAND_CONFLICT",),
-            413: ("MESSAGE_TOO_LARGE",),
-            429: ("QUEUE_CAPACITY_REACHED",),
-        },
-    ),
-)
-async def post_message(request: HttpRequest, body: PostMessageBody):
-    # It may share one commit with the lanes' calls queued beside it (D68).
-    return json_response(await db.write(actions.accept_message, group_commit=True)(body.checked), 202)
 
 
 @router.get(

@@ -1,6 +1,6 @@
 """The room's REST contract as schemas (PROTOCOL §10.1–§10.2; docs/DECISIONS.md D34): what the
 views declare, so ``/api/openapi.json`` documents it and ninja validates it. The rules and their
-order stay in ``rooms.actions.check_post_message`` and ``rooms.history`` (MCP calls them too); each
+order stay in ``rooms.history`` (MCP calls them too); each
 model runs them first (``groupx_site/core/contract.py``)."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from groupx_site.core.contract import NON_BLANK, Checked
-from rooms import actions, export, history, sse, validation
+from rooms import export, history, sse, validation
 from setup_wizard.config import MESSAGE_CHARACTERS
-from turns import supervision as pairing
 
 ClientCommandId = Annotated[
     str,
@@ -46,65 +45,6 @@ class Response(BaseModel):
     """A success body: the fields listed are always there; a later version may add more."""
 
     model_config = ConfigDict(extra="allow")
-
-
-# ---- POST /api/messages ----------------------------------------------------------------------------
-
-
-class SupervisionIn(BaseModel):
-    """Pair observers with this task's workers (FEATURES §12): each observer gets a Watch Turn that
-    may ``watch`` the workers and ``steer`` them. Observers are enabled agents, none of them in ``to``
-    (INVALID_ENVELOPE: "an agent is either a worker (to) or an observer, not both"); an observer that
-    is not an enabled agent is an unknown target, as a worker would be (UNKNOWN_TARGET), and one that
-    ``@all`` also made a worker is refused by the store (SUPERVISION_PAIR_INVALID)."""
-
-    model_config = ConfigDict(extra="forbid", title="SupervisionIn")
-    observers: Annotated[
-        list[Annotated[str, Field(pattern=validation.AGENT_ACTOR_RE.pattern)]],
-        Field(min_length=1, max_length=pairing.MAX_OBSERVERS, json_schema_extra={"uniqueItems": True}),
-    ]
-    mode: Literal["live_steer"]
-
-
-class PostMessageBody(Checked):
-    """A user message to one or more agents. The sender is the channel (``user:web``): ``from``,
-    ``actor``, ``provenance``, ``sender`` and ``eventId`` are refused first (SENDER_FIELD_FORBIDDEN)."""
-
-    model_config = ConfigDict(
-        title="PostMessageBody",
-        json_schema_extra={
-            "examples": [{"clientCommandId": "c-1", "to": ["@all"], "content": "Who has a minute for a review?"}]
-        },
-    )
-    check = actions.check_post_message
-
-    clientCommandId: ClientCommandId
-    to: Annotated[
-        list[Target], Field(min_length=1, max_length=validation.MAX_TARGETS, json_schema_extra={"uniqueItems": True})
-    ]
-    content: MessageContent
-    replyToEventId: EventReference | None = None
-    forwardedEventId: EventReference | None = None
-    supervision: SupervisionIn | None = None
-
-
-class QueuedTurnOut(BaseModel):
-    target: str
-    turnId: str
-    status: str
-    transport: Literal["structured"]
-
-
-class PostMessageAccepted(Response):
-    """``turns`` holds the workers; a message with ``supervision`` adds the observers' Watch Turns,
-    the watch brief's event and the ``supervision.paired`` event."""
-
-    messageEventId: str
-    correlationId: str
-    turns: list[QueuedTurnOut]
-    watchTurns: list[QueuedTurnOut] | None = None
-    watchEventId: str | None = None
-    pairEventId: str | None = None
 
 
 # ---- the log: envelopes, pages, search --------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.drivers.table import for_the_page as driver_choices
+from groupx_site.core.driver_table import for_the_page as driver_choices
 from groupx_site.core.errors import GroupXError
 from setup_wizard import detect
 from setup_wizard.config import (
@@ -210,7 +210,7 @@ def snapshot(config_path: Path, *, runtime_active: bool) -> dict[str, Any]:
         "runtimeActive": runtime_active,
         "assistantAvailable": ASSISTANT_AVAILABLE,
         "drivers": [d.as_json() for d in drivers],
-        # The driver table (agents/drivers/table.py): the page's driver lists read it from here.
+        # The driver table (groupx_site/core/driver_table.py): the page's driver lists read it from here.
         "driverChoices": driver_choices(),
         "demoAgents": demo_drafts(config_path.parent.resolve()),
     }

@@ -22,7 +22,7 @@ from django.utils.translation import gettext
 
 from agents.drivers.base import PROTOCOL_HANDSHAKE_TIMEOUT, DriverError, LaunchProfile, Timeouts
 from agents.drivers.registry import get_driver
-from agents.drivers.table import DRIVERS
+from groupx_site.core.driver_table import DRIVERS
 from groupx_site.core.errors import GroupXError, invalid
 from setup_wizard.config import ResolvedAgent, load_config, resolve_agents, resolve_executable
 from setup_wizard.detect import cli_version

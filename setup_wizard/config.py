@@ -19,8 +19,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agents.drivers.remote import DESTINATION_RE
-from agents.drivers.table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
+from groupx_site.core.driver_table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
+from groupx_site.core.ssh_destination import DESTINATION_RE
 
 # The driver names, their display names and the default roster come from the driver table.
 DRIVERS = DRIVER_NAMES

@@ -13,7 +13,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from agents.drivers.remote import ssh_options
+from groupx_site.core.ssh_destination import ssh_options
 from setup_wizard.config import ResolvedAgent, ssh_config_file
 
 CONNECT_TIMEOUT_S = 5

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from django.conf import settings
 from pydantic import ConfigDict, Field
 
-from agents.drivers.table import DRIVER_NAMES
 from groupx_site.core.contract import Checked
+from groupx_site.core.driver_table import DRIVER_NAMES
 from rooms.schemas import Response
 from setup_wizard import cli_test
 from setup_wizard.actions import REVISION_PATTERN, Draft, validate_draft

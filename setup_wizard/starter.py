@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agents.drivers.table import DEMO_DRIVERS
+from groupx_site.core.driver_table import DEMO_DRIVERS
 from setup_wizard.config import DEMO_COMMAND, DISPLAY_NAMES, DRIVERS, FAKES_BIN, write_config
 
 DEFAULT_PORT = 4310

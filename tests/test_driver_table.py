@@ -1,4 +1,4 @@
-"""The driver table (agents/drivers/table.py): every place that names a driver reads it."""
+"""The driver table (groupx_site/core/driver_table.py): every place that names a driver reads it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from agents import instances
 from agents.drivers import acp, claude, claude_session, codex, registry
 from agents.drivers.acp import AcpDriver
-from agents.drivers.table import DEFAULT_AGENT_IDS, DEMO_DRIVERS, DISPLAY_NAMES, DRIVER_NAMES, DRIVERS
+from groupx_site.core.driver_table import DEFAULT_AGENT_IDS, DEMO_DRIVERS, DISPLAY_NAMES, DRIVER_NAMES, DRIVERS
 from setup_wizard import config, starter
 
 ROOT = Path(__file__).resolve().parent.parent

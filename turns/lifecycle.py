@@ -17,11 +17,11 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
-from agents.models import DeliveryCursor
 from groupx_site.core.ids import new_id
 from memory import sql as memory_sql
 from memory.dated_sources import register_source as register_dated_memory_source
 from rooms import event_types, events
+from rooms.actor_models import DeliveryCursor
 from rooms.events import ActorRef
 from rooms.models import ROOM_ID, Event
 from turns import sql as turn_sql

@@ -13,16 +13,17 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from agents.models import SessionBinding
 from groupx_site.core.errors import GroupXError, invalid
 from rooms import commands, events, validation
-from rooms.actions import PostMessage, check_post_message, check_references_exist, resolve_targets
+from rooms.actions import check_references_exist, resolve_targets
+from rooms.actor_models import SessionBinding
 from rooms.event_types import AUDIT_TYPES
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
 from turns import limits
 from turns import supervision as pairing
 from turns.actions import check_queue_capacity, do_enqueue_turns
+from turns.messages import PostMessage, check_post_message
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES
 

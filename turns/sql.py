@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rooms.models import Event
-from rooms.sql import (
+from groupx_site.store.sql import (
     Names,
     adapt_datetime,
     all_rows,
@@ -23,6 +22,7 @@ from rooms.sql import (
     per_engine,
     placeholders,
 )
+from rooms.models import Event
 from turns.models import Turn, TurnAttempt
 from turns.states import ACTIVE_STATUSES, CLAIM, IN_FLIGHT_STATUSES, QUEUED, START
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupx_site.core.driver_table import DRIVERS, DriverSpec
+
 from .acp_policy import has_policy_evidence
 from .acp_session import AcpSession
 from .base import (
@@ -28,7 +30,6 @@ from .base import (
 )
 from .jsonrpc import JsonRpcError
 from .native_start import RpcHandshake, require_mcp_binding, start_native_session
-from .table import DRIVERS, DriverSpec
 
 # The ACP rows of the driver table, plus ``generic``: the fake agent the kernel tests drive.
 FLAVORS: dict[str, DriverSpec] = {

@@ -17,6 +17,8 @@ import logging
 from collections import deque
 from typing import Any
 
+from groupx_site.core.driver_table import DRIVERS
+
 from .acp_policy import grok_policy_marker
 from .base import (
     NATIVE_POLICY_BLOCKED,
@@ -46,7 +48,6 @@ from .jsonrpc import (
     ProcessExited,
 )
 from .process import JsonLineProcess, ProcessTerminationError
-from .table import DRIVERS
 from .turnkit import ChildSession, QueuedTurn, short
 
 log = logging.getLogger(__name__)

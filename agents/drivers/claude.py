@@ -20,6 +20,8 @@ import json
 import uuid
 from typing import Any
 
+from groupx_site.core.driver_table import DRIVERS
+
 from .base import (
     ADAPTER_START_FAILED,
     NATIVE_POLICY_BLOCKED,
@@ -35,7 +37,6 @@ from .jsonrpc import ConnectionLost
 from .native_start import handshake_answer, lost_during_start, require_mcp_binding, start_native_session
 from .process import CLAUDE_LINE_LIMIT
 from .secret_file import SecretFile
-from .table import DRIVERS
 from .turnkit import short
 
 CLAUDE_ARGV = DRIVERS["claude"].argv  # ends with --permission-mode PERMISSION_MODE

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from groupx_site.core.driver_table import DRIVERS
+
 from .base import (
     NATIVE_POLICY_BLOCKED,
     PROTOCOL_INVALID_MESSAGE,
@@ -27,7 +29,6 @@ from .base import (
 from .claude_turn import ClaudeTurn, is_abort
 from .jsonrpc import ConnectionLost, FrameReader, ProcessExited, ProtocolViolation
 from .process import JsonLineProcess, ProcessClosedError, ProcessTerminationError
-from .table import DRIVERS
 from .turnkit import ChildSession, RecentIds, same_path, short
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from groupx_site.core.driver_table import DRIVERS
+
 from .acp_policy import has_policy_evidence
 from .base import (
     ADAPTER_START_FAILED,
@@ -28,7 +30,6 @@ from .base import (
 from .codex_session import CodexSession
 from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, JsonRpcError
 from .native_start import RpcHandshake, require_mcp_binding, start_native_session
-from .table import DRIVERS
 from .turnkit import same_path
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Driver lookup by the ``driver`` name of an agent's launch profile.
 
-The names and their wire protocols come from ``agents/drivers/table.py``; each protocol has one
+The names and their wire protocols come from ``groupx_site/core/driver_table.py``; each protocol has one
 driver class, imported only when an agent uses it.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from groupx_site.core.driver_table import DRIVERS
 from groupx_site.core.errors import ErrorCode
 
 from .base import Driver, DriverError
-from .table import DRIVERS
 
 ADAPTER_NOT_FOUND = ErrorCode.ADAPTER_NOT_FOUND.value
 

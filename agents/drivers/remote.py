@@ -13,27 +13,23 @@ secret as one line from its stdin, before the CLI starts, into a 0600 file in a 
 directory on the remote side (removed when the CLI exits), and the CLI's argv names that file.
 ``preamble`` is what the launcher writes to ssh's stdin first.
 
-Standard library only, like every module of ``agents/drivers``.
+Standard library and the ground's pure rules only, like every module of ``agents/drivers``.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A destination is ``[user@]host`` or an alias of the ssh config: never an option (a leading
-# "-"), never a URL, a port or a space; ports and jump hosts belong in the ssh config.
-DESTINATION_RE = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]{0,63}@)?[A-Za-z0-9_][A-Za-z0-9._-]{0,252}$")
+# The destination rule is the config's too, so it lives in the ground (D149).
+from groupx_site.core.ssh_destination import DESTINATION_RE, ssh_options
+
 # Remote forward ports are picked at random per launch from here: a port still held on the
 # remote side by a dropped connection's sshd is simply not picked again (a collision makes ssh
 # exit, ExitOnForwardFailure, and the start is retried with another port).
 FORWARD_PORTS = (20_000, 59_999)
-CONNECT_TIMEOUT_S = 10
-KEEPALIVE_INTERVAL_S = 15
-KEEPALIVE_COUNT = 3  # a silent peer is given up after about 45 s
 
 
 @dataclass(frozen=True)
@@ -51,23 +47,6 @@ class SshTarget:
 
 def pick_remote_port() -> int:
     return random.randint(*FORWARD_PORTS)
-
-
-def ssh_options(config_file: str | None, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> list[str]:
-    """The options every GroupX ssh runs with: batch mode (never a password prompt), no TTY."""
-    options = ["-F", config_file] if config_file else []
-    return [
-        *options,
-        "-T",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"ConnectTimeout={connect_timeout_s}",
-        "-o",
-        f"ServerAliveInterval={KEEPALIVE_INTERVAL_S}",
-        "-o",
-        f"ServerAliveCountMax={KEEPALIVE_COUNT}",
-    ]
 
 
 def remote_script(argv: Sequence[str], cwd: str, secrets: Sequence[tuple[str, str]] = ()) -> str:

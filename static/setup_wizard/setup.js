@@ -28,7 +28,7 @@ import { format, gettext, ngettext } from "../rooms/i18n.js";
     banner.hidden = !text;
   }
 
-  // The driver names, in the server's order: the snapshot's driverChoices (agents/drivers/table.py).
+  // The driver names, in the server's order: the snapshot's driverChoices (groupx_site/core/driver_table.py).
   function driverNames() {
     return ((snapshot && snapshot.driverChoices) || []).map((d) => d.name);
   }

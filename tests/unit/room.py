@@ -8,11 +8,11 @@ from typing import Any
 from django.utils import timezone
 
 from agents.models import AgentInstance, SessionBinding
-from rooms.actions import post_message
 from rooms.events import ActorRef
 from rooms.models import Event
 from turns import lifecycle
 from turns.lifecycle import Claim
+from turns.messages import post_message
 from turns.models import Turn
 
 _ids = itertools.count(1)

@@ -14,10 +14,9 @@ from django.db import connection
 
 from groupx_site.core.errors import GroupXError
 from groupx_site.store import db, store_faults
-from rooms import actions
 from rooms.models import ClientCommand, Event
 from tests.unit.room import actor, claim, event_types, queued_turn, status
-from turns import lifecycle
+from turns import lifecycle, messages
 from turns import sql as turn_sql
 from turns.actions import cancel_turn
 from turns.lifecycle import TurnOutcome
@@ -51,21 +50,21 @@ def on_another_connection(fn, *args, wait_for_lock: bool = True):
 
 def test_a_twin_command_arriving_while_the_first_holds_the_lock_cannot_write_and_its_retry_replays(monkeypatch):
     body = {"clientCommandId": "twin", "to": ["agent:alpha"], "content": "once"}
-    real_do = actions.do_post_message
+    real_do = messages.do_post_message
     twin: dict = {}
 
     def do_with_a_twin(*args, **kwargs):
         # The first command has found no receipt and holds the write lock: its twin arrives now.
-        twin["first try"] = on_another_connection(actions.post_message, dict(body), wait_for_lock=False)
+        twin["first try"] = on_another_connection(messages.post_message, dict(body), wait_for_lock=False)
         return real_do(*args, **kwargs)
 
-    monkeypatch.setattr(actions, "do_post_message", do_with_a_twin)
-    first = actions.post_message(body)
+    monkeypatch.setattr(messages, "do_post_message", do_with_a_twin)
+    first = messages.post_message(body)
     _, error = twin["first try"]
     assert isinstance(error, GroupXError) and error.code == "STORE_UNAVAILABLE"  # 503: retry later
     store_faults.clear()
 
-    retried, error = on_another_connection(actions.post_message, dict(body))
+    retried, error = on_another_connection(messages.post_message, dict(body))
     assert error is None and retried == first
     assert event_types(event_type="message.created") == ["message.created"]
     assert ClientCommand.objects.count() == 1

@@ -11,11 +11,11 @@ from memory.inputs import check_memory_write
 from memory.models import MemoryRecord
 from memory.records import WEB_WRITER
 from rooms import commands
-from rooms.actions import post_message
 from rooms.models import ClientCommand, Event
 from tests.unit.room import claim, queued_turn
 from turns.actions import cancel_turn
 from turns.member_actions import member_send
+from turns.messages import post_message
 from turns.models import Turn
 
 

@@ -15,6 +15,8 @@ from django.db.models import Count, F, Max, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from agents.models import DeliveryCursor
+from groupx_site.store import sql as store_sql
+from groupx_site.store.sql import Names, placeholders
 from memory import sql as memory_sql
 from memory.models import (
     AGENT_MEMORY_TYPES,
@@ -28,7 +30,6 @@ from memory.models import (
 from memory.transcript import CONTEXT_TYPES, WATCH_BRIEF_KIND, context_events
 from rooms import sql as rooms_sql
 from rooms.models import ROOM_ID, ClientCommand, Event
-from rooms.sql import Names, placeholders
 from tests.unit.room import claim, post, queued_turn
 from turns import sql as turn_sql
 from turns.models import Turn, TurnAttempt
@@ -748,7 +749,7 @@ def test_native_reset_mark_reads_what_the_orm_reads(resets):
     assert memory_sql.native_reset_mark(ROOM_ID) == (orm["top"] or 0)
 
 
-@pytest.mark.parametrize("engine", rooms_sql.ENGINES)
+@pytest.mark.parametrize("engine", store_sql.ENGINES)
 def test_in_lists_get_one_placeholder_per_constant(engine):
     assert memory_sql._PACKET_PARENT[engine].count("%s") == 3 + len(CONTEXT_TYPES)
     assert memory_sql._PACKET_MEMORY.count("%s") == 5 + len(AGENT_MEMORY_TYPES)

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from rooms import sql
+from groupx_site.store import sql
 from tests.unit.room import post
 
 pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="the cursor is kept on SQLite only")

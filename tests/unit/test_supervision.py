@@ -12,13 +12,13 @@ from groupx_site.core.errors import GroupXError
 from memory.context import build_context_packet
 from memory.dated_sources import OBSERVER_COMMAND_TYPES
 from memory.transcript import WATCH_BRIEF_KIND, context_events
-from rooms.actions import post_message
 from rooms.models import ClientCommand, Event
 from setup_wizard import roster
 from tests.unit.room import actor, claim, command_id, post, running
 from turns import watch
 from turns.lifecycle import TurnOutcome, finish
 from turns.member_actions import member_send
+from turns.messages import post_message
 from turns.models import SupervisionPair, SupervisionPairTurn, SupervisionSteerCount, Turn
 from turns.steer import member_steer
 
