@@ -8,6 +8,7 @@ check and the target resolver here serve the agents' send and ask too (``turns.m
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class PostMessage:
         }
 
 
-def check_post_message(payload: Any, fields: set[str] = POST_MESSAGE_FIELDS) -> PostMessage:
+def check_post_message(payload: Any, fields: Set[str] = POST_MESSAGE_FIELDS) -> PostMessage:
     """The one body check of a message that wakes agents: the web's post and an agent's send/ask
     (``fields``: the keys that caller may send; a key it may not send is an unknown field)."""
     payload = validation.reject_sender_fields(payload)

@@ -32,9 +32,9 @@ import contextvars
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -133,10 +133,14 @@ class _WriterThread:
 
 _STOP = (None, None)  # a stop taken from the queue while gathering a group
 _writer = _WriterThread(f"{WRITER_THREAD}_0")  # the name a one-worker executor gave it (benches read it)
+P = ParamSpec("P")
+R = TypeVar("R")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
-def write(fn: Callable[..., Any], *, clears_faults: bool = True, group_commit: bool = False):
+def write(
+    fn: Callable[P, R], *, clears_faults: bool = True, group_commit: bool = False
+) -> Callable[P, Coroutine[Any, Any, R]]:
     """``fn`` as a coroutine function that runs on the writer thread. ``clears_faults=False`` for a
     tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk.
     ``group_commit=True``: on SQLite the call may share one commit with other such calls queued
@@ -146,7 +150,7 @@ def write(fn: Callable[..., Any], *, clears_faults: bool = True, group_commit: b
     return _on(_writer, _faults_as_codes(fn, clears=clears_faults), groupable=group_commit)
 
 
-def read(fn: Callable[..., Any]):
+def read(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     """``fn`` as a coroutine function that runs on a reader thread."""
     return _on(_readers, _faults_as_codes(fn, clears=False))
 
