@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps messages
+.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps typecheck messages
 
 # Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
 # [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
@@ -67,6 +67,7 @@ test: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_direction.py
+	$(MAKE) --no-print-directory typecheck
 	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser
 
 # The browser tier (tests/browser, D57): Playwright driving Debian's Chromium against real servers:
@@ -166,3 +167,10 @@ lint: install
 	$(VENV)/bin/lint-imports
 	$(PY) tools/import_direction.py
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
+
+# Strict types ([tool.mypy] in pyproject.toml) on the folders that exist: the store and speed
+# packages may take files out of groupx_site/core. Incremental: the cache is .mypy_cache.
+TYPED := $(wildcard agents/drivers turns groupx_site/core groupx_site/store)
+typecheck: install
+	$(VENV)/bin/mypy $(TYPED)

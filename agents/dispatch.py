@@ -50,6 +50,8 @@ def claim_for_prompt(
     here when the room's checkpoint moved since it was read: another lane's compaction or a reset
     committed in between, and the agent must not be prompted with the superseded summary. This
     call and those commits all run on the writer thread, so what is claimed is current."""
+    # The fault tier stops the writer here, the Turn still queued, on the path production takes (D36).
+    fault_points.reached_on_writer(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
     if packet is not None and checkpoint_moved(packet):
         packet = None
     if packet is None:

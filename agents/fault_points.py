@@ -6,13 +6,16 @@ environment is read once, here, and every other call is one comparison. Armed, t
 ``GROUPX_FAULT_PAUSE_AFTER`` first arrivals at that phase (default 0) pass, so a test lets real work
 through before the fault; every later arrival stops there for good. Each one that stops appends a
 line to ``<GROUPX_FAULT_DIR>/paused`` (JSON: phase, turnId, pid) and its Turn takes no further
-step: the first line is what the test waits for before it kills the process. Nothing else changes: the lanes, the commits and the
-recovery after the restart are the production code.
+step: the first line is what the test waits for before it kills the process. Nothing else changes:
+a phase pauses the one path production takes and never picks another; the lanes, the commits
+(shared ones included, D68) and the recovery after the restart are the production code.
 
 The phases, in a Turn's order (docs/ARCHITECTURE.md "The dispatch path"):
-- ``queued``: a lane took the queued head and has claimed nothing yet;
-- ``before-write-ahead``: the claim (``turn.dispatched``, a ``prepared`` attempt) is committed, the
-  write-ahead is not. This one stops the writer thread itself, as the two commits are one call there;
+- ``queued``: the writer read the lane's head and has claimed nothing yet (it stops the writer
+  thread, where the head is read and claimed in one call);
+- ``before-write-ahead``: the claim (``turn.dispatched``, a ``prepared`` attempt) is written, the
+  write-ahead is not. This one stops the writer thread too, as the two commits are one call there;
+  when that call shares a commit with others (D68), the claim is not committed yet, as in production;
 - ``after-write-ahead``: the attempt is committed ``prompt_invoked + unknown``, the prompt not sent;
 - ``running``: the prompt was delivered and the first native event recorded (``turn.started``);
 - ``completing``: the CLI's answer is in, the terminal transaction not yet run.
@@ -40,11 +43,6 @@ if _ARMED is not None and _ARMED not in PHASES:
 _PASS_FIRST = int(os.environ.get("GROUPX_FAULT_PAUSE_AFTER") or 0)
 _MARKER_DIR = Path(os.environ.get("GROUPX_FAULT_DIR") or ".")
 _arrivals = itertools.count()  # next() is atomic under the GIL: lanes and the writer thread share it
-
-
-def armed_at(phase: str) -> bool:
-    """Whether the hook is armed for ``phase`` (a lane keeps the step before it a step of its own)."""
-    return phase == _ARMED
 
 
 async def reached(phase: str, turn_id: str) -> None:

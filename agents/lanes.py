@@ -54,12 +54,6 @@ def _db_sharing_a_commit(fn):
     return db.write(fn, group_commit=True)
 
 
-def _db_claiming(fn):
-    # A claim may share a commit too, unless the fault tier stops the writer between the claim and
-    # its write-ahead, where the claim must already be committed (D36).
-    return (_db if fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD) else _db_sharing_a_commit)(fn)
-
-
 @dataclass
 class ActiveTurn:
     claim: Claim | None
@@ -236,13 +230,13 @@ class Lane:
         claimed for its prompt in the same writer call (``dispatch.claim_head``: one hand-off
         instead of two, D60); None when that claim failed its Turn here."""
         sessions = self.sessions
-        if not self._may_claim_with_head():
+        if not sessions.usable():
             return await _db(dispatch.lane_head)(self.agent.actor_id)
         # Registered before the call, as _run_turn does: the writer names the Turn before it
         # claims it, so a cancel that lands meanwhile is kept (D20).
         active = self.active = ActiveTurn(claim=None, turn_id="")
         try:
-            head = await _db_claiming(dispatch.claim_head)(
+            head = await _db_sharing_a_commit(dispatch.claim_head)(
                 self.agent,
                 active,
                 session_reset_mark=sessions.reset_mark,
@@ -270,13 +264,6 @@ class Lane:
         if head.ready is None:
             self.active = None
         return head
-
-    def _may_claim_with_head(self) -> bool:
-        # The fault tier stops a lane before its claim, or the writer between the claim and its
-        # write-ahead; either wants the claim in a call of its own (D36).
-        return self.sessions.usable() and not (
-            fault_points.armed_at(fault_points.QUEUED) or fault_points.armed_at(fault_points.BEFORE_WRITE_AHEAD)
-        )
 
     async def _end_after_store_fault(self) -> None:
         """A store fault stopped a Turn. Unclaimed, it is queued (its transaction rolled back, or
@@ -310,13 +297,14 @@ class Lane:
             # From here a cancel of this Turn is remembered (``request_cancel``), even one that
             # arrives while the claim below is being written.
             active = self.active = ActiveTurn(claim=None, turn_id=turn_id)
-            await fault_points.reached(fault_points.QUEUED, turn_id)  # test-only, inert (D36)
         else:  # claimed with the head (``_read_head``), on the session that was usable then
             session, active = self.sessions.session, self.active
         ids = {"binding_id": self.sessions.binding_id, "instance_id": self.sessions.instance_id}
         try:
             if ready is None:
-                ready = await _db_claiming(dispatch.claim_for_prompt)(self.agent, turn_id, source_event_id, **ids)
+                ready = await _db_sharing_a_commit(dispatch.claim_for_prompt)(
+                    self.agent, turn_id, source_event_id, **ids
+                )
             passes = 0
             while ready.needs_compaction:
                 if passes == PACKET_REBUILDS:
@@ -326,7 +314,7 @@ class Lane:
                 # claim rebuilds the packet if another lane's compaction moved the checkpoint
                 # meanwhile, and asks for this again if the rebuilt one leaves messages out.
                 packet = await prepare_packet(self.agent, source_event_id)
-                ready = await _db_claiming(dispatch.claim_for_prompt)(
+                ready = await _db_sharing_a_commit(dispatch.claim_for_prompt)(
                     self.agent, turn_id, source_event_id, packet=packet, **ids
                 )
         except ContextBudgetExceeded as error:
@@ -444,7 +432,7 @@ class Lane:
         if active is None:
             return
         await fault_points.reached(fault_points.COMPLETING, active.turn_id)  # test-only, inert (D36)
-        if claim_next and self._may_claim_with_head() and await self._finish_then_claim(active, outcome):
+        if claim_next and self.sessions.usable() and await self._finish_then_claim(active, outcome):
             return
         # The agent's answer exists only here until it is written: through a store fault, wait.
         # A restart stopping this lane now must not drop an outcome already on its way, and it does

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
@@ -102,6 +102,44 @@ def envelope_from_row(row: dict[str, Any]) -> dict[str, Any]:
 EVENT_FIELDS_IN_ORDER = ("seq", *sql.EVENT_INSERT_FIELDS)
 if tuple(field.attname for field in Event._meta.concrete_fields) != EVENT_FIELDS_IN_ORDER:
     raise ImportError("rooms.models.Event's fields moved: append_event builds its Event in the old order")
+
+
+@overload
+def append_event(
+    *,
+    event_type: str,
+    actor: ActorRef,
+    correlation_id: str,
+    root_correlation_id: str | None = None,
+    to: list[str] | None = None,
+    body: dict[str, Any] | None = None,
+    causation_id: str | None = None,
+    reply_to_event_id: str | None = None,
+    forwarded_event_id: str | None = None,
+    idempotency_key: str | None = None,
+    provenance: dict[str, Any] | None = None,
+    returns_event: Literal[True] = True,
+    event_id: str | None = None,
+) -> Event: ...
+
+
+@overload
+def append_event(
+    *,
+    event_type: str,
+    actor: ActorRef,
+    correlation_id: str,
+    root_correlation_id: str | None = None,
+    to: list[str] | None = None,
+    body: dict[str, Any] | None = None,
+    causation_id: str | None = None,
+    reply_to_event_id: str | None = None,
+    forwarded_event_id: str | None = None,
+    idempotency_key: str | None = None,
+    provenance: dict[str, Any] | None = None,
+    returns_event: Literal[False],
+    event_id: str | None = None,
+) -> None: ...
 
 
 def append_event(
@@ -252,6 +290,40 @@ def turn_queued(
         idempotency_key=f"turn:{turn_id}:queued",
         provenance={"sourceKind": "system"},
     )
+
+
+@overload
+def turn_event(
+    *,
+    event_type: str,
+    actor: ActorRef,
+    turn_id: str,
+    target_actor_id: str,
+    correlation_id: str,
+    root_correlation_id: str,
+    body: dict[str, Any],
+    idempotency_key: str | None = None,
+    causation_id: str | None = None,
+    source_kind: str = "system",
+    returns_event: Literal[True] = True,
+) -> Event: ...
+
+
+@overload
+def turn_event(
+    *,
+    event_type: str,
+    actor: ActorRef,
+    turn_id: str,
+    target_actor_id: str,
+    correlation_id: str,
+    root_correlation_id: str,
+    body: dict[str, Any],
+    idempotency_key: str | None = None,
+    causation_id: str | None = None,
+    source_kind: str = "system",
+    returns_event: Literal[False],
+) -> None: ...
 
 
 def turn_event(

@@ -34,7 +34,7 @@ class QueuedTurn:
     queue_position: int
     active_turn_id: str | None
 
-    def as_rest(self) -> dict:
+    def as_rest(self) -> dict[str, Any]:
         return {"target": self.target, "turnId": self.turn_id, "status": self.status, "transport": "structured"}
 
 

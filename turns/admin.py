@@ -3,8 +3,11 @@ saved here; the one write, "Cancel", runs the same command as ``POST /api/turns/
 (``turns.actions.accept_cancel``) as the local user (``user:web``)."""
 
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from groupx_site.core.errors import GroupXError
 from rooms.admin import ReadOnlyAdmin
@@ -12,8 +15,14 @@ from turns.actions import accept_cancel
 from turns.models import SupervisionPair, SupervisionPairTurn, SupervisionSteerCount, Turn, TurnAttempt
 from turns.states import TERMINAL_STATUSES
 
+if TYPE_CHECKING:  # the stubs' admin classes are generic; Django's cannot be subscripted at run time
+    _AttemptInline = admin.TabularInline[TurnAttempt, Turn]
+    _PairTurnInline = admin.TabularInline[SupervisionPairTurn, SupervisionPair]
+else:
+    _AttemptInline = _PairTurnInline = admin.TabularInline
 
-class AttemptInline(admin.TabularInline):
+
+class AttemptInline(_AttemptInline):
     model = TurnAttempt
     extra = 0
     can_delete = False
@@ -31,7 +40,7 @@ class AttemptInline(admin.TabularInline):
     )
     fields = readonly_fields
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -45,7 +54,7 @@ class TurnAdmin(ReadOnlyAdmin):
     actions = ["cancel_turns"]
 
     @admin.action(description="Cancel the selected Turns (queued ones at once, running ones through their CLI)")
-    def cancel_turns(self, request, queryset):
+    def cancel_turns(self, request: HttpRequest, queryset: QuerySet[Turn]) -> None:
         asked, ended = [], []
         for turn_id, status in queryset.values_list("turn_id", "status"):
             if status in TERMINAL_STATUSES:
@@ -70,14 +79,14 @@ class TurnAttemptAdmin(ReadOnlyAdmin):
     search_fields = ("attempt_id", "turn__turn_id")
 
 
-class PairTurnInline(admin.TabularInline):
+class PairTurnInline(_PairTurnInline):
     model = SupervisionPairTurn
     extra = 0
     can_delete = False
     readonly_fields = ("turn_id", "role", "actor_id", "status", "steers", "created_at")
     fields = readonly_fields
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     @admin.display(description="status")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Path, Router
 from pydantic import WithJsonSchema
 
@@ -61,5 +61,5 @@ TurnId = Path[Annotated[str, WithJsonSchema({"type": "string", "pattern": TURN_I
         errors={404: ("UNKNOWN_TARGET",), 409: ("CLIENT_COMMAND_CONFLICT",)},
     ),
 )
-async def post_cancel(request: HttpRequest, turn_id: TurnId, body: CancelBody):
+async def post_cancel(request: HttpRequest, turn_id: TurnId, body: CancelBody) -> HttpResponse:
     return json_response(await db.write(accept_cancel)(turn_id, body.checked), 202)

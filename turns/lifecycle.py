@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from groupx_site.core.ids import new_id
@@ -266,7 +267,7 @@ def _finish(claim: Claim | None, turn_id: str, outcome: TurnOutcome, agent: Acto
             raise _TurnMoved
         if turn.attempt_id is not None:
             turn_sql.attempt_terminal(turn.attempt_id, now)
-            if delivered:
+            if delivered and turn.context_through_seq is not None:  # the claim of every attempt sets it
                 advance_delivery_cursor(turn.target_actor_id, turn.context_through_seq, turn.summary_through_seq)
     return status
 
@@ -376,7 +377,7 @@ def recover_agent_turns(actor_id: str, **facts: Any) -> dict[str, int]:
     return _recover(Turn.objects.filter(target_actor_id=actor_id, status__in=[DISPATCHING, RUNNING, CANCELLING]), facts)
 
 
-def _recover(in_flight_turns, facts: dict[str, Any] | None = None) -> dict[str, int]:
+def _recover(in_flight_turns: QuerySet[Turn], facts: dict[str, Any] | None = None) -> dict[str, int]:
     counts = {"requeued": 0, "cancelled": 0, "interrupted": 0, "failed": 0}
     for turn in list(in_flight_turns.order_by("enqueue_seq")):
         attempt = turn.attempts.exclude(dispatch_phase="terminal").order_by("-claimed_at").first()

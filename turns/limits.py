@@ -19,7 +19,9 @@ CHAIN_LIMIT_CODES = ("ROOT_TURN_LIMIT_REACHED", "HOP_LIMIT_REACHED")
 
 def ancestor_actors(turn: Turn) -> list[str]:
     """The actors of the caller's Turn and of every Turn above it, from the durable parent chain."""
-    actors, seen, current = [], set(), turn
+    actors: list[str] = []
+    seen: set[str] = set()
+    current: Turn | None = turn
     while current is not None:
         if current.turn_id in seen:
             raise GroupXError("INVALID_ENVELOPE", "the parent chain of this turn loops", status=409)

@@ -7,8 +7,9 @@ in ``turns.asks``.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from django.conf import settings
 from django.db.models import Q
@@ -20,6 +21,7 @@ from rooms.actor_models import SessionBinding
 from rooms.event_types import AUDIT_TYPES
 from rooms.events import ENVELOPE_FIELDS, ActorRef, envelope_from_row
 from rooms.models import Event
+from setup_wizard.config import ResolvedAgent
 from turns import limits
 from turns import supervision as pairing
 from turns.actions import check_queue_capacity, do_enqueue_turns
@@ -67,7 +69,7 @@ def resolve_caller(binding_id: str) -> Caller:
 WAKE_FIELDS = frozenset({"to", "content", "replyToEventId", "clientCommandId", "supervision"})
 
 
-def check_wake_payload(payload: Any, extra_fields: set[str] = frozenset()) -> PostMessage:
+def check_wake_payload(payload: Any, extra_fields: Set[str] = frozenset()) -> PostMessage:
     """send's and ask's body: the web's message check, without forwardedEventId."""
     return check_post_message(payload, WAKE_FIELDS | extra_fields)
 
@@ -86,7 +88,7 @@ def send_to_agents(binding_id: str, command: PostMessage, *, command_type: str) 
     """send and ask: one message from the caller and one child Turn per target, atomically."""
     caller = resolve_caller(binding_id)
     config = settings.GROUPX_CONFIG.limits
-    agents: list = []
+    agents: list[ResolvedAgent] = []
 
     def run() -> dict[str, Any]:
         agents[:] = resolve_targets(command.to, sender_id=caller.actor.actor_id)
@@ -217,7 +219,15 @@ def member_publish(binding_id: str, payload: Any) -> dict[str, Any]:
     )
 
 
-def bounded_int(payload: dict, field: str, low: int, high: int, default: int | None) -> int | None:
+@overload
+def bounded_int(payload: dict[str, Any], field: str, low: int, high: int, default: int) -> int: ...
+
+
+@overload
+def bounded_int(payload: dict[str, Any], field: str, low: int, high: int, default: None) -> int | None: ...
+
+
+def bounded_int(payload: dict[str, Any], field: str, low: int, high: int, default: int | None) -> int | None:
     value = payload.get(field, default)
     if value is None:
         return None

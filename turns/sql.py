@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Field, Model
+
 from groupx_site.store.sql import (
     Names,
     adapt_datetime,
@@ -69,9 +71,15 @@ ATTEMPT_INSERT_FIELDS = (
     "delivery_certainty",
     "claimed_at",
 )
-_ATTEMPT_DEFAULTS = {
-    name: TurnAttempt._meta.get_field(name).get_default() for name in ("dispatch_phase", "delivery_certainty")
-}
+
+
+def _default(model: type[Model], name: str) -> Any:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)  # a concrete column, not a relation's reverse side
+    return field.get_default()
+
+
+_ATTEMPT_DEFAULTS = {name: _default(TurnAttempt, name) for name in ("dispatch_phase", "delivery_certainty")}
 _INSERT_ATTEMPT = f"INSERT INTO {A} ({A.list(ATTEMPT_INSERT_FIELDS)}) VALUES ({placeholders(ATTEMPT_INSERT_FIELDS)})"
 # The write-ahead before the native prompt: only from ``prepared``.
 _ATTEMPT_PROMPT_INVOKED = f"""
@@ -139,7 +147,7 @@ TURN_INSERT_FIELDS = (
     "partial_text",
     "queued_at",
 )
-_TURN_DEFAULTS = {name: Turn._meta.get_field(name).get_default() for name in ("transport", "partial_text")}
+_TURN_DEFAULTS = {name: _default(Turn, name) for name in ("transport", "partial_text")}
 _INSERT_TURN = f"INSERT INTO {T} ({T.list(TURN_INSERT_FIELDS)}) VALUES ({placeholders(TURN_INSERT_FIELDS)})"
 
 
@@ -258,7 +266,9 @@ def terminal_read(turn_id: str, attempt_id: str | None) -> TerminalRead | None:
         return None
     *columns, body = row
     # As the JSONField reads it; a NULL column (or no source row) stays None.
-    return TerminalRead(*columns, source_body=None if body is None else json.loads(body))
+    # The row's other columns are TerminalRead's fields before source_body, in order; mypy cannot
+    # count a starred list, so it thinks they may reach source_body too.
+    return TerminalRead(*columns, source_body=None if body is None else json.loads(body))  # type: ignore[misc]
 
 
 def active_turn_counts(actor_ids: list[str]) -> dict[str, int]:

@@ -99,7 +99,9 @@ def check_pair(
     overlap = sorted(set(supervision.observers) & {w.actor_id for w in workers})
     if overlap:  # @all resolved to every agent, observers included
         raise pair_invalid("an observer cannot also be a worker of the same task", overlappingActors=overlap)
-    return [roster.live_agent(o) for o in supervision.observers]
+    return [
+        agent for o in supervision.observers if (agent := roster.live_agent(o)) is not None
+    ]  # all live: checked above
 
 
 def brief_text(pair_id: str, source: Event, workers: list[QueuedTurn]) -> str:

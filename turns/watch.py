@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +75,9 @@ LIVE_TURNS = 256
 
 def tool_entry(record: dict[str, Any]) -> dict[str, Any]:
     """A tool's name, status and id; nothing of its arguments or results."""
-    details = record.get("details") if isinstance(record.get("details"), dict) else {}
+    details = record.get("details")
+    if not isinstance(details, dict):
+        details = {}
     entry = {
         "name": str(details.get("name") or "tool")[:TOOL_NAME],
         "status": str(details.get("status") or record.get("nativeType", ""))[:32],
@@ -119,12 +122,14 @@ def _last_steer_reason(subject_turn_id: str) -> str | None:
 
 
 def snapshot(
-    pair: SupervisionPair, subject: Turn, after_seq: int | None, live_tools: list[dict[str, Any]] = ()
+    pair: SupervisionPair, subject: Turn, after_seq: int | None, live_tools: Sequence[dict[str, Any]] = ()
 ) -> dict[str, Any]:
     """What the observer may see of ``subject`` now (PROTOCOL §6.7: may and may not). ``live_tools``:
     the tools watches saw it use while it runs (taken on the event loop, which owns that table)."""
     turn_events = Event.objects.filter(Q(causation_id=subject.turn_id) | Q(event_id=subject.queued_event_id))
-    task = Event.objects.filter(event_id=pair.source_event_id).values("event_id", "seq", "body").first() or {}
+    task: dict[str, Any] = dict(
+        Event.objects.filter(event_id=pair.source_event_id).values("event_id", "seq", "body").first() or {}
+    )
     floor = after_seq if after_seq is not None else task.get("seq", 0)
     messages = list(
         Event.objects.filter(
@@ -201,7 +206,7 @@ def _begin(binding_id: str, request: WatchRequest) -> _Watch:
     return _Watch(binding_id, caller.turn.turn_id, pair.pair_id, subject.turn_id, subject.status, ready)
 
 
-def _statuses(watch: _Watch) -> tuple[str, str]:
+def _statuses(watch: _Watch) -> tuple[str | None, str | None]:
     """(the subject's status, the observer's own Turn's status)."""
     found = dict(
         Turn.objects.filter(turn_id__in=[watch.subject_turn_id, watch.watcher_turn_id]).values_list("turn_id", "status")
@@ -209,7 +214,7 @@ def _statuses(watch: _Watch) -> tuple[str, str]:
     return found.get(watch.subject_turn_id), found.get(watch.watcher_turn_id)
 
 
-def _observe(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list[dict[str, Any]]) -> dict:
+def _observe(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The snapshot and its ``supervision.observed`` record, in one transaction. A watch has no
     clientCommandId (PROTOCOL §6.7): its record is appended in a transaction of its own, as
     ``routing.loop_stopped`` is, not through a command receipt."""
@@ -217,7 +222,9 @@ def _observe(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: 
         return _observe_now(watch, request, timed_out, live_tools)
 
 
-def _observe_now(watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list) -> dict[str, Any]:
+def _observe_now(
+    watch: _Watch, request: WatchRequest, timed_out: bool, live_tools: list[dict[str, Any]]
+) -> dict[str, Any]:
     caller = resolve_caller(watch.binding_id)
     pair = SupervisionPair.objects.get(pair_id=watch.pair_id)
     subject = Turn.objects.get(turn_id=watch.subject_turn_id)
@@ -243,7 +250,7 @@ def _observe_now(watch: _Watch, request: WatchRequest, timed_out: bool, live_too
     return {"snapshot": shot, "until": request.until, "timedOut": timed_out}
 
 
-def _reached(request: WatchRequest, began: str, now: str, *, streamed: int, tools_moved: bool) -> bool:
+def _reached(request: WatchRequest, began: str, now: str | None, *, streamed: int, tools_moved: bool) -> bool:
     if now in TERMINAL_STATUSES:
         return True
     if request.until == "terminal":
@@ -271,7 +278,9 @@ async def _wait(watch: _Watch, request: WatchRequest, listener: bus.Listener) ->
     """True when a milestone came before the timeout."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.timeout_ms / 1000
-    streamed, tools_moved, status, watching = 0, False, watch.status, RUNNING
+    streamed, tools_moved = 0, False
+    status: str | None = watch.status
+    watching: str | None = RUNNING
     while True:
         for envelope in listener.take_transients():
             body = envelope.get("body") or {}

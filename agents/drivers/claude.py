@@ -86,13 +86,15 @@ class ClaudeDriver(Driver):
     async def start(self, profile: LaunchProfile, *, resume_native_session_id: str | None = None) -> NativeSession:
         require_mcp_binding(profile)
         resume = resume_native_session_id is not None
-        if resume and not _valid_uuid(resume_native_session_id):
+        if resume_native_session_id is not None and not _valid_uuid(resume_native_session_id):
             raise DriverError(SESSION_NOT_AVAILABLE, f"{resume_native_session_id!r} is not a Claude session id")
         # A fresh UUID for every start: an id that already has a transcript is refused (L2).
-        session_id = resume_native_session_id if resume else str(uuid.uuid4())
+        session_id = resume_native_session_id if resume_native_session_id is not None else str(uuid.uuid4())
         session = ClaudeSession(profile, session_id, resuming=resume)
         session.secret_file = config_file = mcp_config_file(profile)  # removed when the session closes
-        argv = claude_argv(profile, session_id, resume=resume, mcp_config_path=config_file and config_file.path)
+        argv = claude_argv(
+            profile, session_id, resume=resume, mcp_config_path=config_file.path if config_file else None
+        )
         try:
             return await start_native_session(
                 session,

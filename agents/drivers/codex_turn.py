@@ -192,8 +192,11 @@ class CodexTurn(QueuedTurn):
         item_type = item.get("type")
         item_id = item.get("id") if isinstance(item.get("id"), str) else None
         if item_type in TOOL_KINDS:
-            phase = "tool.completed" if completed else "tool.started"
-            self._put(ToolProgress(phase, item_id, tool_details(item, completed=completed)))
+            self._put(
+                ToolProgress(
+                    "tool.completed" if completed else "tool.started", item_id, tool_details(item, completed=completed)
+                )
+            )
         elif item_type == "agentMessage" and completed and item_id not in self._streamed_items:
             # The final text of an item that streamed no deltas (fallback); never a second copy.
             text = item.get("text")
@@ -250,7 +253,9 @@ class CodexTurn(QueuedTurn):
             return
         result = future.result()
         turn = result.get("turn") if isinstance(result, dict) else None
-        native_id = turn.get("id") if isinstance(turn, dict) else None
+        if not isinstance(turn, dict):
+            turn = {}  # no turn: no id, which fails the Turn below
+        native_id = turn.get("id")
         if not isinstance(native_id, str) or not native_id:
             self._poison()
             self._finish(TurnFailed(PROTOCOL_INVALID_MESSAGE, f"turn/start returned no turn id: {result!r:.200}"))

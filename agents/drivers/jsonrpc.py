@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal
 
 from .base import PROTOCOL_INVALID_MESSAGE
@@ -235,7 +235,7 @@ class PendingRequest:
         self.method = method
         self.future = future
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, Any]:
         return self.future.__await__()
 
     def done(self) -> bool:
@@ -434,7 +434,7 @@ class JsonRpcClient:
             outcome: Any = JsonRpcError(code, message if isinstance(message, str) else "", error.get("data"))
         else:
             outcome = None
-        del self._pending[response_id]
+        del self._pending[str(response_id)]  # a str: only str ids are pending
         if future.done():
             return
         if outcome is not None:

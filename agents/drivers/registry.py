@@ -28,7 +28,8 @@ def _acp(flavor: str) -> Callable[[], Driver]:
 
 def _lazy(module: str, class_name: str) -> Callable[[], Driver]:
     def make() -> Driver:
-        return getattr(importlib.import_module(module), class_name)()
+        driver: Driver = getattr(importlib.import_module(module), class_name)()
+        return driver
 
     return make
 

@@ -90,7 +90,7 @@ class RecentIds:
         return value in self._set
 
 
-TurnT = TypeVar("TurnT", bound=NativeTurn)
+TurnT = TypeVar("TurnT", bound="QueuedTurn")
 WrittenT = TypeVar("WrittenT")
 
 

@@ -12,7 +12,7 @@ class BackgroundTask:
     def __init__(self, name: str, run: Callable[[], Coroutine[Any, Any, None]]):
         self.name = name
         self._run = run
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start it on the running loop, unless it runs already."""

@@ -129,7 +129,7 @@ DRIVER_NAMES: tuple[str, ...] = tuple(DRIVERS)
 DISPLAY_NAMES: dict[str, str] = {row.name: row.display_name for row in _ROWS}
 DEFAULT_AGENT_IDS: tuple[str, ...] = tuple(row.name for row in _ROWS if row.default_roster)
 DEMO_DRIVERS: tuple[str, ...] = tuple(
-    row.name for row in sorted((r for r in _ROWS if r.demo_rank is not None), key=lambda r: r.demo_rank)
+    row.name for row in sorted((r for r in _ROWS if r.demo_rank is not None), key=lambda r: r.demo_rank or 0)
 )
 
 

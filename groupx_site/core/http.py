@@ -5,6 +5,9 @@ the bounded parser (``groupx_site/api.py``, docs/DECISIONS.md D34)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpResponse
 from django.http.request import split_domain_port, validate_host
@@ -57,12 +60,12 @@ def refused_origin(origin: str | None, host: str) -> GroupXError | None:
     return None
 
 
-def replayed(body: bytes, receive):
+def replayed(body: bytes, receive: Callable[[], Awaitable[dict[str, Any]]]) -> Callable[[], Awaitable[dict[str, Any]]]:
     """An ASGI ``receive`` that hands on the body already read, then the connection's own messages
     (its disconnect)."""
     sent = False
 
-    async def replay() -> dict:
+    async def replay() -> dict[str, Any]:
         nonlocal sent
         if not sent:
             sent = True

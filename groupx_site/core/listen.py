@@ -23,7 +23,8 @@ def _daphne_address() -> tuple[str, int] | None:
         return None  # not under daphne: the server bound exactly what groupx.json says
     from twisted.internet import reactor, tcp
 
-    for reader in reactor.getReaders():
+    # twisted types its reactor as a module of interface methods, which mypy cannot call.
+    for reader in reactor.getReaders():  # type: ignore[misc]
         if isinstance(reader, tcp.Port):
             address = reader.getHost()
             return str(address.host), int(address.port)

@@ -15,12 +15,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterator
+from typing import Any
 
 _readiness = "starting"
 _start_attempts = 0
 _next_retry_at: float | None = None  # time.monotonic()
 _last_error: dict[str, str] | None = None
-_superseded: dict | None = None  # set once another process took the room's agents over (D90)
+_superseded: dict[str, Any] | None = None  # set once another process took the room's agents over (D90)
 _writes_in_flight = 0
 _no_writes_in_flight: asyncio.Event | None = None  # made on the loop by the first write
 
@@ -34,7 +35,7 @@ def set_readiness(value: str) -> None:
     _readiness = value
 
 
-def supersede(owner: dict | None) -> None:
+def supersede(owner: dict[str, Any] | None) -> None:
     """Another process took the room's lease (``owner``: its lease row as health shows it, None
     when the lease simply lapsed): this one runs nothing from now on and says so."""
     global _superseded
@@ -46,7 +47,7 @@ def supersede(owner: dict | None) -> None:
     _superseded = {"by": owner, "message": message}
 
 
-def superseded() -> dict | None:
+def superseded() -> dict[str, Any] | None:
     """``{by, message}`` once this process lost the room to another (or its lease lapsed); else None."""
     return _superseded
 
@@ -58,11 +59,11 @@ def start_attempt_failed(code: str, message: str, retry_in_seconds: float | None
     _next_retry_at = None if retry_in_seconds is None else time.monotonic() + retry_in_seconds
 
 
-def start_retry() -> dict | None:
+def start_retry() -> dict[str, Any] | None:
     """``{startAttempts, nextRetryMs, lastError}`` while a failed start waits or retries; else None."""
     if _last_error is None or _readiness in ("ready", "closing"):
         return None
-    info: dict = {"startAttempts": _start_attempts, "lastError": _last_error}
+    info: dict[str, Any] = {"startAttempts": _start_attempts, "lastError": _last_error}
     if _next_retry_at is not None:
         info["nextRetryMs"] = max(0, round((_next_retry_at - time.monotonic()) * 1000))
     return info

@@ -32,9 +32,9 @@ import contextvars
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -48,6 +48,12 @@ from groupx_site.store import postgresql, store_faults, store_integrity
 WRITER_THREAD = "groupx-db-write"
 
 
+# A groupable call: (loop, future, context, fn, args, kwargs), as ``_run_then_post`` takes it.
+_Call = tuple[Any, ...]
+# What the writer's queue holds: (fn, args) to run, or (None, call) for a call that may share a commit.
+_Queued = tuple[Callable[..., None] | None, tuple[Any, ...]]
+
+
 class _WriterThread:
     """The one writer thread: it runs the calls put on its queue, in arrival order. Lighter than a
     one-worker ``ThreadPoolExecutor`` (no concurrent Future, work item or idle semaphore per call,
@@ -59,7 +65,7 @@ class _WriterThread:
     def __init__(self, name: str):
         self.name = name
         # (fn, args) to run, (None, call) for a call that may share a commit, None to stop.
-        self._calls: queue.SimpleQueue[tuple[Callable[..., None] | None, tuple] | None] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stopped = False
@@ -68,11 +74,11 @@ class _WriterThread:
         """``fn(*args)`` on the thread; ``fn`` must not raise (what it runs reports its own errors)."""
         self._put((fn, args))
 
-    def submit_groupable(self, call: tuple) -> None:
+    def submit_groupable(self, call: _Call) -> None:
         """``_run_then_post(*call)``, or with the groupable calls queued beside it in one commit."""
         self._put((None, call))
 
-    def _put(self, item: tuple) -> None:
+    def _put(self, item: _Queued) -> None:
         if self._thread is None or self._stopped:
             self._start()
         self._calls.put(item)
@@ -106,7 +112,7 @@ class _WriterThread:
                 group_commit.run_together(group, _run_then_post, _deliver_soon)
                 _close_if_opened_read_only()
 
-    def _gather(self, first: tuple) -> tuple[list[tuple], tuple | None]:
+    def _gather(self, first: _Call) -> tuple[list[_Call], _Queued | None]:
         """``first`` (a groupable call) and the groupable calls from its loop queued right behind it;
         and the call taken from the queue that is not one of them, if any."""
         group = [first]
@@ -132,12 +138,16 @@ class _WriterThread:
             self._thread.join()
 
 
-_STOP = (None, None)  # a stop taken from the queue while gathering a group
+_STOP: _Queued = (None, ())  # a stop taken from the queue while gathering a group (compared by identity)
 _writer = _WriterThread(f"{WRITER_THREAD}_0")  # the name a one-worker executor gave it (benches read it)
+P = ParamSpec("P")
+R = TypeVar("R")
 _readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groupx-db-read")
 
 
-def write(fn: Callable[..., Any], *, clears_faults: bool = True, group_commit: bool = False):
+def write(
+    fn: Callable[P, R], *, clears_faults: bool = True, group_commit: bool = False
+) -> Callable[P, Coroutine[Any, Any, R]]:
     """``fn`` as a coroutine function that runs on the writer thread. ``clears_faults=False`` for a
     tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk.
     ``group_commit=True``: on SQLite the call may share one commit with other such calls queued
@@ -147,26 +157,28 @@ def write(fn: Callable[..., Any], *, clears_faults: bool = True, group_commit: b
     return _on(_writer, _faults_as_codes(fn, clears=clears_faults), groupable=group_commit)
 
 
-def read(fn: Callable[..., Any]):
+def read(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     """``fn`` as a coroutine function that runs on a reader thread."""
     return _on(_readers, _faults_as_codes(fn, clears=False))
 
 
 def run_on_writer_thread(fn: Callable[[], Any]) -> Any:
     """``fn`` on the writer thread, from another thread, waiting for it: no write runs meanwhile."""
-    done: Future = Future()
+    done: Future[Any] = Future()
     _writer.submit(_run_into, done, fn)
     return done.result()
 
 
-def _run_into(done: Future, fn: Callable[[], Any]) -> None:
+def _run_into(done: Future[Any], fn: Callable[[], Any]) -> None:
     try:
         done.set_result(fn())
     except BaseException as raised:  # the waiting thread raises it
         done.set_exception(raised)
 
 
-def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *, groupable: bool = False):
+def _on(
+    executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *, groupable: bool = False
+) -> Callable[..., Coroutine[Any, Any, Any]]:
     if settings.GROUPX_DB_INLINE:
         return sync_to_async(fn, thread_sensitive=True)
 
@@ -177,7 +189,7 @@ def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *,
         # caller's context, as there; a cancelled caller leaves the call to finish on its thread.
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        if groupable:
+        if groupable and isinstance(executor, _WriterThread):
             executor.submit_groupable((loop, future, contextvars.copy_context(), fn, args, kwargs))
         else:
             executor.submit(_run_then_post, loop, future, contextvars.copy_context(), fn, args, kwargs)
@@ -194,11 +206,11 @@ def _on(executor: ThreadPoolExecutor | _WriterThread, fn: Callable[..., Any], *,
 
 def _run_then_post(
     loop: asyncio.AbstractEventLoop,
-    future: asyncio.Future,
+    future: asyncio.Future[Any],
     context: contextvars.Context,
     fn: Callable[..., Any],
-    args: tuple,
-    kwargs: dict,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> None:
     result = error = None
     with handoff.collecting(loop) as posts:
@@ -214,13 +226,21 @@ def _run_then_post(
 
 
 def _deliver_soon(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any, error: BaseException | None
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    posts: list[Any],
+    result: Any,
+    error: BaseException | None,
 ) -> None:
     handoff.deliver(loop, _deliver, loop, future, posts, result, error)
 
 
 def _deliver(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future, posts: list, result: Any, error: BaseException | None
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    posts: list[Any],
+    result: Any,
+    error: BaseException | None,
 ) -> None:
     handoff.run_posts(loop, posts)  # the call's commits reach the tail and the lanes first, as before
     if future.cancelled():
@@ -240,7 +260,7 @@ def _total_changes(db: BaseDatabaseWrapper) -> int:
     return raw.total_changes if raw is not None else 0
 
 
-def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
+def _note_if_opened_read_only(sender: object, connection: Any, **kwargs: Any) -> None:
     # SQLite maps one WAL index (the -shm file) per database for all the connections of a process.
     # Mapped first while the folder is read-only, it stays read-only for every connection, a new
     # writer's too, until the last connection holding it closes: a reader kept open from then on
@@ -249,7 +269,7 @@ def _note_if_opened_read_only(sender, connection, **kwargs) -> None:
     connection.groupx_opened_read_only = store_faults.store_folder_is_read_only()
 
 
-def _leave_checkpoints_to_their_thread(sender, connection, **kwargs) -> None:
+def _leave_checkpoints_to_their_thread(sender: object, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     # A commit that crosses SQLite's automatic checkpoint copies the WAL back on the thread that
     # committed: on the writer thread every queued write waited for it (docs/DECISIONS.md D67).
     if (

@@ -9,12 +9,13 @@ COMMITTED, the default, takes a fresh snapshot per statement).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from django.db import connection, transaction
 
 
 @contextlib.contextmanager
-def read_snapshot():
+def read_snapshot() -> Iterator[None]:
     if connection.vendor != "sqlite" or connection.in_atomic_block:
         with transaction.atomic():
             if not connection.savepoint_ids and connection.vendor == "postgresql":  # the outermost block

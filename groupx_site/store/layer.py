@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
 from groupx_site.core import handoff
 
@@ -49,10 +49,10 @@ _loop: asyncio.AbstractEventLoop | None = None
 _outboxes: dict[str, deque[Message]] = {}
 _outbox_lock = threading.Lock()
 _draining: set[str] = set()
-_tasks: set[asyncio.Task] = set()
+_tasks: set[asyncio.Task[None]] = set()
 
 
-def channel_layer():
+def channel_layer() -> BaseChannelLayer:
     return get_channel_layer()
 
 
@@ -129,9 +129,8 @@ async def _drain(group: str) -> None:
             with _outbox_lock:
                 if not outbox:
                     return
-                message = outbox.popleft()
-            if callable(message):
-                message = message()
+                queued = outbox.popleft()
+            message = queued() if callable(queued) else queued
             if message is None:
                 continue
             try:

@@ -11,10 +11,18 @@ part of SQLite's busy timeout: a lock another process holds longer than that is 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
-def postgresql_database(url: str, *, busy_timeout_ms: int) -> dict:
+if TYPE_CHECKING:  # psycopg is imported only on PostgreSQL
+    from psycopg.abc import Buffer
+    from psycopg.types.json import _JsonDumper
+
+
+def postgresql_database(url: str, *, busy_timeout_ms: int) -> dict[str, Any]:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query))
     options = {"options": f"-c lock_timeout={int(busy_timeout_ms)} -c timezone=UTC"}
@@ -34,7 +42,7 @@ def postgresql_database(url: str, *, busy_timeout_ms: int) -> dict:
     }
 
 
-def has_trigram_extension(schema_editor) -> bool:
+def has_trigram_extension(schema_editor: BaseDatabaseSchemaEditor) -> bool:
     """Creates ``pg_trgm`` when the server has it (Debian's postgresql package does, in contrib) and
     says whether it is there: without it, text search still works, unindexed."""
     with schema_editor.connection.cursor() as cursor:
@@ -51,7 +59,7 @@ def has_trigram_extension(schema_editor) -> bool:
 _JSON_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
-def repair_nul_on_postgresql(sender, connection, **kwargs) -> None:
+def repair_nul_on_postgresql(sender: object, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     """PostgreSQL's text and jsonb cannot hold U+0000 (SQLite's can): a message, a memory or a CLI's
     output holding one would fail its write. On PostgreSQL every text and JSON parameter has each
     NUL replaced by U+FFFD, as a lone surrogate is repaired (groupx_site/core/text.py, D53): the
@@ -62,16 +70,16 @@ def repair_nul_on_postgresql(sender, connection, **kwargs) -> None:
     from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 
     class NulSafeText(StrDumperUnknown):
-        def dump(self, obj: str):
+        def dump(self, obj: str) -> Buffer | None:
             return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
 
     class NulSafeTextBinary(StrBinaryDumper):
-        def dump(self, obj: str):
+        def dump(self, obj: str) -> Buffer | None:
             return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
 
-    def nul_safe_json(base):
-        class Dumper(base):
-            def dump(self, obj):
+    def nul_safe_json(base: type[_JsonDumper]) -> type[_JsonDumper]:
+        class Dumper(base):  # type: ignore[valid-type,misc]  # a subclass of whichever dumper it is given
+            def dump(self, obj: Any) -> bytes:
                 data = bytes(super().dump(obj))
                 return _JSON_NUL.sub(rb"\1\\ufffd", data) if b"\\u0000" in data else data
 

@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.db import DatabaseError
 
@@ -138,7 +139,7 @@ def store_folder_is_read_only() -> bool:
     if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         return False  # a PostgreSQL server reports a read-only store itself (25006)
     try:
-        return bool(os.statvfs(Path(settings.DATABASES["default"]["NAME"]).parent).f_flag & os.ST_RDONLY)
+        return bool(os.statvfs(Path(str(settings.DATABASES["default"]["NAME"])).parent).f_flag & os.ST_RDONLY)
     except OSError:
         return False
 
@@ -152,7 +153,7 @@ class Fault:
     since: float  # time.time() of the first failure of this run of faults
     last_seen: float
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "fault": self.kind,
             "faultMessage": DESCRIPTIONS[self.kind],
@@ -205,7 +206,7 @@ class Backoff:
 
     def next_delay(self) -> float:
         self.failures += 1
-        return min(self.MAX_SECONDS, self.FIRST_SECONDS * 2 ** (self.failures - 1))
+        return min(self.MAX_SECONDS, self.FIRST_SECONDS * 2.0 ** (self.failures - 1))
 
     def reset(self) -> None:
         self.failures = 0

@@ -19,8 +19,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from groupx_site.core import sqlite
@@ -36,8 +38,8 @@ class Integrity:
     checked_at: str
     problems: tuple[str, ...] = ()
 
-    def as_json(self) -> dict:
-        body: dict = {"integrityOk": self.ok, "integrityCheckedAt": self.checked_at}
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"integrityOk": self.ok, "integrityCheckedAt": self.checked_at}
         if not self.ok:
             body["integrityProblems"] = list(self.problems)
         return body
@@ -60,7 +62,7 @@ def check() -> Integrity | None:
     if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         return None  # not applicable: PostgreSQL checks its own pages (integrityOk stays null, D53)
     with _lock:
-        found = _quick_check(settings.DATABASES["default"]["NAME"])
+        found = _quick_check(str(settings.DATABASES["default"]["NAME"]))
         if found is not None:
             _last = found
         return found
@@ -108,10 +110,11 @@ def _quick_check(path: str) -> Integrity | None:
     return Integrity(problems == ("ok",), now, () if problems == ("ok",) else problems)
 
 
-def recorded_schema_version(cursor) -> int | None:
+def recorded_schema_version(cursor: CursorWrapper) -> int | None:
     """The highest version in ``schema_migrations``; None before the migration that records it."""
     try:
-        return cursor.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+        version: int | None = cursor.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+        return version
     except Exception as error:  # noqa: BLE001 - "no such table" on a store not migrated yet
         if "no such table" in str(error):
             return None
@@ -128,7 +131,7 @@ class NewerSchema(Exception):
         )
 
 
-def refuse_newer_schema(cursor) -> None:
+def refuse_newer_schema(cursor: CursorWrapper) -> None:
     found = recorded_schema_version(cursor)
     if found is not None and found > SCHEMA_VERSION:
         raise NewerSchema(found)
@@ -146,7 +149,7 @@ class NewerMigrations(Exception):
         )
 
 
-def unknown_migrations(cursor) -> list[str]:
+def unknown_migrations(cursor: CursorWrapper) -> list[str]:
     """``app.name`` of every applied migration with no migration file in this code; [] on a new store."""
     from django.db.migrations.loader import MigrationLoader
 
@@ -160,7 +163,7 @@ def unknown_migrations(cursor) -> list[str]:
     return sorted(f"{app}.{name}" for app, name in applied if (app, name) not in known)
 
 
-def refuse_newer_migrations(cursor) -> None:
+def refuse_newer_migrations(cursor: CursorWrapper) -> None:
     unknown = unknown_migrations(cursor)
     if unknown:
         raise NewerMigrations(unknown)

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from django.conf import settings
 
 from groupx_site.core import sqlite
 from groupx_site.store import store_faults
+
+T = TypeVar("T")
 
 PROBE_WHILE_FAULTY_SECONDS = 1.0
 PROBE_WHILE_HEALTHY_SECONDS = 10.0
@@ -54,7 +59,7 @@ def _probe() -> None:
     if settings.DATABASES["default"]["ENGINE"] != sqlite.ENGINE:
         _probe_postgresql()
         return
-    path = settings.DATABASES["default"]["NAME"]
+    path = str(settings.DATABASES["default"]["NAME"])
     if not os.path.exists(path):
         return  # not migrated yet: the start creates it
     try:
@@ -117,7 +122,7 @@ async def store_back(backoff: store_faults.Backoff, wake: asyncio.Event | None =
             return
 
 
-async def until_available(call, *, what: str, logger) -> object:
+async def until_available(call: Callable[[], Awaitable[T]], *, what: str, logger: logging.Logger) -> T:
     """Await ``call()`` until it gets past STORE_UNAVAILABLE: for writes that must not be lost
     (a Turn's outcome), whose caller has nothing better to do meanwhile. Cancellable."""
     backoff = store_faults.Backoff()

@@ -11,6 +11,8 @@ LIKE (icontains), served by pg_trgm indexes (D53).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import connection
 from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
@@ -21,14 +23,14 @@ TRIGRAM = 3
 
 
 def text_filter(
-    queryset: QuerySet,
+    queryset: QuerySet[Any],
     fts_table: str,
     query: str | None,
     *,
     key: str = "id",
     content: str = "content",
     indexed_through_sql: str | None = None,
-) -> QuerySet:
+) -> QuerySet[Any]:
     """``queryset`` narrowed to rows matching every term of ``query``: ``key`` is the field that
     equals the index's rowid, ``content`` the lookup path of the searched text. An index filled in
     batches names, in ``indexed_through_sql``, the last key it holds: rows past it match their
