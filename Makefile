@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps
+.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps docs-models
 
 # Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
 # [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
@@ -149,6 +149,9 @@ bench-profile: install
 # docs/PERFORMANCE.md "The floor of a Turn", D63): ~1.5 minutes; writes its section into docs/PERFORMANCE.md.
 bench-floor: install
 	$(PY) -m bench.floor
+
+docs-models: install
+	$(PY) manage.py docs_models
 
 lint: install
 	$(VENV)/bin/ruff check .
