@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps typecheck messages
+.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps typecheck messages docs-models
 
 # Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
 # [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
@@ -161,6 +161,9 @@ messages: install
 	$(PY) manage.py makemessages -l zh_Hans -d django $(MESSAGE_DIRS) --no-location --no-obsolete --no-wrap
 	$(PY) manage.py makemessages -l zh_Hans -d djangojs $(MESSAGE_DIRS) -i 'agents' --no-location --no-obsolete --no-wrap
 	$(PY) manage.py compilemessages -l zh_Hans -i .venv
+
+docs-models: install
+	$(PY) manage.py docs_models
 
 lint: install
 	$(VENV)/bin/ruff check .

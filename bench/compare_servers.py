@@ -28,7 +28,8 @@ from pathlib import Path
 import httpx
 
 from bench.memory import children
-from bench.server import free_port, settle, wait_until
+from bench.server import settle, wait_until
+from tests.server import free_port
 from tests.split.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+
+from tests.server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 FAKES_BIN = REPO / "agents" / "fakes" / "bin"
@@ -32,12 +33,6 @@ def _die_with_parent() -> None:
     import ctypes
 
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_until(predicate, timeout: float, what: str):

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,18 +23,13 @@ import httpx
 from bench import latency, throughput
 from bench.fanout import FanOut
 from bench.server import REPO, BenchServer, _die_with_parent, settle, wait_until
+from tests.server import free_port as _free_port
 from tests.split.processes import RedisServer
 
 PLANS = {
     "full": {"latency": 50, "throughput": 200, "clients": 50},
     "quick": {"latency": 10, "throughput": 30, "clients": 5},
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SplitBenchServer(BenchServer):

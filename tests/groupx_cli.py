@@ -16,12 +16,6 @@ import httpx
 from tests.server import FAKES_BIN, REPO, wait_until
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def port_refuses(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)

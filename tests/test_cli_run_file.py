@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.groupx_cli import Foreground, free_port, groupx, health, port_refuses, write_config
-from tests.server import wait_until
+from tests.groupx_cli import Foreground, groupx, health, port_refuses, write_config
+from tests.server import free_port, wait_until
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, cli_env, free_port, groupx, isolated_path, port_refuses
-from tests.server import FAKES_BIN, REPO, wait_until
+from tests.groupx_cli import Foreground, cli_env, groupx, isolated_path, port_refuses
+from tests.server import FAKES_BIN, REPO, free_port, wait_until
 from tests.sse import SseClient
 
 

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.groupx_cli import free_port, groupx, write_config
+from tests.groupx_cli import groupx, write_config
+from tests.server import free_port
 from tests.test_setup import agent
 
 

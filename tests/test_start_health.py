@@ -11,8 +11,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.groupx_cli import Foreground, cli_env, free_port, groupx, port_refuses, write_config
-from tests.server import GroupXServer, hanging_agent, wait_until
+from tests.groupx_cli import Foreground, cli_env, groupx, port_refuses, write_config
+from tests.server import GroupXServer, free_port, hanging_agent, wait_until
 from tests.test_system_errors import statuses
 
 # A health request left unanswered this long counts as no answer: a room starting two hundred CLIs

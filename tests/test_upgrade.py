@@ -15,8 +15,8 @@ import pytest
 
 from tests.agents import fake_agents, send, wait_terminal
 from tests.assistant_room import assistant_config
-from tests.groupx_cli import cli_env, free_port, groupx
-from tests.server import GroupXServer
+from tests.groupx_cli import cli_env, groupx
+from tests.server import GroupXServer, free_port
 from tests.upgrade.build import DRIVERS, FIXTURES
 from tests.upgrade.frames import VOLATILE, durable_frames, row_counts
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.agents import fake_agents
-from tests.groupx_cli import free_port
-from tests.server import GroupXServer
+from tests.server import GroupXServer, free_port
 
 
 def test_restart_now_starts_the_saved_roster_and_the_open_room_reconnects(tmp_path, browser, open_page):

@@ -4,7 +4,8 @@ starts two hundred fake CLIs, so it runs in the fault tier with the other load t
 
 from __future__ import annotations
 
-from tests.groupx_cli import Foreground, fake, free_port, write_config
+from tests.groupx_cli import Foreground, fake, write_config
+from tests.server import free_port
 from tests.test_start_health import every_health_answer_until_ready
 
 

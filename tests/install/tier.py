@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,19 +22,13 @@ from pathlib import Path
 
 import httpx
 
-from tests.server import wait_until
+from tests.server import free_port, wait_until
 
 DEADLINE = 120.0
 
 
 def step(message: str) -> None:
     print(f"[install tier] {message}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def clean_env(path: str) -> dict[str, str]:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.server import free_port as _free_port
 
 UNPRIVILEGED_USER = "nobody"
 SUPERUSER = "groupx"
@@ -35,12 +36,6 @@ def pg_bin(name: str) -> str:
 
 def _as_owner(argv: list[str]) -> list[str]:
     return ["runuser", "-u", UNPRIVILEGED_USER, "--", *argv] if os.geteuid() == 0 else argv
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:

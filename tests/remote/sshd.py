@@ -15,8 +15,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.server import wait_until
-from tests.split.processes import free_port
+from tests.server import free_port, wait_until
 
 SSHD = "/usr/sbin/sshd"
 ALIAS = "groupx-remote"  # the Host alias agents name in groupx.json

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.agents import fake_agents
-from tests.server import GroupXServer, wait_until
-from tests.split.processes import RUNS, STANDS_BY, AgentsWorker, RedisServer, free_port
+from tests.server import GroupXServer, free_port, wait_until
+from tests.split.processes import RUNS, STANDS_BY, AgentsWorker, RedisServer
 
 HERE = Path(__file__).resolve().parent
 SPLIT_TIER = os.environ.get("GROUPX_SPLIT_TIER") == "1"

@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.server import REPO, GroupXServer, wait_until
+from tests.server import REPO, GroupXServer, free_port, wait_until
 
 OWNS = "this worker owns the room's agents"
 RUNS = "this worker runs agents"  # a worker of --agents took some of its agents (D58)
 STANDS_BY = "stands by"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def redis_server_binary() -> str:

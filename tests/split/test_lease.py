@@ -11,9 +11,9 @@ import pytest
 
 from agents.fakes import wirelog
 from tests.agents import fake_agents, send, wait_terminal
-from tests.server import GroupXServer
+from tests.server import GroupXServer, free_port
 from tests.split.conftest import LEASE_ENV, TIMEOUTS
-from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, doctor, free_port
+from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, doctor
 
 DEADLINE = 60
 

@@ -8,9 +8,9 @@ import os
 import signal
 
 from tests.agents import fake_agents
-from tests.server import GroupXServer, wait_until
+from tests.server import GroupXServer, free_port, wait_until
 from tests.split.conftest import LEASE_ENV, TIMEOUTS
-from tests.split.processes import OWNS, STANDS_BY, AgentsWorker, free_port
+from tests.split.processes import OWNS, STANDS_BY, AgentsWorker
 from tests.test_system_errors import statuses, system_errors
 
 DEADLINE = 60
