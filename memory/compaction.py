@@ -24,7 +24,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from groupx_site.store import db
 from groupx_site.core.ids import new_id
 from groupx_site.store import db
 from memory import dated

@@ -7,6 +7,7 @@ keys, then each field. Lengths count Unicode code points (Python ``len``).
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from typing import Any
 
 from groupx_site.core.errors import GroupXError, invalid
@@ -33,7 +34,7 @@ def reject_sender_fields(payload: Any) -> dict[str, Any]:
     return payload
 
 
-def reject_unknown_keys(payload: dict[str, Any], allowed: set[str]) -> None:
+def reject_unknown_keys(payload: dict[str, Any], allowed: Set[str]) -> None:
     unknown = sorted(set(payload) - allowed)
     if unknown:
         raise invalid(f"unknown field(s): {', '.join(unknown)}", unknownFields=unknown)

@@ -40,7 +40,7 @@ messages_router = Router(tags=["room"])
         },
     ),
 )
-async def post_message(request: HttpRequest, body: PostMessageBody):
+async def post_message(request: HttpRequest, body: PostMessageBody) -> HttpResponse:
     # It may share one commit with the lanes' calls queued beside it (D68).
     return json_response(await db.write(messages.accept_message, group_commit=True)(body.checked), 202)
 

@@ -10,6 +10,7 @@ One transaction writes the receipt, ``message.created`` and one ``turn.queued`` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class PostMessage:
         }
 
 
-def check_post_message(payload: Any, fields: set[str] = POST_MESSAGE_FIELDS) -> PostMessage:
+def check_post_message(payload: Any, fields: Set[str] = POST_MESSAGE_FIELDS) -> PostMessage:
     """The one body check of a message that wakes agents: the web's post and an agent's send/ask
     (``fields``: the keys that caller may send; a key it may not send is an unknown field)."""
     payload = validation.reject_sender_fields(payload)
@@ -90,7 +91,7 @@ def do_post_message(
     command: PostMessage,
     agents: list[ResolvedAgent],
     active_counts: dict[str, int] | None = None,
-    observers: list[ResolvedAgent] = (),
+    observers: Sequence[ResolvedAgent] = (),
 ) -> dict[str, Any]:
     correlation = new_correlation_id()
     message = events.message_created(
@@ -110,7 +111,7 @@ def do_post_message(
         "correlationId": correlation,
         "turns": [turn.as_rest() for turn in queued],
         **(
-            pairing.do_pair(source=message, workers=queued, observers=observers, active_counts=active_counts)
+            pairing.do_pair(source=message, workers=queued, observers=list(observers), active_counts=active_counts)
             if observers
             else {}
         ),

@@ -11,11 +11,15 @@ import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Field, Model
 
 from groupx_site.core.text import StoredJSON, json_text
+
+_T = TypeVar("_T")
 
 
 class Names:
@@ -23,7 +27,7 @@ class Names:
     ``"turns_turn t"``, when given one), ``n.field`` the column (``"t.status"`` with an alias).
     A field's attname works too (``n.parent_turn_id``). Unknown names raise FieldDoesNotExist."""
 
-    def __init__(self, model, alias: str = "") -> None:
+    def __init__(self, model: type[Model], alias: str = "") -> None:
         self._model = model
         self._alias = alias
 
@@ -34,7 +38,10 @@ class Names:
     def __getattr__(self, name: str) -> str:
         if name.startswith("_"):
             raise AttributeError(name)
-        column = self._model._meta.get_field(name).column
+        field = self._model._meta.get_field(name)
+        if not isinstance(field, Field) or field.column is None:  # a reverse relation has no column
+            raise FieldDoesNotExist(f"{self._model.__name__}.{name} has no column of its own")
+        column = field.column
         return f"{self._alias}.{column}" if self._alias else column
 
     def list(self, names: tuple[str, ...]) -> str:
@@ -42,7 +49,7 @@ class Names:
         return ", ".join(getattr(self, name) for name in names)
 
 
-def placeholders(values: tuple | list) -> str:
+def placeholders(values: tuple[Any, ...] | list[Any]) -> str:
     """``%s, %s, …``: one placeholder per item of ``values`` (an IN-list bound from a constant)."""
     if not values:
         raise ValueError("an IN-list needs at least one value")
@@ -64,7 +71,7 @@ class _HeldCursor(threading.local):
 _held = _HeldCursor()
 
 
-def _held_cursor():
+def _held_cursor() -> Any:
     """The thread's held cursor on SQLite, made again when the connection was reopened or query
     capture was switched on or off; None on another engine (a cursor per statement, as before)."""
     db = connections[DEFAULT_DB_ALIAS]
@@ -78,7 +85,7 @@ def _held_cursor():
     return cursor
 
 
-def _run(sql: str, params: list, take: Callable[[Any], Any]) -> Any:
+def _run(sql: str, params: list[Any], take: Callable[[Any], _T]) -> _T:
     cursor = _held_cursor()
     if cursor is not None:
         cursor.execute(sql, params)
@@ -88,7 +95,7 @@ def _run(sql: str, params: list, take: Callable[[Any], Any]) -> Any:
         return take(cursor)
 
 
-def execute(sql: str, params: list) -> int:
+def execute(sql: str, params: list[Any]) -> int:
     """Run one statement; the rows it changed.
 
     ``execute``, ``one_row`` and ``all_rows`` run a statement on a Django cursor kept per thread
@@ -101,30 +108,30 @@ def execute(sql: str, params: list) -> int:
     return _run(sql, params, _rowcount)
 
 
-def one_row(sql: str, params: list) -> tuple | None:
+def one_row(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     """The first row of a statement that returns at most one (all are read), or None."""
     return _run(sql, params, _first)
 
 
-def all_rows(sql: str, params: list) -> list[tuple]:
+def all_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     return _run(sql, params, _all)
 
 
-def _rowcount(cursor) -> int:
-    return cursor.rowcount
+def _rowcount(cursor: Any) -> int:
+    return cast(int, cursor.rowcount)
 
 
-def _first(cursor) -> tuple | None:
+def _first(cursor: Any) -> tuple[Any, ...] | None:
     rows = cursor.fetchall()
-    return rows[0] if rows else None
+    return cast(tuple[Any, ...], rows[0]) if rows else None
 
 
-def _all(cursor) -> list[tuple]:
-    return cursor.fetchall()
+def _all(cursor: Any) -> list[tuple[Any, ...]]:
+    return cast(list[tuple[Any, ...]], cursor.fetchall())
 
 
 @functools.cache
-def _ops():
+def _ops() -> Any:
     """The default database's operations. Their adapters depend on the engine and the settings
     alone, fixed for the process, so they are fetched once instead of through Django's connection
     proxy for every value (~1.3 µs each, ~30 values a Turn; docs/DECISIONS.md D72)."""
@@ -144,7 +151,7 @@ def adapt_json(value: Any) -> str | None:
 
 def adapt_datetime(value: datetime | None) -> str | None:
     """A DateTimeField value as the field stores it."""
-    return _ops().adapt_datetimefield_value(value)
+    return cast(str | None, _ops().adapt_datetimefield_value(value))
 
 
 class Dialect:
