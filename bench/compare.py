@@ -7,7 +7,7 @@ reference implementation (the public TypeScript GroupX), measured in one run on 
 2. Runs the side-by-side kit's harness (``bench/anchor/groupx_bench.py``) against the reference and
    against GroupX under each entry point a user runs (``groupx start``, ``manage.py runserver``),
    ``--rounds`` times interleaved (the order rotates each round), each server fresh.
-3. Writes the ratio table (median of the rounds, each target of issue 22 met or missed) into
+3. Writes the ratio table (median of the rounds, each target of the speed goals met or missed) into
    docs/PERFORMANCE.md between its bench-compare markers, and each run's JSON under
    bench/results/compare/ (not versioned, like ``make bench``'s).
 """

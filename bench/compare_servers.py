@@ -4,7 +4,7 @@
 - ``start``: GroupX's ``groupx start`` (``python -m groupx_site start --config … --no-open``);
 - ``runserver``: GroupX's ``python manage.py runserver``, autoreloader included (what a developer
   runs); the figures are the serving child's, the reloader parent only waits for it;
-- ``split``: GroupX's split mode, ``groupx start --split`` (issue 19: the web process and the
+- ``split``: GroupX's split mode, ``groupx start --split`` (the split-mode work: the web process and the
   agents' worker, ``manage.py runworker groupx-agents``, over Redis), on its own ``redis-server``
   started on a free loopback port without persistence, as ``tests/split/`` does. The harness
   measures the web process; the worker's CPU and peak RSS are read beside it (``worker_pid``).

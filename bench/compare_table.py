@@ -1,4 +1,4 @@
-"""The ratio table of `make bench-compare`: each harness result reduced to the figures of issue 22,
+"""The ratio table of `make bench-compare`: each harness result reduced to the figures of the speed goals,
 GroupX over the reference per round, the median of the rounds, and each target met or missed.
 
 Ratios are taken within a round (the reference and GroupX ran minutes apart on the same machine),
@@ -15,7 +15,7 @@ from pathlib import Path
 BEGIN = "<!-- bench-compare:begin -->"
 END = "<!-- bench-compare:end -->"
 
-# (key, label, comparison, target ratio or None): issue 22 item 2, then figures shown for context.
+# (key, label, comparison, target ratio or None): the speed goals, then figures shown for context.
 FIGURES = (
     ("reply_p50_ms", "reply p50, ms", "≤", 0.7),
     ("reply_p95_ms", "reply p95, ms", "≤", 0.5),

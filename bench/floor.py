@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.floor`` (``make bench-floor``), the measured floor of a Turn on
-GroupX's stack (daphne + Django + SQLite + subprocess pipes), for issue 22's missed targets.
+GroupX's stack (daphne + Django + SQLite + subprocess pipes), for the speed goals' missed targets.
 
 1. ``ceiling`` (``bench/floor_ceiling.py``): the side-by-side kit's throughput workload against the
    reference and ``groupx start``, with the CPU per Turn of the server, the harness and the fake
@@ -186,7 +186,7 @@ def render(args, results: dict, header: str) -> str:
         )
         prose = floor_table.targets_prose(ceiling_rows, derived, http_rows, sqlite, pipes, total)
         if prose:
-            blocks.append("Per target of issue 22, from this run:\n\n" + prose)
+            blocks.append("Per target of the speed goals, from this run:\n\n" + prose)
     return "\n\n".join(blocks)
 
 

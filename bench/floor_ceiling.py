@@ -1,5 +1,5 @@
 """Part 1 of ``python -m bench.floor``: the throughput ceiling the processes that are not the server
-set on this machine (issue 22's throughput target).
+set on this machine (the speed goals' throughput target).
 
 During the side-by-side kit's throughput workload (``bench/anchor/groupx_bench.py --workloads
 throughput``, as ``bench.compare`` runs it, servers started by ``bench.compare_servers.Server``)

@@ -1,4 +1,4 @@
-"""The whole history at scale (issue 16): older pages, message search and the Markdown export on
+"""The whole history at scale (the history work): older pages, message search and the Markdown export on
 a seeded room, timed from the client (each figure includes the HTTP round trip).
 
     python -m bench.history [--events 100000] [--requests 30]

@@ -1,4 +1,4 @@
-"""What hostile input costs the server: ``python -m bench.hostile`` (issue 14, docs/RELIABILITY.md).
+"""What hostile input costs the server: ``python -m bench.hostile`` (the hostile-input work, docs/RELIABILITY.md).
 
 Each case runs against a fresh real server (daphne, three instant fake agents) and reports the
 server's peak RSS (VmHWM) before and after, and what the client got back:

@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.latency_pair BASE OTHER``: the kit's latency workload against two
-checkouts of GroupX at once, one Turn on each in turn (docs/PERFORMANCE.md "Session 9").
+checkouts of GroupX at once, one Turn on each in turn (docs/PERFORMANCE.md "Round 9").
 
 On a machine shared with other work, a figure of one run moves by more than a change worth
 0.3 ms; two servers measured in alternated runs meet different loads. Here both servers

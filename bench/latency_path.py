@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.latency_path``: where the reply of a lone sequential Turn spends
-its milliseconds, step by step, on the server's own clock (docs/PERFORMANCE.md "Session 9").
+its milliseconds, step by step, on the server's own clock (docs/PERFORMANCE.md "Round 9").
 
 Starts ``groupx start`` as the side-by-side run does (``bench/compare_servers.py``: three instant
 fake ACP agents), but through ``--serve`` below, which first wraps a few functions of the server

@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.pipes_turn``: what GroupX's own driver code costs per Turn on the
-CLI pipes, in one process and without the server (docs/PERFORMANCE.md "Session 7", D65).
+CLI pipes, in one process and without the server (docs/PERFORMANCE.md "Round 7", D65).
 
 Starts the side-by-side kit's instant fake agent (``bench/anchor/fake_acp_agent.py``) through
 GroupX's ``AcpDriver`` (flavour ``kimi``, as ``bench.compare`` configures it), then runs ``--turns``

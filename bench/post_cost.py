@@ -1,5 +1,5 @@
 """``python -m bench.post_cost``: the server CPU of the real ``POST /api/messages`` through its HTTP
-path, beside the floor's do-nothing endpoint (``bench/floor_django.py``), issue 22, D66.
+path, beside the floor's do-nothing endpoint (``bench/floor_django.py``), the speed goals, D66.
 
 A GroupX server (``bench/server.py``: daphne, its own SQLite, the three instant fake agents) is
 posted one message; the measured requests replay that message (the same ``clientCommandId`` and

@@ -159,7 +159,7 @@ def parse(raw: Path) -> tuple[Counter, int, Counter]:
 def harness(server: Server, turns: int, out: Path, workload: str = "latency") -> dict:
     """Run the kit's harness: ``latency`` is ``turns`` sequential Turns; ``throughput`` is the
     side-by-side run's throughput workload (``turns`` // 3 messages to each of the three agents, eight
-    senders back to back), the workload whose CPU per Turn issue 22 judges."""
+    senders back to back), the workload whose CPU per Turn the speed goals judges."""
     size = ["--latency-n", str(turns)] if workload == "latency" else ["--throughput-k", str(max(1, turns // 3))]
     argv = [
         sys.executable,

@@ -1,6 +1,6 @@
 """The targets, the printed table and the JSON file.
 
-Targets are this project's goals for a 2-core machine (issue 10); FEATURES §20 calls them "not
+Targets are this project's goals for a 2-core machine (the first speed goals); FEATURES §20 calls them "not
 promises until measured", which is what this file records.
 """
 

@@ -1,4 +1,4 @@
-"""Scale figures a user asks about (issue 22 item 4): ``python -m bench.scale <figure>``.
+"""Scale figures a user asks about (the speed goals): ``python -m bench.scale <figure>``.
 
     python -m bench.scale startup [--agents 5]                 # `groupx start` to ready, cold and warm
     python -m bench.scale store [--events 1000000] [--memory 10000]   # bootstrap and a Turn at scale

@@ -1,4 +1,4 @@
-"""What split mode asks of Redis: ``python -m bench.split_redis`` (docs/PERFORMANCE.md "Session 7").
+"""What split mode asks of Redis: ``python -m bench.split_redis`` (docs/PERFORMANCE.md "Round 7").
 
 Two counts that the shared machine's load does not move, beside the timings that it does:
 

@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.sse_writes``: how a sequential Turn's event-stream frames leave the
-server, write by write (docs/PERFORMANCE.md "Session 7", D65).
+server, write by write (docs/PERFORMANCE.md "Round 7", D65).
 
 Starts GroupX as ``bench.profile_turn`` does (``groupx start``, three instant fake ACP agents), opens
 one raw ``GET /api/events`` and posts ``--turns`` messages to one agent one after the other, each

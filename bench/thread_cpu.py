@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.thread_cpu``: the server's CPU per Turn in the side-by-side run's
-throughput workload (the figure issue 22 judges), split by the server's threads.
+throughput workload (the figure the speed goals judges), split by the server's threads.
 
 Starts GroupX as ``bench.compare`` does (three instant fake ACP agents), warms it up, then runs the
 kit's throughput workload ``--rounds`` times (``--messages`` messages, each to all three agents,

@@ -1,5 +1,5 @@
 """Entry point: ``python -m bench.wakeups``: the system calls of one sequential Turn that hand work
-between the server's threads, counted with ``strace`` (docs/PERFORMANCE.md "Session 6").
+between the server's threads, counted with ``strace`` (docs/PERFORMANCE.md "Round 6").
 
 The CPU seconds of a Turn move with the machine's load (on a shared 2-core machine by ±50 % from
 run to run); a count does not. Starts GroupX as ``bench.profile_turn`` does (``groupx start``, three
