@@ -100,7 +100,8 @@ def _install() -> None:
 
     from agents import lanes
     from agents.drivers import acp_session
-    from groupx_site.core import db, group_commit
+    from groupx_site.core import db
+    from groupx_site.speedups import group_commit
 
     _wrap(tcp.Connection, "_dataReceived", before=lambda self, data: note(f"sock.recv {data[:16]!r}"))
     _wrap(tcp.Connection, "write", before=lambda self, data: note(f"tcp.write {_what(data)}"))

@@ -44,7 +44,8 @@ def _install() -> None:
     from django.conf import settings
 
     django.setup()
-    from groupx_site.core import db, group_commit
+    from groupx_site.core import db
+    from groupx_site.speedups import group_commit
 
     out = open(os.environ[TRACE_ENV], "a", buffering=1)  # noqa: SIM115 (open for the process's life)
     db_path = str(settings.DATABASES["default"]["NAME"])

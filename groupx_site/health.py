@@ -10,6 +10,7 @@ from django.db import connection
 from agents import health, lease
 from groupx_site import identity, runtime
 from groupx_site.core import lifecycle, store_integrity, store_probe
+from groupx_site.speedups import registry as speedups_registry
 from setup_wizard import roster
 from turns.models import Turn
 from turns.states import IN_FLIGHT_STATUSES, QUEUED
@@ -155,6 +156,7 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
         "access": "unrestricted",
         "store": store,
         "agents": agents,
+        "speedups": speedups_registry.active(),  # the speed seam's mechanisms as this process runs them
         **({"worker": _public_worker(worker)} if worker is not None else {}),
         **counts,
         **(start_retry or {}),

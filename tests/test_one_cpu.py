@@ -1,5 +1,5 @@
 """The server's threads share one CPU, and the agents' CLIs it starts may use every CPU
-(groupx_site/core/one_cpu.py, docs/DECISIONS.md D83)."""
+(groupx_site/speedups/one_cpu.py, docs/DECISIONS.md D83)."""
 
 from __future__ import annotations
 

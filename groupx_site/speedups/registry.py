@@ -16,14 +16,16 @@ The switch is ``groupx.json`` ``server.speedups``:
 ``server.threadsOnOneCpu`` (older files) is an alias of ``server.speedups.threadsOnOneCpu``; where
 both say something, ``false`` wins.
 
-The process reads the switch once from the loaded config (``settings.GROUPX_CONFIG``) with
-:func:`active`; ``GET /api/health`` reports that object as ``speedups``. This module imports no
+The process reads the switch once from the loaded config (``settings.GROUPX_CONFIG``): :func:`active`
+gives every name's state, :func:`is_on` one name's; ``GET /api/health`` reports that object as ``speedups``. This module imports no
 framework at import time, so the config schema and the drivers may read the names.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from types import MappingProxyType
 
 # name -> what it cuts (one line each; docs/PERFORMANCE.md measures each one)
 MECHANISMS: dict[str, str] = {
@@ -59,19 +61,35 @@ def resolve(speedups: bool | Mapping[str, bool] = True, threads_on_one_cpu: bool
     return on
 
 
-def active() -> dict[str, bool]:
-    """The mechanisms on in this process, from the loaded ``groupx.json`` (all on without Django
-    settings, e.g. a driver's unit test)."""
-    try:
-        from django.conf import settings
+@functools.cache
+def _read_once() -> Mapping[str, bool]:
+    return MappingProxyType(_from_settings())
 
+
+def active() -> dict[str, bool]:
+    """The mechanisms on in this process: read once from the loaded ``groupx.json`` (every one on
+    without Django settings, e.g. a driver's unit test); the hot paths ask for it per call."""
+    return dict(_read_once())
+
+
+def forget() -> None:
+    """Read the switch again on the next call (a test that changes the settings)."""
+    _read_once.cache_clear()
+
+
+def _from_settings() -> dict[str, bool]:
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
         server = settings.GROUPX_CONFIG.server
-    except Exception:  # no settings configured: the defaults
+    except (ImproperlyConfigured, AttributeError):  # no GroupX settings here: the defaults
         return resolve(True)
-    return resolve(getattr(server, "speedups", True), getattr(server, "threadsOnOneCpu", None))
+    return resolve(server.speedups, server.threadsOnOneCpu)
 
 
 def is_on(name: str) -> bool:
-    if name not in MECHANISMS:
-        raise UnknownSpeedup(name)
-    return active()[name]
+    try:
+        return _read_once()[name]
+    except KeyError:
+        raise UnknownSpeedup(name) from None

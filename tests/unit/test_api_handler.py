@@ -1,4 +1,4 @@
-"""``groupx_site/handler.py``'s API path: Django's request handling with no thread hop (D66, D70)."""
+"""``groupx_site/speedups/handler.py``'s API path: Django's request handling with no thread hop (D66, D70)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from django.db import close_old_connections, connections, reset_queries
 from django.dispatch import Signal
 from django.http import HttpResponseBase
 
-from groupx_site.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
+from groupx_site.speedups.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
 from tests.unit.collector import garbage_after
 
 # sha256 of ``inspect.getsource(ASGIHandler.handle)`` in Django 5.2, which ``handle_api`` copies.
@@ -184,7 +184,7 @@ def test_an_api_requests_signals_run_on_the_event_loops_thread():
 
 
 def test_the_django_signal_code_the_handler_relies_on_is_the_code_it_was_written_against():
-    # When this fails, compare groupx_site/handler.py's send_from_loop_thread and close_response
+    # When this fails, compare groupx_site/speedups/handler.py's send_from_loop_thread and close_response
     # with the changed Django code, carry the change over, update the hash.
     changed = [
         function.__qualname__
