@@ -143,14 +143,18 @@ def test_djangos_handle_is_still_the_one_the_api_handler_copies():
     # When this fails, Django's ASGIHandler.handle changed: compare it with handle_api, carry the
     # change over (keeping the signals and response.close() on the loop's thread), update the hash.
     source = inspect.getsource(ASGIHandler.handle)
-    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_HANDLE_SHA256, source
+    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_HANDLE_SHA256, (
+        'Django\'s ASGIHandler.handle changed: see docs/UPGRADING.md "Django ASGIHandler.handle"\n' + source
+    )
 
 
 def test_djangos_get_response_async_is_still_the_one_the_handler_copies():
     # When this fails, Django's BaseHandler.get_response_async changed: compare it with
     # GroupXASGIHandler.get_response_async, carry the change over, update the hash.
     source = inspect.getsource(BaseHandler.get_response_async)
-    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_GET_RESPONSE_ASYNC_SHA256, source
+    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_GET_RESPONSE_ASYNC_SHA256, (
+        'Django\'s get_response_async changed: see docs/UPGRADING.md "Django BaseHandler.get_response_async"\n' + source
+    )
 
 
 def test_the_request_signals_can_be_sent_from_the_event_loops_thread():
@@ -191,7 +195,9 @@ def test_the_django_signal_code_the_handler_relies_on_is_the_code_it_was_written
         for function, digest in DJANGO_SIGNAL_CODE_SHA256.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == []
+    assert changed == [], (
+        f'Django changed {changed}: see docs/UPGRADING.md "Django request signals and HttpResponseBase.close"'
+    )
 
 
 def test_the_receivers_left_out_on_the_event_loops_thread_would_find_no_open_connection_there():

@@ -42,7 +42,7 @@ def test_the_django_reloader_code_it_relies_on_is_the_code_it_was_written_agains
         for function, digest in DJANGO_RELOADER_CODE_SHA256.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == []
+    assert changed == [], f'Django changed {changed}: see docs/UPGRADING.md "Django autoreloader"'
 
 
 def test_project_files_are_watched_every_tick_and_installed_ones_every_tenth():

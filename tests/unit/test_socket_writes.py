@@ -114,9 +114,7 @@ def test_the_twisted_code_socket_writes_relies_on_is_the_code_it_was_written_aga
         for function, digest in RELIED_ON.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == [], (
-        f"twisted changed {changed}: check groupx_site/speedups/socket_writes.py against it, then update"
-    )
+    assert changed == [], f'twisted changed {changed}: see docs/UPGRADING.md "twisted TCP writes"'
 
 
 def test_a_small_answer_arrives_whole_without_the_reactor_watching_the_socket():
