@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run dist test-install test test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps typecheck messages docs-models
+.PHONY: run dist test-install test test-plain test-fast test-browser test-faults test-real test-split test-remote test-pg bench bench-compare bench-profile bench-floor lint install browser-deps typecheck messages docs-models
 
 # Two stamps: what the room needs to run (`make run`), and that plus the test extras (pyproject.toml
 # [test]: pytest, Playwright, schemathesis, py-spy, uvicorn, ...), which every target that runs tests,
@@ -69,6 +69,13 @@ test: install
 	$(PY) tools/import_direction.py
 	$(MAKE) --no-print-directory typecheck
 	$(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser
+
+# The plain tier (docs/DECISIONS.md D129): `make test`'s end-to-end suite again with every test server
+# on `server.speedups: false` (plain Django, daphne, twisted and SQLite; groupx_site/speedups/): what
+# the speed seam copies or patches changes how fast, never what (tests/unit runs in-process: not again).
+# `.ci/run` runs it after `make test`.
+test-plain: install
+	GROUPX_TEST_SPEEDUPS=false $(PY) -m pytest -q -n 4 --dist loadfile --ignore=tests/faults --ignore=tests/browser --ignore=tests/unit
 
 # The browser tier (tests/browser, D57): Playwright driving Debian's Chromium against real servers:
 # the room page, the setup wizard, the side panel, the API docs. `.ci/run` runs it after `make test`.

@@ -50,7 +50,7 @@ def _db(fn):
 
 def _db_sharing_a_commit(fn):
     # A Turn's hot transactions, reviewed for it: they may share one commit with the calls queued
-    # beside them (groupx_site/core/group_commit.py, D68).
+    # beside them (groupx_site/speedups/group_commit.py, D68).
     return db.write(fn, group_commit=True)
 
 

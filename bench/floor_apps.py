@@ -1,7 +1,7 @@
 """The servers of ``python -m bench.floor``'s HTTP part (``bench/floor_http.py``), as ASGI apps.
 
 Under daphne, daphne's request class is GroupX's (``groupx_site.body_limit``), and its TCP connections write as
-GroupX's do (``groupx_site.socket_writes``).
+GroupX's do (``groupx_site.speedups.socket_writes``).
 
 - ``bare``: a plain ASGI callable that reads the request body, parses its JSON and answers 201 with
   a small JSON body: what daphne or uvicorn cost per request with no framework at all; a GET is
@@ -18,7 +18,8 @@ import sys
 from urllib.parse import parse_qs
 
 if "daphne.server" in sys.modules:
-    from groupx_site import access_log, body_limit, socket_writes
+    from groupx_site import body_limit
+    from groupx_site.speedups import access_log, socket_writes
 
     # daphne as GroupX runs it (groupx_site/asgi.py): its request class with the 2 MiB ceiling and
     # twisted's form parsing off (D60), which bare daphne would spend ~20 % of a request on, and

@@ -17,7 +17,7 @@ from ninja import NinjaAPI, Schema  # noqa: E402
 from pydantic import Field  # noqa: E402
 
 from bench.floor_apps import ANSWER  # noqa: E402  (under daphne: GroupX's request class, as GroupX runs)
-from groupx_site.handler import get_application  # noqa: E402
+from groupx_site.speedups.handler import get_application  # noqa: E402
 
 application = get_application()  # GroupX's ASGI handler (no thread per /api/ request, D20)
 

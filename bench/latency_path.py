@@ -100,7 +100,7 @@ def _install() -> None:
 
     from agents import lanes
     from agents.drivers import acp_session
-    from groupx_site.core import group_commit
+    from groupx_site.speedups import group_commit
     from groupx_site.store import db
 
     _wrap(tcp.Connection, "_dataReceived", before=lambda self, data: note(f"sock.recv {data[:16]!r}"))

@@ -108,7 +108,7 @@ STEPS = (
             "django/core/handlers/",
             "django/http/",
             "ninja/",
-            "groupx_site/handler.py",
+            "groupx_site/speedups/handler.py",
             "groupx_site/middleware.py",
             "groupx_site/body_limit.py",
         ),

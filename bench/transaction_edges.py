@@ -1,6 +1,6 @@
 """Entry point: ``python -m bench.transaction_edges``: what a transaction's edges cost in-process
 (docs/DECISIONS.md D72): CPU and function calls of one write call alone (BEGIN, one INSERT, COMMIT)
-and of a group of three calls sharing one commit as ``groupx_site/core/group_commit.py`` runs them
+and of a group of three calls sharing one commit as ``groupx_site/speedups/group_commit.py`` runs them
 (BEGIN, then per call a savepoint around one INSERT, then COMMIT).
 
 Runs on a throwaway database set up as ``bench.turn_cost`` sets one up; the INSERTs go to a table of

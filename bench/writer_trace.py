@@ -44,7 +44,7 @@ def _install() -> None:
     from django.conf import settings
 
     django.setup()
-    from groupx_site.core import group_commit
+    from groupx_site.speedups import group_commit
     from groupx_site.store import db
 
     out = open(os.environ[TRACE_ENV], "a", buffering=1)  # noqa: SIM115 (open for the process's life)

@@ -25,7 +25,13 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
 
-from groupx_site.handler import get_application  # noqa: E402
+from groupx_site.speedups import registry as speedups_registry  # noqa: E402
+
+SPEEDUPS = speedups_registry.active()  # which of the speed seam's mechanisms this process installs
+if SPEEDUPS["asgiHandler"]:
+    from groupx_site.speedups.handler import get_application
+else:  # Django's own ASGIHandler
+    from django.core.asgi import get_asgi_application as get_application
 
 django_app = get_application()
 from groupx_site import static_files  # noqa: E402  (after Django is set up)
@@ -37,7 +43,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from agents import channel_consumer  # noqa: E402  (after Django is set up)
-from groupx_site import access_log, backpressure, body_limit, process_runtime, shutdown, socket_writes  # noqa: E402
+from groupx_site import backpressure, body_limit, process_runtime, shutdown  # noqa: E402
 from rooms.consumers import EventStreamConsumer  # noqa: E402
 
 
@@ -158,8 +164,15 @@ def _start_with_the_reactor() -> None:
     from twisted.internet import defer, reactor
 
     body_limit.install()  # before the first connection: bodies over 2 MiB are refused unread
-    access_log.install()  # before daphne's server runs: no access-log line twisted would drop (D70)
-    socket_writes.install()  # before the first connection: a write needs no epoll_ctl while the socket has room (D73)
+    # Only the speedups that are on patch anything (groupx_site/speedups/registry.py).
+    if SPEEDUPS["accessLog"]:
+        from groupx_site.speedups import access_log
+
+        access_log.install()  # before daphne's server runs: no access-log line twisted would drop (D70)
+    if SPEEDUPS["socketWrites"]:
+        from groupx_site.speedups import socket_writes
+
+        socket_writes.install()  # before the first connection: no epoll_ctl while the socket has room (D73)
 
     reactor.callWhenRunning(process_runtime.schedule_start)
     # daphne has no lifespan: close sessions and child processes before the reactor stops.

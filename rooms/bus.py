@@ -9,7 +9,7 @@ reader (PROTOCOL §11).
 Writers call ``committed`` from ``transaction.on_commit`` in any thread;
 members live on the server's event loop and are offered items with ``call_soon_threadsafe``, one
 hand-off per loop for a whole burst of commits (from a database call, with the call's result:
-``groupx_site/core/handoff.py``). A member is a ``Listener`` (one inbox, woken at
+``groupx_site/speedups/handoff.py``). A member is a ``Listener`` (one inbox, woken at
 once) or anything else with ``loop``, ``_committed(frames)``, ``_wake_durable()`` and
 ``_offer_transient(envelope, text)`` (``text``: the envelope as the compact JSON its SSE frame carries,
 encoded once per delta for every member, D70): the SSE streams of one loop join through one shared
@@ -34,8 +34,8 @@ import threading
 from collections import deque
 from typing import Any
 
-from groupx_site.core import handoff
 from groupx_site.core.text import json_text
+from groupx_site.speedups import handoff
 from groupx_site.store import layer
 from rooms.event_types import TURN_CONTENT_DELTA
 

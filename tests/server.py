@@ -25,6 +25,10 @@ from tests.procs import status_bytes
 REPO = Path(__file__).resolve().parents[1]
 FAKES_BIN = REPO / "agents" / "fakes" / "bin"
 LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
+# make test-plain: every test server runs with the speed seam switched off (``server.speedups:
+# false``: plain Django, daphne, twisted and SQLite), unless its test sets ``server.speedups`` itself.
+# The one place the tests read this variable (docs/DECISIONS.md D129).
+SPEEDUPS_OFF = os.environ.get("GROUPX_TEST_SPEEDUPS", "").strip().lower() == "false"
 
 
 def wait_until(predicate, *, timeout: float = 10.0, interval: float = 0.02, message: str = "condition"):
@@ -80,6 +84,9 @@ class GroupXServer:
         # make test-pg: every room on a PostgreSQL database of its own (tests/pg/databases.py).
         if "storage" not in config and (url := room_database_url(self.workdir)):
             config = {**config, "storage": {"url": url}}
+        server = config.get("server") or {}
+        if SPEEDUPS_OFF and "speedups" not in server:
+            config = {**config, "server": {**server, "speedups": False}}
         self.config_path.write_text(json.dumps(config, indent=2))
 
     def sqlite_store(self) -> Path | None:

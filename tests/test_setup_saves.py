@@ -9,6 +9,7 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.groupx_cli import groupx, write_config
 from tests.server import free_port
@@ -78,14 +79,30 @@ def test_a_save_keeps_every_key_of_the_file_the_form_does_not_show(make_server):
         timeouts={"closeMs": 300, "idleMs": 123_456},
     )
     current = server.get("/api/setup").json()["config"]
+    before = json.loads(server.config_path.read_text())["server"]  # make test-plain adds speedups: false
 
     saved = server.post("/api/setup", {"config": {**current, "serverPort": 4499}})
 
     assert saved.status_code == 200, saved.text
     written = json.loads(server.config_path.read_text())
-    assert written["server"] == {"host": "127.0.0.1", "port": 4499, "threadsOnOneCpu": False}
+    assert written["server"] == {**before, "port": 4499} and written["server"]["threadsOnOneCpu"] is False
     assert written["limits"] == {"queuePerAgent": 7}
     assert written["timeouts"] == {"closeMs": 300, "idleMs": 123_456}
+
+
+@pytest.mark.parametrize("speedups", [False, {"groupCommit": False, "walCheckpoints": True}])
+def test_a_save_keeps_the_speedups_switch_as_it_was(make_server, speedups):
+    server = make_server(server={"host": "127.0.0.1", "port": 4310, "speedups": speedups})
+    current = server.get("/api/setup").json()["config"]
+
+    saved = server.post("/api/setup", {"config": {**current, "serverPort": 4498}})
+
+    assert saved.status_code == 200, saved.text
+    assert json.loads(server.config_path.read_text())["server"] == {
+        "host": "127.0.0.1",
+        "port": 4498,
+        "speedups": speedups,
+    }
 
 
 def test_a_storage_path_naming_another_programs_database_is_refused_and_left_untouched(make_server):

@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from groupx_site.core import one_cpu
 from groupx_site.core.text import repair_tree
 
 log = logging.getLogger(__name__)
@@ -83,6 +82,18 @@ def _load_prctl() -> Any:
 _prctl = _load_prctl()
 
 
+# Steps every child runs between fork and exec, handed over by the wiring at start: the speed seam's
+# ``one_cpu.restore_in_child`` gives a CLI back the CPUs the server's threads were pinned away from
+# (D83). A plain callable, so the drivers import nothing of the seam.
+_in_each_child: list[Callable[[], None]] = []
+
+
+def also_in_each_child(step: Callable[[], None]) -> None:
+    """Run ``step`` in every child started from now on, between fork and exec (it must not raise)."""
+    if step not in _in_each_child:
+        _in_each_child.append(step)
+
+
 def _preexec_factory() -> Callable[[], None] | None:
     """Ask the kernel to SIGTERM the child if the server dies without closing it, and give the
     child back the CPUs the server's own threads were pinned away from (D83).
@@ -90,12 +101,13 @@ def _preexec_factory() -> Callable[[], None] | None:
     The signal is tied to the *thread* that forked, so the event loop thread must outlive its
     children (it does: the runtime runs one loop for the server's lifetime).
     """
-    if _prctl is None and not hasattr(os, "sched_setaffinity"):
+    if _prctl is None and not _in_each_child:
         return None
     parent_pid = os.getpid()
 
     def preexec() -> None:
-        one_cpu.restore_in_child()
+        for step in _in_each_child:
+            step()
         if _prctl is None:
             return
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)

@@ -42,7 +42,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
-from groupx_site.core import group_commit, handoff, wal_checkpoints
+from groupx_site.speedups import group_commit, handoff, wal_checkpoints
 from groupx_site.store import postgresql, store_faults, store_integrity
 
 WRITER_THREAD = "groupx-db-write"
@@ -151,7 +151,7 @@ def write(
     """``fn`` as a coroutine function that runs on the writer thread. ``clears_faults=False`` for a
     tiny bookkeeping write (the lease's heartbeat) whose success proves nothing about a full disk.
     ``group_commit=True``: on SQLite the call may share one commit with other such calls queued
-    beside it (``groupx_site/core/group_commit.py``); only for a call that may run inside another
+    beside it (``groupx_site/speedups/group_commit.py``); only for a call that may run inside another
     transaction (its own ``atomic`` blocks then savepoints): nothing in it checks
     ``in_atomic_block``, uses ``durable=True``, closes the connection or waits for a CLI."""
     return _on(_writer, _faults_as_codes(fn, clears=clears_faults), groupable=group_commit)

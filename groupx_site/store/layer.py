@@ -29,7 +29,7 @@ from typing import Any
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 
-from groupx_site.core import handoff
+from groupx_site.speedups import handoff
 
 logger = logging.getLogger("groupx.layer")
 

@@ -1,4 +1,4 @@
-"""``groupx_site/access_log.py``: no twisted access-log line where daphne drops it (D70).
+"""``groupx_site/speedups/access_log.py``: no twisted access-log line where daphne drops it (D70).
 
 daphne.server installs twisted's asyncio reactor when imported, so each check runs in a child
 Python of its own rather than in the test process."""
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 
-from groupx_site import access_log
+from groupx_site.speedups import access_log
 
 # One finished request through a factory built as daphne builds it (the name in daphne.server),
 # with twisted's own channel and request: prints the lines the factory's log file received.
@@ -20,7 +20,7 @@ CHILD = textwrap.dedent("""
     from daphne import server
     from twisted.internet.testing import StringTransport
     from twisted.web import http
-    from groupx_site import access_log
+    from groupx_site.speedups import access_log
 
     if sys.argv[2] == "installed":
         access_log.install()

@@ -1,4 +1,4 @@
-"""``groupx_site/handler.py``'s API path: Django's request handling with no thread hop (D66, D70)."""
+"""``groupx_site/speedups/handler.py``'s API path: Django's request handling with no thread hop (D66, D70)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from django.db import close_old_connections, connections, reset_queries
 from django.dispatch import Signal
 from django.http import HttpResponseBase
 
-from groupx_site.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
+from groupx_site.speedups.handler import GroupXASGIHandler, left_out_on_the_loop_thread, send_from_loop_thread
 from tests.unit.collector import garbage_after
 
 # sha256 of ``inspect.getsource(ASGIHandler.handle)`` in Django 5.2, which ``handle_api`` copies.
@@ -143,14 +143,18 @@ def test_djangos_handle_is_still_the_one_the_api_handler_copies():
     # When this fails, Django's ASGIHandler.handle changed: compare it with handle_api, carry the
     # change over (keeping the signals and response.close() on the loop's thread), update the hash.
     source = inspect.getsource(ASGIHandler.handle)
-    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_HANDLE_SHA256, source
+    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_HANDLE_SHA256, (
+        'Django\'s ASGIHandler.handle changed: see docs/UPGRADING.md "Django ASGIHandler.handle"\n' + source
+    )
 
 
 def test_djangos_get_response_async_is_still_the_one_the_handler_copies():
     # When this fails, Django's BaseHandler.get_response_async changed: compare it with
     # GroupXASGIHandler.get_response_async, carry the change over, update the hash.
     source = inspect.getsource(BaseHandler.get_response_async)
-    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_GET_RESPONSE_ASYNC_SHA256, source
+    assert hashlib.sha256(source.encode()).hexdigest() == DJANGO_GET_RESPONSE_ASYNC_SHA256, (
+        'Django\'s get_response_async changed: see docs/UPGRADING.md "Django BaseHandler.get_response_async"\n' + source
+    )
 
 
 def test_the_request_signals_can_be_sent_from_the_event_loops_thread():
@@ -184,14 +188,16 @@ def test_an_api_requests_signals_run_on_the_event_loops_thread():
 
 
 def test_the_django_signal_code_the_handler_relies_on_is_the_code_it_was_written_against():
-    # When this fails, compare groupx_site/handler.py's send_from_loop_thread and close_response
+    # When this fails, compare groupx_site/speedups/handler.py's send_from_loop_thread and close_response
     # with the changed Django code, carry the change over, update the hash.
     changed = [
         function.__qualname__
         for function, digest in DJANGO_SIGNAL_CODE_SHA256.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == []
+    assert changed == [], (
+        f'Django changed {changed}: see docs/UPGRADING.md "Django request signals and HttpResponseBase.close"'
+    )
 
 
 def test_the_receivers_left_out_on_the_event_loops_thread_would_find_no_open_connection_there():

@@ -1,4 +1,4 @@
-"""A database call's posts to its loop travel with its result (groupx_site/core/handoff.py, D60).
+"""A database call's posts to its loop travel with its result (groupx_site/speedups/handoff.py, D60).
 
 The writer thread's calls are run as the server runs them (not inline): the call's commits post the
 tail's frames and the lanes' wake-ups to the loop that awaits the call, and all of it must reach the
@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from groupx_site.core import handoff
+from groupx_site.speedups import handoff
 from groupx_site.store import db
 
 

@@ -1,4 +1,4 @@
-"""``manage.py runserver``'s autoreloader (groupx_site/management/reloader.py, D79): the project's
+"""``manage.py runserver``'s autoreloader (groupx_site/speedups/reloader.py, D79): the project's
 files are looked at every tick, the interpreter's and the installed packages' on the first and
 every tenth. That the serving child really restarts when a project file changes is tested end to
 end in tests/test_first_run.py."""
@@ -17,11 +17,11 @@ from django.core.management.commands import runserver
 from django.utils import autoreload
 
 import rooms.events
-from groupx_site.management.reloader import OUTSIDE_EVERY, GroupXStatReloader
+from groupx_site.speedups.reloader import OUTSIDE_EVERY, GroupXStatReloader
 
 # sha256 of the Django 5.2 code the reloader copies (``run_with_reloader``) or relies on (the
 # watched files it filters, how a reloader is chosen and ticks, and where Django's runserver calls it). When this
-# fails, compare groupx_site/management/reloader.py with the changed code, carry the change over and
+# fails, compare groupx_site/speedups/reloader.py with the changed code, carry the change over and
 # update the hash.
 DJANGO_RELOADER_CODE_SHA256 = {
     autoreload.run_with_reloader: "cd89ac52cc3469f19f2d1cb95e3bb0c7f7c168dcba9aa8ba1c06a2495583d9fc",
@@ -42,7 +42,7 @@ def test_the_django_reloader_code_it_relies_on_is_the_code_it_was_written_agains
         for function, digest in DJANGO_RELOADER_CODE_SHA256.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == []
+    assert changed == [], f'Django changed {changed}: see docs/UPGRADING.md "Django autoreloader"'
 
 
 def test_project_files_are_watched_every_tick_and_installed_ones_every_tenth():

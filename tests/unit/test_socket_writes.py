@@ -1,4 +1,4 @@
-"""``groupx_site/socket_writes.py``: twisted's socket writes without epoll_ctl while the socket has room (D73).
+"""``groupx_site/speedups/socket_writes.py``: twisted's socket writes without epoll_ctl while the socket has room (D73).
 
 Installing it needs twisted's asyncio reactor, which is process-wide, so each behaviour is checked
 in a child Python of its own, over a real loopback TCP connection."""
@@ -43,7 +43,7 @@ CHILD = textwrap.dedent("""
     from twisted.internet import asyncioreactor
     asyncioreactor.install()
     from twisted.internet import protocol, reactor
-    from groupx_site import socket_writes
+    from groupx_site.speedups import socket_writes
 
     if sys.argv[1] == "installed":
         socket_writes.install()
@@ -114,7 +114,7 @@ def test_the_twisted_code_socket_writes_relies_on_is_the_code_it_was_written_aga
         for function, digest in RELIED_ON.items()
         if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest
     ]
-    assert changed == [], f"twisted changed {changed}: check groupx_site/socket_writes.py against it, then update"
+    assert changed == [], f'twisted changed {changed}: see docs/UPGRADING.md "twisted TCP writes"'
 
 
 def test_a_small_answer_arrives_whole_without_the_reactor_watching_the_socket():

@@ -1,4 +1,4 @@
-"""GroupX's SQLite backend (groupx_site/core/sqlite, docs/DECISIONS.md D64) is Django's, with each
+"""GroupX's SQLite backend (groupx_site/speedups/sqlite, docs/DECISIONS.md D64) is Django's, with each
 statement text's placeholder conversion done once and a short way for UTC datetimes: the same
 text reaches SQLite, and a text seen before is not converted again."""
 
@@ -17,7 +17,7 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
-from groupx_site.core.sqlite import base
+from groupx_site.speedups.sqlite import base
 from memory import sql as memory_sql
 from rooms import sql as rooms_sql
 from rooms.models import Event

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from groupx_site.core import wal_checkpoints
+from groupx_site.speedups import wal_checkpoints
 from groupx_site.store import db
 from tests.server import wait_until
 from tests.unit.writer_sql import on_writer as _on_writer

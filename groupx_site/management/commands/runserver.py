@@ -9,7 +9,7 @@ just work on a fresh checkout (docs/DECISIONS.md D26):
 - pending migrations are applied by the runtime once the port is bound, exactly as ``groupx start``
   does, so a fresh database becomes a ready room instead of ``no such table``;
 - the serving child's autoreloader looks at GroupX's own files every second and at the
-  interpreter's and the installed packages' every ten (``groupx_site/management/reloader.py``, D79).
+  interpreter's and the installed packages' every ten (``groupx_site/speedups/reloader.py``, D79).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from django.core.management.base import CommandError
 from django.utils import autoreload
 
 from groupx_site import process_runtime
-from groupx_site.management import reloader
+from groupx_site.speedups import registry as speedups_registry
+from groupx_site.speedups import reloader
 from groupx_site.starter_config import ensure_config
 
 # What ALLOWED_HOSTS accepts, too: another loopback address (127.0.0.2) would bind but then answer
@@ -57,7 +58,8 @@ class Command(DaphneRunserver):
             raise CommandError(message)
         ensure_config(self.stdout)
         process_runtime.migrate_before_start()
-        if options["use_reloader"] and os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true":
+        serving_child = os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true"
+        if options["use_reloader"] and serving_child and speedups_registry.is_on("reloader"):
             return reloader.serve(self.inner_run, **options)  # the serving child: D79's reloader
         return super().run(**options)  # the reloader's parent (it restarts the child), or --noreload
 

@@ -18,6 +18,9 @@ A post from the loop's own thread (a lane publishing a reply's delta) is a plain
 the loop is awake, and a byte through its self-pipe would only wake it once more. A post from
 anywhere else (another thread, a call made from another loop) goes at once with
 ``call_soon_threadsafe``.
+
+With the ``handoff`` speedup off, every post and every result is its own ``call_soon_threadsafe``,
+in the order they are made (the same order the kept lists run in).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from groupx_site.speedups import registry
 
 _collecting = threading.local()
 # Deliveries on their way to each loop: a loop is a key from the wake-up that carries its list
@@ -39,6 +44,9 @@ def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: A
     """``loop.call_soon_threadsafe(callback, *args)``, or with the result of the database call
     running on this thread when that call was made from ``loop``. Raises RuntimeError, as
     ``call_soon_threadsafe`` does, when a closed loop is asked at once."""
+    if not registry.is_on("handoff"):
+        loop.call_soon_threadsafe(callback, *args)
+        return
     pending = getattr(_collecting, "pending", None)
     if pending is not None and pending[0] is loop:
         pending[1].append((callback, args))
@@ -60,6 +68,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 def collecting(loop: asyncio.AbstractEventLoop) -> Iterator[list[tuple[Callable[..., Any], tuple]]]:
     """While the block runs on this thread, posts to ``loop`` are kept in the list it yields."""
     posts: list[tuple[Callable[..., Any], tuple]] = []
+    if not registry.is_on("handoff"):  # each post went at once: nothing is kept
+        yield posts
+        return
     _collecting.pending = (loop, posts)
     try:
         yield posts
@@ -81,6 +92,10 @@ def deliver(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args
     """``callback(*args)`` on ``loop`` from another thread: with the wake-up already on its way to
     ``loop`` if there is one, else in a new one. Nothing happens if ``loop`` is closed (nobody
     waits there any more)."""
+    if not registry.is_on("handoff"):
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(callback, *args)
+        return
     with _on_their_way_lock:
         batch = _on_their_way.get(loop)
         if batch is not None and not loop.is_closed():

@@ -22,6 +22,7 @@ from functools import lru_cache
 from django.db.backends.sqlite3 import base, operations
 
 from groupx_site.core.sqlite import functions
+from groupx_site.speedups import registry
 
 # The distinct texts a running server executes are a few hundred; the bound keeps a process that
 # builds many (IN-lists of every length) from growing: at most ~1 MiB of statements.
@@ -52,13 +53,17 @@ class DatabaseOperations(operations.DatabaseOperations):
         return super().adapt_datetimefield_value(value)
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
-    ops_class = DatabaseOperations
+class PlainDatabaseWrapper(base.DatabaseWrapper):
+    """Django's own backend, with only the SQL functions search needs (``sqliteShortcuts`` off)."""
 
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         functions.register(connection)
         return connection
+
+
+class ShortcutsDatabaseWrapper(PlainDatabaseWrapper):
+    ops_class = DatabaseOperations
 
     def create_cursor(self, name=None):
         return self.connection.cursor(factory=SQLiteCursorWrapper)
@@ -99,3 +104,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _savepoint_rollback(self, sid):
         self._edge(f'ROLLBACK TO SAVEPOINT "{sid}"', super()._savepoint_rollback, sid)
+
+
+# What Django loads as this engine's ``DatabaseWrapper``: read once, when Django first opens the
+# database (settings are loaded by then).
+DatabaseWrapper = ShortcutsDatabaseWrapper if registry.is_on("sqliteShortcuts") else PlainDatabaseWrapper
