@@ -101,7 +101,7 @@ class HealthReport(Response):
     worker: dict[str, Any] | None = None
     # Another instance took the room over (D90): {by: its lease row or null, message}; readiness failed.
     superseded: dict[str, Any] | None = None
-    # The speed seam's mechanisms (groupx_site/speedups/registry.py) as this process runs them: {name: on}.
+    # The speed seam's mechanisms (groupx_site/speedups/switches.py) as this process runs them: {name: on}.
     speedups: dict[str, bool] | None = None
 
 

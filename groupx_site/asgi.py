@@ -25,9 +25,9 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "groupx_site.settings")
 
-from groupx_site.speedups import registry as speedups_registry  # noqa: E402
+from groupx_site.speedups import switches as speedups_switches  # noqa: E402
 
-SPEEDUPS = speedups_registry.active()  # which of the speed seam's mechanisms this process installs
+SPEEDUPS = speedups_switches.active()  # which of the speed seam's mechanisms this process installs
 if SPEEDUPS["asgiHandler"]:
     from groupx_site.speedups.handler import get_application
 else:  # Django's own ASGIHandler
@@ -164,7 +164,7 @@ def _start_with_the_reactor() -> None:
     from twisted.internet import defer, reactor
 
     body_limit.install()  # before the first connection: bodies over 2 MiB are refused unread
-    # Only the speedups that are on patch anything (groupx_site/speedups/registry.py).
+    # Only the speedups that are on patch anything (groupx_site/speedups/switches.py).
     if SPEEDUPS["accessLog"]:
         from groupx_site.speedups import access_log
 

@@ -10,7 +10,7 @@ from django.db import connection
 from agents import health, lease
 from groupx_site import process_runtime, runtime_identity
 from groupx_site.core import process_state
-from groupx_site.speedups import registry as speedups_registry
+from groupx_site.speedups import switches as speedups_switches
 from groupx_site.store import store_integrity, store_probe
 from setup_wizard import roster
 from turns.models import Turn
@@ -157,7 +157,7 @@ def health_report(*, check_integrity: bool = False) -> tuple[int, dict[str, Any]
         "access": "unrestricted",
         "store": store,
         "agents": agents,
-        "speedups": speedups_registry.active(),  # the speed seam's mechanisms as this process runs them
+        "speedups": speedups_switches.active(),  # the speed seam's mechanisms as this process runs them
         **({"worker": _public_worker(worker)} if worker is not None else {}),
         **counts,
         **(start_retry or {}),

@@ -32,7 +32,7 @@ from agents.lease_keeper import LeaseKeeper
 from groupx_site import room_conditions
 from groupx_site.core import process_state
 from groupx_site.speedups import one_cpu, wal_checkpoints
-from groupx_site.speedups import registry as speedups_registry
+from groupx_site.speedups import switches as speedups_switches
 from groupx_site.store import db, layer, store_faults, store_integrity
 from rooms import bus, search_index, system_errors
 from setup_wizard import roster
@@ -204,7 +204,7 @@ async def _start() -> None:
     """Start, and while the store is at fault (a read-only or full disk, a lock another process
     holds) wait and start again: readiness stays ``starting``, health says when the next try is
     (docs/DECISIONS.md D24). Any other failure is final, as before."""
-    if speedups_registry.is_on("threadsOnOneCpu"):  # before the threads below start (D83)
+    if speedups_switches.is_on("threadsOnOneCpu"):  # before the threads below start (D83)
         cpu = one_cpu.keep_threads_on_one_cpu()
         if cpu is not None:
             process.also_in_each_child(one_cpu.restore_in_child)  # each CLI gets every CPU back

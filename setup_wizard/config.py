@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from groupx_site.core.driver_table import DEFAULT_AGENT_IDS, DISPLAY_NAMES, DRIVER_NAMES
 from groupx_site.core.ssh_destination import DESTINATION_RE
-from groupx_site.speedups import registry as speedups_registry
+from groupx_site.speedups import switches as speedups_switches
 
 # The driver names, their display names and the default roster come from the driver table.
 DRIVERS = DRIVER_NAMES
@@ -63,19 +63,19 @@ class ServerConfig(Strict):
     # The server's threads share one CPU, which the GIL makes them take turns on anyway; the
     # agents' CLIs are not pinned (groupx_site/speedups/one_cpu.py, docs/DECISIONS.md D83).
     threadsOnOneCpu: bool = True  # an alias of speedups.threadsOnOneCpu (false wins), kept for older files
-    # The speed seam's switch (groupx_site/speedups/registry.py): true, false, or {name: bool}.
+    # The speed seam's switch (groupx_site/speedups/switches.py): true, false, or {name: bool}.
     speedups: bool | dict[str, bool] = True
 
     @field_validator("speedups")
     @classmethod
     def _known_speedups(cls, value: bool | dict[str, bool]) -> bool | dict[str, bool]:
         if isinstance(value, dict):
-            speedups_registry.resolve(value)  # raises on an unknown name, which pydantic reports with the key
+            speedups_switches.resolve(value)  # raises on an unknown name, which pydantic reports with the key
         return value
 
     def speedups_on(self) -> dict[str, bool]:
         """Every mechanism's switch as this file sets it (``server.threadsOnOneCpu`` included)."""
-        return speedups_registry.resolve(self.speedups, self.threadsOnOneCpu)
+        return speedups_switches.resolve(self.speedups, self.threadsOnOneCpu)
 
 
 class StorageConfig(Strict):

@@ -1,20 +1,23 @@
 """``GET /api/health`` reports the speed seam's mechanisms as the process runs them, from
-``groupx.json`` ``server.speedups`` and the older ``server.threadsOnOneCpu`` (groupx_site/speedups/registry.py)."""
+``groupx.json`` ``server.speedups`` and the older ``server.threadsOnOneCpu`` (groupx_site/speedups/switches.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from groupx_site.speedups import registry
+from groupx_site.speedups import switches as speedups_switches
 
 
 @pytest.mark.parametrize(
     ("server", "expected"),
     [
-        ({"speedups": True}, dict.fromkeys(registry.NAMES, True)),
-        ({"speedups": False}, dict.fromkeys(registry.NAMES, False)),
-        ({"speedups": {"socketWrites": False}}, {name: name != "socketWrites" for name in registry.NAMES}),
-        ({"speedups": True, "threadsOnOneCpu": False}, {name: name != "threadsOnOneCpu" for name in registry.NAMES}),
+        ({"speedups": True}, dict.fromkeys(speedups_switches.NAMES, True)),
+        ({"speedups": False}, dict.fromkeys(speedups_switches.NAMES, False)),
+        ({"speedups": {"socketWrites": False}}, {name: name != "socketWrites" for name in speedups_switches.NAMES}),
+        (
+            {"speedups": True, "threadsOnOneCpu": False},
+            {name: name != "threadsOnOneCpu" for name in speedups_switches.NAMES},
+        ),
     ],
     ids=["all on", "all off", "one off", "the older key"],
 )
@@ -22,4 +25,4 @@ def test_health_reports_each_mechanism_as_the_config_sets_it(make_server, server
     running = make_server(server={"host": "127.0.0.1", "port": 4310, **server})
     health = running.get("/api/health").json()
     assert health["speedups"] == expected
-    assert set(health["speedups"]) == set(registry.NAMES)
+    assert set(health["speedups"]) == set(speedups_switches.NAMES)

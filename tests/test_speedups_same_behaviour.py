@@ -1,6 +1,6 @@
 """Each of the speed seam's mechanisms changes how fast, never what: the same script of posts and
 Turns gives the same event rows, Turn rows and SSE frames with the mechanism on and off
-(groupx_site/speedups/registry.py, docs/DECISIONS.md D130).
+(groupx_site/speedups/switches.py, docs/DECISIONS.md D130).
 
 Each setting runs a real server of its own with one fake CLI, and the script runs one Turn at a time,
 so nothing but the mechanism differs between two runs. Ids, timestamps and durations differ between
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from groupx_site.speedups import registry
+from groupx_site.speedups import switches as speedups_switches
 from tests.agents import db_rows, fake_agents, send, wait_terminal
 from tests.sse import SseClient
 
@@ -44,7 +44,7 @@ class Normaliser:
 
 def run_script(make_server, workdir, speedups) -> dict:
     server = make_server(fake_agents(workdir, "kimi"), server={"host": "127.0.0.1", "port": 4310, "speedups": speedups})
-    assert server.get("/api/health").json()["speedups"] == registry.resolve(speedups)
+    assert server.get("/api/health").json()["speedups"] == speedups_switches.resolve(speedups)
     with SseClient(server.base_url, after_seq=0) as stream:
         stream.wait_for(lambda e: e["type"] == "session.ready", message="the CLI's session")  # one order of events
         for content in SCRIPT:
@@ -63,7 +63,7 @@ def run_script(make_server, workdir, speedups) -> dict:
     }
 
 
-@pytest.mark.parametrize("mechanism", registry.NAMES)
+@pytest.mark.parametrize("mechanism", speedups_switches.NAMES)
 def test_the_same_script_gives_the_same_rows_and_frames_with_the_mechanism_on_and_off(make_server, tmp_path, mechanism):
     on = run_script(make_server, tmp_path / "on", {mechanism: True})
     off = run_script(make_server, tmp_path / "off", {mechanism: False})

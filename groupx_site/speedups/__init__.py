@@ -1,2 +1,2 @@
 """The speed seam: every mechanism that copies or patches a dependency's internals, or exists only to
-cut CPU or latency, each with a name and a switch (``registry.py``, ``groupx.json`` ``server.speedups``)."""
+cut CPU or latency, each with a name and a switch (``switches.py``, ``groupx.json`` ``server.speedups``)."""

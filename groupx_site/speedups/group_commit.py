@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
-from groupx_site.speedups import handoff, registry
+from groupx_site.speedups import handoff, switches
 from groupx_site.store import store_faults, store_integrity
 
 # A group's first caller waits for the others: at most this many calls share a commit.
@@ -46,7 +46,7 @@ class _GroupFailed(Exception):
 def available() -> bool:
     """Whether calls may share a commit on this thread's connection (with the ``groupCommit``
     speedup off, each write call commits by itself)."""
-    return connection.vendor == "sqlite" and registry.is_on("groupCommit")
+    return connection.vendor == "sqlite" and switches.is_on("groupCommit")
 
 
 def run_together(calls: list[Call], run_alone: Callable[..., None], deliver: Callable[..., None]) -> None:

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from groupx_site.speedups import registry
+from groupx_site.speedups import switches
 
 _collecting = threading.local()
 # Deliveries on their way to each loop: a loop is a key from the wake-up that carries its list
@@ -44,7 +44,7 @@ def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: A
     """``loop.call_soon_threadsafe(callback, *args)``, or with the result of the database call
     running on this thread when that call was made from ``loop``. Raises RuntimeError, as
     ``call_soon_threadsafe`` does, when a closed loop is asked at once."""
-    if not registry.is_on("handoff"):
+    if not switches.is_on("handoff"):
         loop.call_soon_threadsafe(callback, *args)
         return
     pending = getattr(_collecting, "pending", None)
@@ -68,7 +68,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 def collecting(loop: asyncio.AbstractEventLoop) -> Iterator[list[tuple[Callable[..., Any], tuple]]]:
     """While the block runs on this thread, posts to ``loop`` are kept in the list it yields."""
     posts: list[tuple[Callable[..., Any], tuple]] = []
-    if not registry.is_on("handoff"):  # each post went at once: nothing is kept
+    if not switches.is_on("handoff"):  # each post went at once: nothing is kept
         yield posts
         return
     _collecting.pending = (loop, posts)
@@ -92,7 +92,7 @@ def deliver(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args
     """``callback(*args)`` on ``loop`` from another thread: with the wake-up already on its way to
     ``loop`` if there is one, else in a new one. Nothing happens if ``loop`` is closed (nobody
     waits there any more)."""
-    if not registry.is_on("handoff"):
+    if not switches.is_on("handoff"):
         with contextlib.suppress(RuntimeError):  # the loop is closed
             loop.call_soon_threadsafe(callback, *args)
         return

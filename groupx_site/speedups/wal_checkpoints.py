@@ -47,7 +47,7 @@ from pathlib import Path
 from django.conf import settings
 
 from groupx_site.core import sqlite
-from groupx_site.speedups import registry
+from groupx_site.speedups import switches
 from groupx_site.store import store_faults, store_integrity
 
 logger = logging.getLogger("groupx.wal_checkpoints")
@@ -234,7 +234,7 @@ def start(run_on_writer: Callable[[Callable[[], object]], object]) -> Checkpoint
     if _running is not None:
         return _running
     database = settings.DATABASES["default"]
-    if database["ENGINE"] != sqlite.ENGINE or settings.GROUPX_DB_INLINE or not registry.is_on("walCheckpoints"):
+    if database["ENGINE"] != sqlite.ENGINE or settings.GROUPX_DB_INLINE or not switches.is_on("walCheckpoints"):
         return None  # SQLite checkpoints by itself, on the thread that commits
     _running = Checkpointer(Path(database["NAME"]).resolve(), run_on_writer=run_on_writer)
     _running.start()

@@ -22,8 +22,8 @@ from django.core.management.base import CommandError
 from django.utils import autoreload
 
 from groupx_site import process_runtime
-from groupx_site.speedups import registry as speedups_registry
 from groupx_site.speedups import reloader
+from groupx_site.speedups import switches as speedups_switches
 from groupx_site.starter_config import ensure_config
 
 # What ALLOWED_HOSTS accepts, too: another loopback address (127.0.0.2) would bind but then answer
@@ -59,7 +59,7 @@ class Command(DaphneRunserver):
         ensure_config(self.stdout)
         process_runtime.migrate_before_start()
         serving_child = os.environ.get(autoreload.DJANGO_AUTORELOAD_ENV) == "true"
-        if options["use_reloader"] and serving_child and speedups_registry.is_on("reloader"):
+        if options["use_reloader"] and serving_child and speedups_switches.is_on("reloader"):
             return reloader.serve(self.inner_run, **options)  # the serving child: D79's reloader
         return super().run(**options)  # the reloader's parent (it restarts the child), or --noreload
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from django.db.backends.sqlite3 import base, operations
 
 from groupx_site.core.sqlite import functions
-from groupx_site.speedups import registry
+from groupx_site.speedups import switches
 
 # The distinct texts a running server executes are a few hundred; the bound keeps a process that
 # builds many (IN-lists of every length) from growing: at most ~1 MiB of statements.
@@ -108,4 +108,4 @@ class ShortcutsDatabaseWrapper(PlainDatabaseWrapper):
 
 # What Django loads as this engine's ``DatabaseWrapper``: read once, when Django first opens the
 # database (settings are loaded by then).
-DatabaseWrapper = ShortcutsDatabaseWrapper if registry.is_on("sqliteShortcuts") else PlainDatabaseWrapper
+DatabaseWrapper = ShortcutsDatabaseWrapper if switches.is_on("sqliteShortcuts") else PlainDatabaseWrapper
