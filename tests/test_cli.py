@@ -18,14 +18,13 @@ from tests.groupx_cli import (
     Foreground,
     cli_env,
     fake,
-    free_port,
     groupx,
     health,
     isolated_path,
     port_refuses,
     write_config,
 )
-from tests.server import FAKES_BIN, GroupXServer, hanging_agent, wait_until
+from tests.server import FAKES_BIN, GroupXServer, free_port, hanging_agent, wait_until
 from tests.sse import SseClient
 
 

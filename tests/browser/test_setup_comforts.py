@@ -11,8 +11,8 @@ from playwright.sync_api import expect
 
 from tests.agents import fake_agents
 from tests.browser.axe import blocking_violations
-from tests.groupx_cli import Foreground, free_port, write_config
-from tests.server import GroupXServer
+from tests.groupx_cli import Foreground, write_config
+from tests.server import GroupXServer, free_port
 
 
 @pytest.fixture(scope="module")

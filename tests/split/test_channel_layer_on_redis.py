@@ -21,13 +21,12 @@ from tests.groupx_cli import (
     Foreground,
     cli_env,
     fake,
-    free_port,
     groupx,
     isolated_path,
     port_refuses,
     write_config,
 )
-from tests.server import REPO, wait_until
+from tests.server import REPO, free_port, wait_until
 from tests.sse import SseClient
 
 PUBLISH_A_DELTA = """
